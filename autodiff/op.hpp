@@ -1,0 +1,75 @@
+// The contract between the tape and an op (spec/style.md: "fixed backward contract").
+//
+// An op is a pair of kernels over typed views, written once as a template and instantiated for float and
+// double by make_op<Kernel>():
+//
+//   template <class T> struct MyKernel {
+//     static void forward(const OpCall<T>& c);   // reads c.x[k], writes c.y (and c.saved)
+//     static void backward(const OpCall<T>& c);  // reads c.x, c.y, c.grad_y, c.saved;
+//   };                                           // accumulates (+=, never =) into every c.grad_x[k] != nullptr
+//
+// backward gets the inputs, the output, the upstream gradient and, through grad_x[k] == nullptr, which
+// inputs need no gradient. The tape sizes every buffer from the shapes it was given, so kernels never
+// allocate.
+#pragma once
+#include <cstdint>
+
+#include "runtime/dtype.hpp"
+#include "runtime/shape.hpp"
+#include "runtime/tensor.hpp"
+
+namespace matmem {
+
+// Small per-node constants (shift width, epsilon, a scale factor, ...). Plain data: nodes stay flat.
+struct OpAttrs {
+  double f[2] = {0, 0};
+  std::int64_t i[2] = {0, 0};
+};
+
+template <class T>
+struct OpCall {
+  int arity = 0;
+  const T* const* x = nullptr;     // input values
+  const Shape* x_shape = nullptr;  // input shapes
+  T* const* grad_x = nullptr;      // where to accumulate each input's gradient, or nullptr
+  T* y = nullptr;                  // output value (written by forward, read by backward)
+  Shape y_shape;
+  const T* grad_y = nullptr;       // upstream gradient, backward only
+  T* saved = nullptr;              // op-private buffer written by forward for backward
+  OpAttrs attrs;
+
+  TensorView<const T> in(int k) const { return {x[k], x_shape[k]}; }
+  TensorView<T> out() const { return {y, y_shape}; }
+};
+
+template <class T>
+using Kernel = void (*)(const OpCall<T>&);
+
+// Floating-point operations of one forward and one backward (for the bench's GFLOP/s).
+struct Flops {
+  double forward = 0, backward = 0;
+};
+using FlopsFn = Flops (*)(const Shape* x_shape, int arity, const Shape& y_shape, const OpAttrs& attrs);
+
+struct OpDef {
+  const char* name;
+  Kernel<float> forward_f32, backward_f32;
+  Kernel<double> forward_f64, backward_f64;
+  FlopsFn flops = nullptr;
+
+  template <class T>
+  Kernel<T> forward() const {
+    if constexpr (sizeof(T) == 4) return forward_f32; else return forward_f64;
+  }
+  template <class T>
+  Kernel<T> backward() const {
+    if constexpr (sizeof(T) == 4) return backward_f32; else return backward_f64;
+  }
+};
+
+template <template <class> class K>
+constexpr OpDef make_op(const char* name, FlopsFn flops = nullptr) {
+  return {name, &K<float>::forward, &K<float>::backward, &K<double>::forward, &K<double>::backward, flops};
+}
+
+}  // namespace matmem

@@ -1,0 +1,243 @@
+#include "autodiff/tape.hpp"
+
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "autodiff/parameters.hpp"
+#include "runtime/error.hpp"
+
+namespace matmem {
+namespace {
+constexpr std::size_t kMaxArity = 64;
+std::atomic<std::uint64_t> next_epoch{1};
+}  // namespace
+
+Tape::Tape(DType dtype) : dtype_(dtype), epoch_(next_epoch++) {
+  nodes_.reserve(1024);
+  inputs_.reserve(2048);
+}
+
+Var Tape::leaf(void* value, Shape shape, bool requires_grad) {
+  Node n;
+  n.value = value;
+  n.shape = shape;
+  n.requires_grad = requires_grad && grad_enabled_;
+  nodes_.push_back(n);
+  return {this, std::uint32_t(nodes_.size() - 1)};
+}
+
+Var Tape::input(const Tensor& value, bool requires_grad) {
+  if (value.dtype() != dtype_)
+    throw Error(fmt::format("input {}: tape computes in {}, the tensor holds {}", value.shape().str(),
+                            name_of(dtype_), name_of(value.dtype())));
+  return leaf(const_cast<void*>(value.raw()), value.shape(), requires_grad);
+}
+
+Var Tape::input(TensorView<const float> v, bool requires_grad) {
+  if (dtype_ != DType::f32) throw Error("input: a float32 view given to a float64 tape");
+  return leaf(const_cast<float*>(v.data), v.shape, requires_grad);
+}
+
+Var Tape::input(TensorView<const double> v, bool requires_grad) {
+  if (dtype_ != DType::f64) throw Error("input: a float64 view given to a float32 tape");
+  return leaf(const_cast<double*>(v.data), v.shape, requires_grad);
+}
+
+Var Tape::constant(Shape shape, double fill) {
+  void* p = arena_.allocate<std::byte>(std::size_t(shape.numel()) * size_of(dtype_));
+  dispatch(dtype_, [&](auto z) {
+    using T = decltype(z);
+    std::fill_n(static_cast<T*>(p), shape.numel(), T(fill));
+  });
+  return leaf(p, shape, false);
+}
+
+Var Tape::param(Parameter& p) {
+  if (p.tape_epoch == epoch_) return {this, p.tape_node};
+  if (p.value.dtype() != dtype_)
+    throw Error(fmt::format("parameter {} holds {}, the tape computes in {}", p.name, name_of(p.value.dtype()),
+                            name_of(dtype_)));
+  Var v = leaf(p.value.raw(), p.value.shape(), true);
+  Node& n = nodes_[v.id];
+  n.param = &p;
+  n.grad = p.grad.raw();
+  n.grad_live = true;
+  p.tape_epoch = epoch_;
+  p.tape_node = v.id;
+  return v;
+}
+
+template <class T>
+void Tape::check_finite(const T* data, const Shape& shape, std::uint32_t id, const char* what) const {
+  for (std::int64_t k = 0; k < shape.numel(); ++k) {
+    if (!std::isfinite(data[k])) {
+      // Recover logical coordinates of flat index k (layout in runtime/shape.hpp).
+      std::int64_t j = k % shape.cols, rest = k / shape.cols;
+      std::int64_t b = rest % shape.batch;
+      rest /= shape.batch;
+      std::int64_t i = rest % shape.rows, n = rest / shape.rows;
+      throw NumericError(fmt::format("anomaly: {} {} {} at (b={}, n={}, i={}, j={}) of {}", describe(id), what,
+                                     std::isnan(data[k]) ? "NaN" : "Inf", b, n, i, j, shape.str()));
+    }
+  }
+}
+
+Var Tape::apply(const OpDef& op, std::span<const Var> in, Shape y_shape, OpAttrs attrs, std::int64_t saved) {
+  if (in.size() > kMaxArity) throw Error(fmt::format("{}: {} inputs, at most {}", op.name, in.size(), kMaxArity));
+  Node n;
+  n.op = &op;
+  n.shape = y_shape;
+  n.attrs = attrs;
+  n.first_input = std::uint32_t(inputs_.size());
+  n.arity = std::uint32_t(in.size());
+  bool needs = false;
+  for (const Var& v : in) {
+    if (v.tape != this) throw Error(fmt::format("{}: an input belongs to another tape (or was cleared)", op.name));
+    inputs_.push_back(v.id);
+    needs = needs || nodes_[v.id].requires_grad;
+  }
+  n.requires_grad = needs && grad_enabled_;
+  const std::size_t esize = size_of(dtype_);
+  n.value = arena_.allocate<std::byte>(std::size_t(y_shape.numel()) * esize);
+  n.saved_count = saved;
+  if (saved > 0) n.saved = arena_.allocate<std::byte>(std::size_t(saved) * esize);
+  nodes_.push_back(n);
+  const std::uint32_t id = std::uint32_t(nodes_.size() - 1);
+  if (op.flops) {
+    std::array<Shape, kMaxArity> xs;
+    for (std::size_t a = 0; a < in.size(); ++a) xs[a] = nodes_[in[a].id].shape;
+    Flops f = op.flops(xs.data(), int(in.size()), y_shape, attrs);
+    flops_.forward += f.forward;
+    if (n.requires_grad) flops_.backward += f.backward;
+  }
+  dispatch(dtype_, [&](auto z) {
+    using T = decltype(z);
+    std::array<const T*, kMaxArity> xv;
+    std::array<Shape, kMaxArity> xs;
+    for (std::size_t a = 0; a < in.size(); ++a) {
+      xv[a] = static_cast<const T*>(nodes_[in[a].id].value);
+      xs[a] = nodes_[in[a].id].shape;
+    }
+    OpCall<T> c;
+    c.arity = int(in.size());
+    c.x = xv.data();
+    c.x_shape = xs.data();
+    c.y = static_cast<T*>(n.value);
+    c.y_shape = y_shape;
+    c.saved = static_cast<T*>(n.saved);
+    c.attrs = attrs;
+    op.forward<T>()(c);
+    if (anomaly_) check_finite(c.y, y_shape, id, "produced");
+  });
+  return {this, id};
+}
+
+void* Tape::ensure_grad(Node& n) {
+  if (n.grad_live) return n.grad;
+  const std::size_t bytes = std::size_t(n.shape.numel()) * size_of(dtype_);
+  if (!n.grad) n.grad = arena_.allocate<std::byte>(bytes);
+  std::memset(n.grad, 0, bytes);
+  n.grad_live = true;
+  return n.grad;
+}
+
+template <class T>
+void Tape::run_backward(std::uint32_t top) {
+  std::array<const T*, kMaxArity> xv;
+  std::array<Shape, kMaxArity> xs;
+  std::array<T*, kMaxArity> gx;
+  for (std::int64_t k = top; k >= 0; --k) {
+    Node& n = nodes_[k];
+    if (!n.op || !n.requires_grad || !n.grad_live) continue;
+    for (std::uint32_t a = 0; a < n.arity; ++a) {
+      Node& in = nodes_[inputs_[n.first_input + a]];
+      xv[a] = static_cast<const T*>(in.value);
+      xs[a] = in.shape;
+      gx[a] = in.requires_grad ? static_cast<T*>(ensure_grad(in)) : nullptr;
+    }
+    OpCall<T> c;
+    c.arity = int(n.arity);
+    c.x = xv.data();
+    c.x_shape = xs.data();
+    c.grad_x = gx.data();
+    c.y = static_cast<T*>(n.value);
+    c.y_shape = n.shape;
+    c.grad_y = static_cast<const T*>(n.grad);
+    c.saved = static_cast<T*>(n.saved);
+    c.attrs = n.attrs;
+    n.op->backward<T>()(c);
+    if (anomaly_) {
+      for (std::uint32_t a = 0; a < n.arity; ++a)
+        if (gx[a]) check_finite(gx[a], xs[a], std::uint32_t(k), fmt::format("backward gave input {} a", a).c_str());
+    }
+  }
+}
+
+void Tape::backward(Var y) {
+  if (y.tape != this) throw Error("backward: the output belongs to another tape");
+  const Node& n = nodes_[y.id];
+  if (n.shape.numel() != 1)
+    throw ShapeError(fmt::format("backward: output {} has {} elements; give a seed gradient of that shape",
+                                 n.shape.str(), n.shape.numel()));
+  Tensor seed(dtype_, n.shape);
+  seed.fill(1.0);
+  backward(y, seed);
+}
+
+void Tape::backward(Var y, const Tensor& seed) {
+  if (y.tape != this) throw Error("backward: the output belongs to another tape");
+  if (seed.shape() != nodes_[y.id].shape || seed.dtype() != dtype_)
+    throw ShapeError(fmt::format("backward: seed {} {} does not match output {} {}", seed.shape().str(),
+                                 name_of(seed.dtype()), nodes_[y.id].shape.str(), name_of(dtype_)));
+  for (std::uint32_t k = 0; k <= y.id; ++k)
+    if (!nodes_[k].param) nodes_[k].grad_live = false;
+  std::memcpy(ensure_grad(nodes_[y.id]), seed.raw(), seed.bytes());
+  dispatch(dtype_, [&](auto z) { run_backward<decltype(z)>(y.id); });
+}
+
+void Tape::clear() {
+  nodes_.clear();
+  inputs_.clear();
+  arena_.reset();
+  epoch_ = next_epoch++;
+  flops_ = {};
+}
+
+std::string Tape::describe(std::uint32_t id) const {
+  const Node& n = nodes_[id];
+  if (n.param) return fmt::format("parameter {}", n.param->name);
+  if (!n.op) return fmt::format("input (node {}, {})", id, n.shape.str());
+  return fmt::format("op {} (node {}, output {})", n.op->name, id, n.shape.str());
+}
+
+// --- Var ---------------------------------------------------------------------------------------------------
+const Shape& Var::shape() const { return tape->nodes_[id].shape; }
+DType Var::dtype() const { return tape->dtype_; }
+bool Var::requires_grad() const { return tape->nodes_[id].requires_grad; }
+
+double Var::item() const {
+  const Tape::Node& n = tape->nodes_[id];
+  if (n.shape.numel() != 1) throw ShapeError(fmt::format("item: {} has {} elements", n.shape.str(), n.shape.numel()));
+  return tape->dtype_ == DType::f32 ? double(*static_cast<const float*>(n.value))
+                                    : *static_cast<const double*>(n.value);
+}
+
+Tensor Var::value_copy() const {
+  const Tape::Node& n = tape->nodes_[id];
+  Tensor t(tape->dtype_, n.shape);
+  std::memcpy(t.raw(), n.value, t.bytes());
+  return t;
+}
+
+Tensor Var::grad_copy() const {
+  Tape::Node& n = tape->nodes_[id];
+  Tensor t(tape->dtype_, n.shape);
+  std::memcpy(t.raw(), tape->ensure_grad(n), t.bytes());
+  return t;
+}
+
+}  // namespace matmem

@@ -1,0 +1,154 @@
+// Tape: reverse-mode automatic differentiation over a flat vector of nodes.
+//
+// Forward: every op call appends one Node (creation order is a topological order) and runs the op's
+// forward kernel at once, writing into buffers from the tape's Arena.
+// Backward: one reverse loop over the nodes from the output down; a node whose gradient was never
+// reached is skipped; input gradients are zeroed lazily the first time they are accumulated into, and
+// a parameter's gradient accumulates straight into the Parameter (so it survives clear()).
+// Nothing recurses: forward, backward and teardown are loops, so a 1000-step unroll is as safe as a short
+// one. clear() forgets every node but keeps the vectors' capacity and the arena's memory, so a training
+// loop reaches a steady state with no heap allocation per step.
+//
+// A Var is a (tape, node index) handle; it stays valid until the tape is cleared.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "autodiff/op.hpp"
+#include "runtime/arena.hpp"
+#include "runtime/tensor.hpp"
+
+namespace matmem {
+
+class Tape;
+struct Parameter;
+
+struct Var {
+  Tape* tape = nullptr;
+  std::uint32_t id = 0;
+
+  bool valid() const { return tape != nullptr; }
+  const Shape& shape() const;
+  DType dtype() const;
+  bool requires_grad() const;
+  template <class T>
+  TensorView<T> value() const;
+  template <class T>
+  TensorView<T> grad() const;  // zeros if backward never reached it
+  double item() const;         // the value of a one-element Var
+  Tensor value_copy() const;
+  Tensor grad_copy() const;
+};
+
+class Tape {
+ public:
+  explicit Tape(DType dtype = DType::f32);
+  Tape(const Tape&) = delete;
+  Tape& operator=(const Tape&) = delete;
+
+  DType dtype() const { return dtype_; }
+
+  // Leaves.
+  // A value the caller owns; the tape keeps a pointer to it until clear(), no copy.
+  Var input(const Tensor& value, bool requires_grad = false);
+  Var input(TensorView<const float> value, bool requires_grad = false);
+  Var input(TensorView<const double> value, bool requires_grad = false);
+  Var constant(Shape shape, double fill);  // a value held by the tape
+  // A parameter: one leaf per tape, reused on later calls; its gradient accumulates into p.grad.
+  Var param(Parameter& p);
+
+  // Records an op node, allocates its output (and `saved` elements of private storage) and runs forward.
+  // Op front-ends (ops/) check shapes first and call this.
+  Var apply(const OpDef& op, std::span<const Var> inputs, Shape y_shape, OpAttrs attrs = {},
+            std::int64_t saved = 0);
+  Var apply(const OpDef& op, std::initializer_list<Var> inputs, Shape y_shape, OpAttrs attrs = {},
+            std::int64_t saved = 0) {
+    return apply(op, std::span<const Var>(inputs.begin(), inputs.size()), y_shape, attrs, saved);
+  }
+
+  // Reverse pass from y. A one-element y is seeded with 1; otherwise pass `seed` (same shape as y).
+  void backward(Var y);
+  void backward(Var y, const Tensor& seed);
+
+  // Forgets every node and value; keeps the memory for the next pass.
+  void clear();
+
+  // Inside a NoGrad scope, new nodes record no gradient (values only).
+  bool grad_enabled() const { return grad_enabled_; }
+  void set_grad_enabled(bool on) { grad_enabled_ = on; }
+  // Anomaly mode: every op's output and every gradient it produces is checked for NaN/Inf; the first one
+  // found throws NumericError naming the op and node.
+  bool anomaly_mode() const { return anomaly_; }
+  void set_anomaly_mode(bool on) { anomaly_ = on; }
+
+  // Introspection (gradcheck, bench, error messages).
+  struct Node {
+    const OpDef* op = nullptr;  // nullptr: a leaf
+    void* value = nullptr;
+    void* grad = nullptr;
+    void* saved = nullptr;
+    Shape shape;
+    std::uint32_t first_input = 0, arity = 0;
+    std::int64_t saved_count = 0;
+    OpAttrs attrs;
+    Parameter* param = nullptr;  // set for parameter leaves
+    bool requires_grad = false;
+    bool grad_live = false;      // grad holds a valid (possibly zero) gradient in this backward pass
+  };
+  std::size_t size() const { return nodes_.size(); }
+  const Node& node(std::uint32_t id) const { return nodes_[id]; }
+  std::span<const std::uint32_t> inputs_of(std::uint32_t id) const {
+    const Node& n = nodes_[id];
+    return {inputs_.data() + n.first_input, n.arity};
+  }
+  std::string describe(std::uint32_t id) const;  // "sharpen (node 143)" or "parameter ntm/read/key/U"
+  Flops flops() const { return flops_; }         // total of the ops recorded since clear()
+  const Arena& arena() const { return arena_; }
+
+ private:
+  friend struct Var;
+  Var leaf(void* value, Shape shape, bool requires_grad);
+  void* ensure_grad(Node& n);
+  template <class T>
+  void run_backward(std::uint32_t top);
+  template <class T>
+  void check_finite(const T* data, const Shape& shape, std::uint32_t id, const char* what) const;
+
+  DType dtype_;
+  std::vector<Node> nodes_;
+  std::vector<std::uint32_t> inputs_;
+  Arena arena_;
+  std::uint64_t epoch_;  // identifies this tape's current pass; parameters cache their leaf by it
+  bool grad_enabled_ = true;
+  bool anomaly_ = false;
+  Flops flops_;
+};
+
+// RAII scope in which a tape records no gradients.
+class NoGrad {
+ public:
+  explicit NoGrad(Tape& t) : tape_(t), was_(t.grad_enabled()) { t.set_grad_enabled(false); }
+  ~NoGrad() { tape_.set_grad_enabled(was_); }
+
+ private:
+  Tape& tape_;
+  bool was_;
+};
+
+template <class T>
+TensorView<T> Var::value() const {
+  const Tape::Node& n = tape->nodes_[id];
+  if (dtype_of<T>() != tape->dtype_) return {nullptr, n.shape};
+  return {static_cast<T*>(n.value), n.shape};
+}
+
+template <class T>
+TensorView<T> Var::grad() const {
+  Tape::Node& n = tape->nodes_[id];
+  return {static_cast<T*>(tape->ensure_grad(n)), n.shape};
+}
+
+}  // namespace matmem

@@ -1,0 +1,31 @@
+// add: y = a + b, broadcasting (ops/elementwise.hpp).  grad_a += Σ_broadcast g, grad_b += Σ_broadcast g.
+#include "ops/check.hpp"
+#include "ops/ops.hpp"
+#include "ops/registry.hpp"
+#include "ops/unary.hpp"
+
+namespace matmem {
+namespace {
+template <class T>
+struct Kernel {
+  static void forward(const OpCall<T>& c) {
+    const T *a = c.x[0], *b = c.x[1];
+    ops::for_each_broadcast(c.y_shape, c.x_shape[0], c.x_shape[1],
+                            [&](std::int64_t o, std::int64_t oa, std::int64_t ob) { c.y[o] = a[oa] + b[ob]; });
+  }
+  static void backward(const OpCall<T>& c) {
+    T *ga = c.grad_x[0], *gb = c.grad_x[1];
+    ops::for_each_broadcast(c.y_shape, c.x_shape[0], c.x_shape[1], [&](std::int64_t o, std::int64_t oa, std::int64_t ob) {
+      if (ga) ga[oa] += c.grad_y[o];
+      if (gb) gb[ob] += c.grad_y[o];
+    });
+  }
+};
+constexpr OpDef kOp = make_op<Kernel>("add", ops::elementwise_flops);
+}  // namespace
+
+Var add(Var a, Var b) { return a.tape->apply(kOp, {a, b}, ops::broadcast_or_throw("add", a, b)); }
+
+OpEntry add_entry() { return {"add", [](Rng& rng, SampleSize s) { return binary_sample(rng, s, &add); }}; }
+
+}  // namespace matmem

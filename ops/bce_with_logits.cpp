@@ -1,0 +1,63 @@
+// bce_with_logits: L = (1/n) Σ_k [max(x_k,0) - x_k t_k + log1p(e^-|x_k|)]  (= BCE of sigmoid(x) against t,
+// with no exp of a positive number, so it is exact and finite for any logit).   x, t:[any] -> [1,1,1]
+//   grad_x += g (sigmoid(x) - t) / n,   grad_t += -g x / n
+#include <algorithm>
+#include <cmath>
+
+#include "ops/check.hpp"
+#include "ops/ops.hpp"
+#include "ops/registry.hpp"
+
+namespace matmem {
+namespace {
+template <class T>
+T stable_sigmoid(T x) {
+  if (x >= 0) return T(1) / (T(1) + std::exp(-x));
+  const T e = std::exp(x);
+  return e / (T(1) + e);
+}
+
+template <class T>
+struct Kernel {
+  static void forward(const OpCall<T>& c) {
+    const std::int64_t n = c.x_shape[0].numel();
+    const T *x = c.x[0], *t = c.x[1];
+    T total = 0;
+    for (std::int64_t k = 0; k < n; ++k)
+      total += std::max(x[k], T(0)) - x[k] * t[k] + std::log1p(std::exp(-std::abs(x[k])));
+    c.y[0] = total / T(n);
+  }
+  static void backward(const OpCall<T>& c) {
+    const std::int64_t n = c.x_shape[0].numel();
+    const T *x = c.x[0], *t = c.x[1];
+    const T s = c.grad_y[0] / T(n);
+    if (T* gx = c.grad_x[0])
+      for (std::int64_t k = 0; k < n; ++k) gx[k] += s * (stable_sigmoid(x[k]) - t[k]);
+    if (T* gt = c.grad_x[1])
+      for (std::int64_t k = 0; k < n; ++k) gt[k] -= s * x[k];
+  }
+};
+Flops flops(const Shape* x, int, const Shape&, const OpAttrs&) { return {6.0 * x[0].numel(), 4.0 * x[0].numel()}; }
+constexpr OpDef kOp = make_op<Kernel>("bce_with_logits", flops);
+}  // namespace
+
+Var bce_with_logits(Var logits, Var target) {
+  ops::same_shape("bce_with_logits", logits, target);
+  return logits.tape->apply(kOp, {logits, target}, scalars(1));
+}
+
+OpEntry bce_with_logits_entry() {
+  return {"bce_with_logits", [](Rng& rng, SampleSize s) {
+            const SampleDims d = sample_dims(s);
+            OpSample sample;
+            Tensor x = random_tensor(rng, matrices(d.batch, d.rows, d.cols), -6.0, 6.0);
+            x.set(0, 60.0);  // far past where log(1 + e^x) would overflow in float
+            x.set(1, -60.0);
+            sample.inputs = {{"logits", std::move(x)},
+                             {"target", random_tensor(rng, matrices(d.batch, d.rows, d.cols), 0.0, 1.0)}};
+            sample.apply = [](Tape&, std::span<const Var> v) { return bce_with_logits(v[0], v[1]); };
+            return sample;
+          }};
+}
+
+}  // namespace matmem

@@ -1,0 +1,175 @@
+// bilinear and mat: the bilinear maps every matrix layer is built from (001 eqs. 3, 6).
+//
+//   mat(P_1..P_k; θ) = Σ_t U_tᵀ P_t V_t + B,   P_t:[B,r_t,c_t], U_t:[r_t,r'], V_t:[c_t,c'], B:[r',c'] -> [B,r',c']
+//   bilinear(P, U, V) = Uᵀ P V is mat with one term and no bias.
+//
+// In matmem's layout (runtime/shape.hpp) a batch P is one r x (B c) matrix P̂ = [P_1 | ... | P_B], so per term
+//   Q̂ = P̂ V  as the (r B) x c matrix times V        -> (r B) x c'   (one GEMM, Q̂ saved for backward)
+//   Ŷ += Uᵀ Q̂ as r' x r times the r x (B c') matrix  -> r' x (B c')  (one GEMM)
+// and with Ĝ the upstream gradient (r' x B c') and Ĥ = U Ĝ (r x B c'):
+//   grad_U += Q̂ Ĝᵀ,   grad_P̂ += Ĥ Vᵀ (as (r B) x c'),   grad_V += P̂ᵀ Ĥ (as (r B) x c),   grad_B += Σ_b G_b.
+// Whatever the batch size, a term costs two GEMMs forward and at most four backward.
+#include <array>
+
+#include "ops/check.hpp"
+#include "ops/ops.hpp"
+#include "ops/registry.hpp"
+#include "runtime/blas.hpp"
+
+namespace matmem {
+namespace {
+
+constexpr std::size_t kMaxTerms = 21;  // 3 k + 1 inputs must fit the tape's 64
+
+// Saved per term: Q̂ and a scratch for Ĥ, each r_t B c'.
+std::int64_t term_saved(const Shape& p, const Shape& y) { return 2 * p.rows * y.batch * y.cols; }
+
+template <class T>
+struct Kernel {
+  static void forward(const OpCall<T>& c) {
+    const std::int64_t B = c.y_shape.batch, rp = c.y_shape.rows, cp = c.y_shape.cols;
+    const int terms = c.arity / 3;
+    T* saved = c.saved;
+    for (int t = 0; t < terms; ++t) {
+      const Shape& ps = c.x_shape[3 * t];
+      const std::int64_t r = ps.rows, cc = ps.cols;
+      T* q = saved;
+      blas::gemm<T>(false, false, r * B, cp, cc, T(1), c.x[3 * t], cc, c.x[3 * t + 2], cp, T(0), q, cp);
+      blas::gemm<T>(true, false, rp, B * cp, r, T(1), c.x[3 * t + 1], rp, q, B * cp, t == 0 ? T(0) : T(1), c.y, B * cp);
+      saved += term_saved(ps, c.y_shape);
+    }
+    if (c.arity % 3 == 1) {  // bias [r',c'] over the batch
+      const T* bias = c.x[c.arity - 1];
+      for (std::int64_t i = 0; i < rp; ++i)
+        for (std::int64_t b = 0; b < B; ++b) {
+          T* y = c.y + (i * B + b) * cp;
+          const T* bi = bias + i * cp;
+          for (std::int64_t j = 0; j < cp; ++j) y[j] += bi[j];
+        }
+    }
+  }
+
+  static void backward(const OpCall<T>& c) {
+    const std::int64_t B = c.y_shape.batch, rp = c.y_shape.rows, cp = c.y_shape.cols;
+    const int terms = c.arity / 3;
+    const T* g = c.grad_y;
+    T* saved = c.saved;
+    for (int t = 0; t < terms; ++t) {
+      const Shape& ps = c.x_shape[3 * t];
+      const std::int64_t r = ps.rows, cc = ps.cols;
+      const T *p = c.x[3 * t], *u = c.x[3 * t + 1], *v = c.x[3 * t + 2];
+      T *gp = c.grad_x[3 * t], *gu = c.grad_x[3 * t + 1], *gv = c.grad_x[3 * t + 2];
+      T *q = saved, *h = saved + r * B * cp;
+      if (gu) blas::gemm<T>(false, true, r, rp, B * cp, T(1), q, B * cp, g, B * cp, T(1), gu, rp);
+      if (gp || gv) blas::gemm<T>(false, false, r, B * cp, rp, T(1), u, rp, g, B * cp, T(0), h, B * cp);
+      if (gp) blas::gemm<T>(false, true, r * B, cc, cp, T(1), h, cp, v, cp, T(1), gp, cc);
+      if (gv) blas::gemm<T>(true, false, cc, cp, r * B, T(1), p, cc, h, cp, T(1), gv, cp);
+      saved += term_saved(ps, c.y_shape);
+    }
+    if (c.arity % 3 == 1 && c.grad_x[c.arity - 1]) {
+      T* gb = c.grad_x[c.arity - 1];
+      for (std::int64_t i = 0; i < rp; ++i)
+        for (std::int64_t b = 0; b < B; ++b) {
+          const T* gi = g + (i * B + b) * cp;
+          for (std::int64_t j = 0; j < cp; ++j) gb[i * cp + j] += gi[j];
+        }
+    }
+  }
+};
+
+Flops flops(const Shape* x, int arity, const Shape& y, const OpAttrs&) {
+  double f = 0;
+  for (int t = 0; t < arity / 3; ++t) {
+    const Shape& p = x[3 * t];
+    f += 2.0 * double(p.rows * y.batch) * double(p.cols * y.cols + y.rows * y.cols);
+  }
+  if (arity % 3 == 1) f += double(y.numel());
+  return {f, 2.0 * f};
+}
+
+constexpr OpDef kBilinear = make_op<Kernel>("bilinear", flops);
+constexpr OpDef kMat = make_op<Kernel>("mat", flops);
+
+bool is_parameter_matrix(const Shape& s) { return s.batch == 1 && s.slots == 1; }
+
+Var apply_terms(const OpDef& op, std::span<const MatTerm> terms, Var bias) {
+  const char* name = op.name;
+  if (terms.empty()) throw Error(fmt::format("{}: needs at least one term", name));
+  if (terms.size() > kMaxTerms) throw Error(fmt::format("{}: {} terms, at most {}", name, terms.size(), kMaxTerms));
+  const Var first = terms[0].p;
+  ops::same_tape(name, first, terms[0].u);
+  const Shape out = matrices(first.shape().batch, terms[0].u.shape().cols, terms[0].v.valid() ? terms[0].v.shape().cols : 0);
+  std::array<Var, 3 * kMaxTerms + 1> in;
+  std::size_t n = 0;
+  std::int64_t saved = 0;
+  for (const MatTerm& t : terms) {
+    ops::same_tape(name, first, t.p);
+    ops::same_tape(name, t.p, t.u);
+    ops::same_tape(name, t.p, t.v);
+    const Shape &p = t.p.shape(), &u = t.u.shape(), &v = t.v.shape();
+    if (p.slots != 1) ops::shape_error(name, "P must be a batch of matrices [B,r,c], not a memory", t.p);
+    if (!is_parameter_matrix(u)) ops::shape_error(name, "U must be a matrix [r,r'] shared over the batch", t.p, t.u);
+    if (!is_parameter_matrix(v)) ops::shape_error(name, "V must be a matrix [c,c'] shared over the batch", t.p, t.v);
+    if (u.rows != p.rows) ops::shape_error(name, "U's rows must equal P's rows (Uᵀ P)", t.p, t.u);
+    if (v.rows != p.cols) ops::shape_error(name, "V's rows must equal P's cols (P V)", t.p, t.v);
+    if (p.batch != out.batch) ops::shape_error(name, "every P must have the same batch", first, t.p);
+    if (u.cols != out.rows || v.cols != out.cols)
+      throw ShapeError(fmt::format("{}: every term must give {}; U {} and V {} give [{},{}]", name, out.str(), u.str(),
+                                   v.str(), u.cols, v.cols));
+    in[n++] = t.p;
+    in[n++] = t.u;
+    in[n++] = t.v;
+    saved += term_saved(p, out);
+  }
+  if (bias.valid()) {
+    ops::same_tape(name, first, bias);
+    if (bias.shape() != parameter(out.rows, out.cols))
+      throw ShapeError(fmt::format("{}: bias {} must be [1,{},{}] for output {}", name, bias.shape().str(), out.rows,
+                                   out.cols, out.str()));
+    in[n++] = bias;
+  }
+  return first.tape->apply(op, std::span<const Var>(in.data(), n), out, {}, saved);
+}
+
+}  // namespace
+
+Var bilinear(Var p, Var u, Var v) {
+  const MatTerm t{p, u, v};
+  return apply_terms(kBilinear, {&t, 1}, Var{});
+}
+Var mat(std::span<const MatTerm> terms, Var bias) { return apply_terms(kMat, terms, bias); }
+Var mat(std::initializer_list<MatTerm> terms, Var bias) {
+  return apply_terms(kMat, std::span<const MatTerm>(terms.begin(), terms.size()), bias);
+}
+
+OpEntry bilinear_entry() {
+  return {"bilinear", [](Rng& rng, SampleSize s) {
+            const SampleDims d = sample_dims(s);
+            OpSample sample;
+            sample.inputs = {{"P", random_tensor(rng, matrices(d.batch, d.rows, d.cols))},
+                             {"U", random_tensor(rng, parameter(d.rows, d.rows2))},
+                             {"V", random_tensor(rng, parameter(d.cols, d.cols2))}};
+            sample.apply = [](Tape&, std::span<const Var> x) { return bilinear(x[0], x[1], x[2]); };
+            return sample;
+          }};
+}
+
+OpEntry mat_entry() {
+  return {"mat", [](Rng& rng, SampleSize s) {
+            const SampleDims d = sample_dims(s);
+            OpSample sample;
+            sample.inputs = {{"P1", random_tensor(rng, matrices(d.batch, d.rows, d.cols))},
+                             {"U1", random_tensor(rng, parameter(d.rows, d.rows2))},
+                             {"V1", random_tensor(rng, parameter(d.cols, d.cols2))},
+                             {"P2", random_tensor(rng, matrices(d.batch, d.rows2 + 1, d.cols + 2))},
+                             {"U2", random_tensor(rng, parameter(d.rows2 + 1, d.rows2))},
+                             {"V2", random_tensor(rng, parameter(d.cols + 2, d.cols2))},
+                             {"B", random_tensor(rng, parameter(d.rows2, d.cols2))}};
+            sample.apply = [](Tape&, std::span<const Var> x) {
+              return mat({{x[0], x[1], x[2]}, {x[3], x[4], x[5]}}, x[6]);
+            };
+            return sample;
+          }};
+}
+
+}  // namespace matmem

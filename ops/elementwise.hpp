@@ -1,0 +1,47 @@
+// Internal: loops for elementwise ops over the physical layout (runtime/shape.hpp), with broadcasting.
+#pragma once
+#include <cstdint>
+
+#include "runtime/shape.hpp"
+
+namespace matmem::ops {
+
+// Result shape of broadcasting a and b (each dim equal, or 1); false if they do not broadcast.
+inline bool broadcast_shape(const Shape& a, const Shape& b, Shape& out) {
+  auto dim = [](std::int64_t x, std::int64_t y, std::int64_t& o) {
+    if (x == y || y == 1) { o = x; return true; }
+    if (x == 1) { o = y; return true; }
+    return false;
+  };
+  return dim(a.batch, b.batch, out.batch) && dim(a.slots, b.slots, out.slots) && dim(a.rows, b.rows, out.rows) &&
+         dim(a.cols, b.cols, out.cols);
+}
+
+// Strides of operand x inside result y, 0 along broadcast dims; order (slot, row, batch, col).
+struct Strides {
+  std::int64_t n, i, b, j;
+};
+inline Strides strides_in(const Shape& x, const Shape& y) {
+  return {x.slots == y.slots ? x.rows * x.batch * x.cols : 0, x.rows == y.rows ? x.batch * x.cols : 0,
+          x.batch == y.batch ? x.cols : 0, x.cols == y.cols ? 1 : 0};
+}
+
+// Calls f(o, oa, ob) for every flat result index o with the matching flat indices into a and b.
+template <class F>
+inline void for_each_broadcast(const Shape& y, const Shape& a, const Shape& b, F&& f) {
+  if (a == y && b == y) {
+    const std::int64_t n = y.numel();
+    for (std::int64_t o = 0; o < n; ++o) f(o, o, o);
+    return;
+  }
+  const Strides sa = strides_in(a, y), sb = strides_in(b, y);
+  std::int64_t o = 0;
+  for (std::int64_t n = 0; n < y.slots; ++n)
+    for (std::int64_t i = 0; i < y.rows; ++i)
+      for (std::int64_t bb = 0; bb < y.batch; ++bb) {
+        const std::int64_t ba = n * sa.n + i * sa.i + bb * sa.b, bbb = n * sb.n + i * sb.i + bb * sb.b;
+        for (std::int64_t j = 0; j < y.cols; ++j, ++o) f(o, ba + j * sa.j, bbb + j * sb.j);
+      }
+}
+
+}  // namespace matmem::ops

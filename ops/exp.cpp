@@ -1,0 +1,27 @@
+// exp: y = e^x, dy/dx = y.  x:[any] -> same shape
+#include <cmath>
+
+#include "ops/ops.hpp"
+#include "ops/registry.hpp"
+#include "ops/unary.hpp"
+
+namespace matmem {
+namespace {
+struct Def {
+  template <class T>
+  static T f(T x) { return std::exp(x); }
+  template <class T>
+  static T df(T, T y) { return y; }
+};
+template <class T>
+using Kernel = ops::Unary<Def>::Kernel<T>;
+constexpr OpDef kOp = make_op<Kernel>("exp", ops::elementwise_flops);
+}  // namespace
+
+Var exp(Var x) { return x.tape->apply(kOp, {x}, x.shape()); }
+
+OpEntry exp_entry() {
+  return {"exp", [](Rng& rng, SampleSize s) { return unary_sample(rng, s, &exp, -2.0, 2.0); }};
+}
+
+}  // namespace matmem

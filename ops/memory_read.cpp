@@ -1,0 +1,75 @@
+// memory_read: R_b = Σ_n w_{b,n} M_{b,n}.   M:[B,N,r,c], w:[B,N] -> [B,r,c]
+//   grad_M_{b,n} += w_{b,n} G_b,   grad_w_{b,n} += <G_b, M_{b,n}>_F
+#include <algorithm>
+
+#include "ops/check.hpp"
+#include "ops/ops.hpp"
+#include "ops/registry.hpp"
+
+namespace matmem {
+namespace {
+template <class T>
+struct Kernel {
+  static void forward(const OpCall<T>& c) {
+    const Shape& m = c.x_shape[0];
+    const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols;
+    const T *mem = c.x[0], *w = c.x[1];
+    std::fill(c.y, c.y + c.y_shape.numel(), T(0));
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t i = 0; i < R; ++i)
+        for (std::int64_t b = 0; b < B; ++b) {
+          const T wn = w[b * N + n];
+          const T* mr = mem + ((n * R + i) * B + b) * C;
+          T* yr = c.y + (i * B + b) * C;
+          for (std::int64_t j = 0; j < C; ++j) yr[j] += wn * mr[j];
+        }
+  }
+  static void backward(const OpCall<T>& c) {
+    const Shape& m = c.x_shape[0];
+    const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols;
+    const T *mem = c.x[0], *w = c.x[1];
+    T *gm = c.grad_x[0], *gw = c.grad_x[1];
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t i = 0; i < R; ++i)
+        for (std::int64_t b = 0; b < B; ++b) {
+          const T* gr = c.grad_y + (i * B + b) * C;
+          const std::int64_t off = ((n * R + i) * B + b) * C;
+          if (gm) {
+            const T wn = w[b * N + n];
+            for (std::int64_t j = 0; j < C; ++j) gm[off + j] += wn * gr[j];
+          }
+          if (gw) {
+            T d = 0;
+            for (std::int64_t j = 0; j < C; ++j) d += gr[j] * mem[off + j];
+            gw[b * N + n] += d;
+          }
+        }
+  }
+};
+Flops flops(const Shape* x, int, const Shape&, const OpAttrs&) {
+  const double f = 2.0 * double(x[0].numel());
+  return {f, 2.0 * f};
+}
+constexpr OpDef kOp = make_op<Kernel>("memory_read", flops);
+}  // namespace
+
+Var memory_read(Var memory, Var w) {
+  ops::same_tape("memory_read", memory, w);
+  const Shape &m = memory.shape(), &ws = w.shape();
+  if (!ops::is_weighting(ws) || ws.batch != m.batch || ws.cols != m.slots)
+    ops::shape_error("memory_read", "memory must be [B,N,r,c] and w [B,N] with the same B and N", memory, w);
+  return memory.tape->apply(kOp, {memory, w}, matrices(m.batch, m.rows, m.cols));
+}
+
+OpEntry memory_read_entry() {
+  return {"memory_read", [](Rng& rng, SampleSize s) {
+            const SampleDims d = sample_dims(s);
+            OpSample sample;
+            sample.inputs = {{"M", random_tensor(rng, memory(d.batch, d.slots, d.mem_rows, d.mem_cols))},
+                             {"w", random_tensor(rng, weighting(d.batch, d.slots), 0.0, 1.0)}};
+            sample.apply = [](Tape&, std::span<const Var> x) { return memory_read(x[0], x[1]); };
+            return sample;
+          }};
+}
+
+}  // namespace matmem

@@ -1,0 +1,72 @@
+// The differentiable ops of matmem (spec/models.md, "Ops"). Each is one file in ops/ with its math,
+// shape check, forward and backward side by side and one registry entry (ops/registry.hpp).
+//
+// Shapes use the spec's vocabulary (runtime/shape.hpp): a batch of matrices [B,r,c], a memory [B,N,r,c],
+// a weighting [B,N] (stored as [B,1,N]), a per-sample scalar [B,1] (stored as [B,1,1]), a parameter [r,c]
+// (stored as [1,r,c], broadcast over the batch). Every op checks its operands and throws ShapeError
+// naming the op and the shapes when they do not fit.
+#pragma once
+#include <span>
+#include <vector>
+
+#include "autodiff/tape.hpp"
+
+namespace matmem {
+
+// --- bilinear maps (ops/bilinear.cpp) ----------------------------------------------------------------------
+// bilinear(P, U, V) = Uᵀ P V per batch item.  P:[B,r,c], U:[r,r'], V:[c,c'] -> [B,r',c']   (001 eq. 3)
+Var bilinear(Var p, Var u, Var v);
+// One term U_iᵀ P_i V_i of a mat().
+struct MatTerm {
+  Var p, u, v;
+};
+// mat(P_1..P_k; θ) = Σ_i U_iᵀ P_i V_i + B, B:[r',c'] broadcast over the batch (an invalid Var: no bias).
+Var mat(std::span<const MatTerm> terms, Var bias);
+Var mat(std::initializer_list<MatTerm> terms, Var bias);
+
+// --- elementwise, with broadcasting -------------------------------------------------------------------------
+// Binary elementwise ops broadcast: along each of batch, slots, rows and cols an operand's size equals the
+// result's or is 1 (a parameter [r,c] over the batch, a per-sample scalar [B,1] over a matrix or weighting).
+Var add(Var a, Var b);       // a + b          (ops/add.cpp)
+Var sub(Var a, Var b);       // a - b          (ops/sub.cpp)
+Var hadamard(Var a, Var b);  // a ⊙ b          (ops/hadamard.cpp)
+Var scale(Var x, double a);  // a x            (ops/scale.cpp)
+Var affine(Var x, double a, double b);  // a x + b (ops/scale.cpp)
+Var one_minus(Var x);        // 1 - x
+Var sigmoid(Var x);          // 1 / (1 + e^-x) (ops/sigmoid.cpp)
+Var tanh(Var x);             //                (ops/tanh.cpp)
+Var relu(Var x);             // max(x, 0)      (ops/relu.cpp)
+Var softplus(Var x);         // log(1 + e^x), computed as max(x,0) + log1p(e^-|x|)  (ops/softplus.cpp)
+Var exp(Var x);              //                (ops/exp.cpp)
+Var softmax(Var x);          // along the last axis (cols), max subtracted first  (ops/softmax.cpp)
+Var sum(Var x);              // Σ of all elements -> [1,1,1]  (ops/sum.cpp)
+Var mean(Var x);             // Σ / count -> [1,1,1]
+
+// --- memory addressing (NTM) ---------------------------------------------------------------------------------
+// cos(K, M_i) = <K, M_i>_F / (‖K‖_F ‖M_i‖_F + ε), ε = 1e-8.  K:[B,r,c], M:[B,N,r,c] -> [B,N]  (ops/cosine_similarity.cpp)
+Var cosine_similarity(Var key, Var memory);
+// w̃_i = Σ_{j=-S..S} s_j w_{(i-j) mod N}.  w:[B,N], s:[B,2S+1] -> [B,N]  (ops/circular_shift.cpp)
+Var circular_shift(Var w, Var s);
+// w_i = (w̃_i + ε)^γ / Σ_k (w̃_k + ε)^γ, ε = 1e-12.  w̃:[B,N] (≥ 0), γ:[B,1] -> [B,N]  (ops/sharpen.cpp)
+Var sharpen(Var w, Var gamma);
+// R = Σ_i w_i M_i.  M:[B,N,r,c], w:[B,N] -> [B,r,c]  (ops/memory_read.cpp)
+Var memory_read(Var memory, Var w);
+// M'_i = M_i ⊙ (1 - w_i E) + w_i A.  M:[B,N,r,c], w:[B,N], E, A:[B,r,c] -> [B,N,r,c]  (ops/memory_write.cpp)
+Var memory_write(Var memory, Var w, Var erase, Var add);
+
+// --- losses: scalars [1,1,1], means over elements (or rows) --------------------------------------------------
+// mean of max(x,0) - x t + log1p(e^-|x|): BCE of sigmoid(x) against t, stable for large |x|  (ops/bce_with_logits.cpp)
+Var bce_with_logits(Var logits, Var target);
+// mean of (x - t)^2  (ops/mse.cpp)
+Var mse(Var x, Var target);
+// -(1/rows) Σ_rows Σ_j t_j log softmax(x)_j along the last axis; t are probabilities  (ops/softmax_cross_entropy.cpp)
+Var softmax_cross_entropy(Var logits, Var target);
+
+// Operators for model code.
+inline Var operator+(Var a, Var b) { return add(a, b); }
+inline Var operator-(Var a, Var b) { return sub(a, b); }
+inline Var operator*(Var a, Var b) { return hadamard(a, b); }
+inline Var operator*(double a, Var x) { return scale(x, a); }
+inline Var operator-(double a, Var x) { return affine(x, -1.0, a); }
+
+}  // namespace matmem

@@ -1,0 +1,102 @@
+#include "ops/registry.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "ops/ops.hpp"
+#include "runtime/error.hpp"
+
+namespace matmem {
+
+// One entry per op, defined next to the op's kernels.
+OpEntry bilinear_entry();
+OpEntry mat_entry();
+OpEntry add_entry();
+OpEntry sub_entry();
+OpEntry hadamard_entry();
+OpEntry scale_entry();
+OpEntry sigmoid_entry();
+OpEntry tanh_entry();
+OpEntry relu_entry();
+OpEntry softplus_entry();
+OpEntry exp_entry();
+OpEntry softmax_entry();
+OpEntry sum_entry();
+OpEntry cosine_similarity_entry();
+OpEntry circular_shift_entry();
+OpEntry sharpen_entry();
+OpEntry memory_read_entry();
+OpEntry memory_write_entry();
+OpEntry bce_with_logits_entry();
+OpEntry mse_entry();
+OpEntry softmax_cross_entropy_entry();
+
+namespace {
+std::vector<OpEntry>& entries() {
+  static std::vector<OpEntry> all = {
+      bilinear_entry(),  mat_entry(),     add_entry(),     sub_entry(),          hadamard_entry(),
+      scale_entry(),     sigmoid_entry(), tanh_entry(),    relu_entry(),         softplus_entry(),
+      exp_entry(),       softmax_entry(), sum_entry(),     cosine_similarity_entry(),
+      circular_shift_entry(), sharpen_entry(), memory_read_entry(), memory_write_entry(),
+      bce_with_logits_entry(), mse_entry(), softmax_cross_entropy_entry()};
+  return all;
+}
+}  // namespace
+
+const std::vector<OpEntry>& op_registry() { return entries(); }
+
+const OpEntry* find_op(const std::string& name) {
+  for (const OpEntry& e : entries())
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+void register_op(OpEntry entry) {
+  if (find_op(entry.name)) throw Error(fmt::format("an op named {} is already registered", entry.name));
+  entries().push_back(std::move(entry));
+}
+
+Tensor random_tensor(Rng& rng, Shape shape, double lo, double hi) {
+  Tensor t(DType::f64, shape);
+  for (std::int64_t k = 0; k < t.numel(); ++k) t.set(k, rng.uniform(lo, hi));
+  return t;
+}
+
+SampleDims sample_dims(SampleSize size) {
+  switch (size) {
+    case SampleSize::small: return {2, 3, 5, 4, 3, 7, 3, 5};
+    case SampleSize::large: return {3, 9, 19, 10, 11, 13, 9, 19};
+    case SampleSize::paper: return {16, 15, 15, 15, 15, 120, 6, 6};
+  }
+  return {};
+}
+
+OpSample unary_sample(Rng& rng, SampleSize size, Var (*op)(Var), double lo, double hi) {
+  const SampleDims d = sample_dims(size);
+  Tensor x = random_tensor(rng, matrices(d.batch, d.rows, d.cols), lo, hi);
+  for (std::int64_t k = 0; k < x.numel(); ++k)  // keep clear of kinks at 0 (relu), where differences lie
+    if (std::abs(x.get(k)) < 0.05) x.set(k, x.get(k) < 0 ? -0.05 : 0.05);
+  OpSample s;
+  s.inputs = {{"x", std::move(x)}};
+  s.apply = [op](Tape&, std::span<const Var> v) { return op(v[0]); };
+  return s;
+}
+
+OpSample binary_sample(Rng& rng, SampleSize size, Var (*op)(Var, Var), bool broadcast) {
+  const SampleDims d = sample_dims(size);
+  OpSample s;
+  s.inputs = {{"a", random_tensor(rng, matrices(d.batch, d.rows, d.cols))},
+              {"b", random_tensor(rng, matrices(d.batch, d.rows, d.cols))}};
+  if (!broadcast) {
+    s.apply = [op](Tape&, std::span<const Var> v) { return op(v[0], v[1]); };
+    return s;
+  }
+  s.inputs.push_back({"parameter", random_tensor(rng, parameter(d.rows, d.cols))});
+  s.inputs.push_back({"per-sample scalar", random_tensor(rng, scalars(d.batch))});
+  // Equal shapes, a parameter over the batch, a per-sample scalar over each matrix: one output.
+  s.apply = [op](Tape&, std::span<const Var> v) { return add(add(op(v[0], v[1]), op(v[2], v[0])), op(v[1], v[3])); };
+  return s;
+}
+
+}  // namespace matmem

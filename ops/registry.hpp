@@ -1,0 +1,54 @@
+// The op registry: one entry per op, used by the tests (every op through gradcheck), `matmem gradcheck`
+// and `matmem bench ops`. A user's own op joins with register_op().
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autodiff/gradcheck.hpp"
+#include "runtime/random.hpp"
+
+namespace matmem {
+
+// Sizes for sample inputs:
+//   small — odd sizes below any SIMD width (scalar tails only);
+//   large — sizes past several SIMD widths and not multiples of them (vector bodies and their tails);
+//   paper — the paper's shapes (batch 16, 15x15 hidden, 120 slots of 6x6), for the bench.
+enum class SampleSize { small, large, paper };
+
+struct OpSample {
+  std::vector<GradcheckInput> inputs;  // float64 values (converted for float32 benches)
+  GradcheckFn apply;                   // applies the op to the inputs
+};
+
+struct OpEntry {
+  std::string name;
+  std::function<OpSample(Rng&, SampleSize)> sample;
+  // Tolerance overrides for gradcheck, where the op's conditioning needs them (0: defaults).
+  double atol = 0, rtol = 0;
+};
+
+const std::vector<OpEntry>& op_registry();
+const OpEntry* find_op(const std::string& name);
+void register_op(OpEntry entry);  // throws if the name is taken
+
+// Helpers for sample makers.
+Tensor random_tensor(Rng& rng, Shape shape, double lo = -1.0, double hi = 1.0);  // uniform, float64
+struct SampleDims {
+  std::int64_t batch, rows, cols, rows2, cols2;  // matrices and the outputs of bilinear maps
+  std::int64_t slots, mem_rows, mem_cols;        // memories
+};
+SampleDims sample_dims(SampleSize size);
+
+}  // namespace matmem
+
+namespace matmem {
+// Sample for an op of one tensor [B,r,c] with values uniform in [lo, hi].
+OpSample unary_sample(Rng& rng, SampleSize size, Var (*op)(Var), double lo, double hi);
+}  // namespace matmem
+
+namespace matmem {
+// Samples for a binary elementwise op: equal shapes, a parameter broadcast over the batch, and a per-sample
+// scalar broadcast over a matrix (three applications summed into one output, so one check covers all).
+OpSample binary_sample(Rng& rng, SampleSize size, Var (*op)(Var, Var), bool broadcast = true);
+}  // namespace matmem

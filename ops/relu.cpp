@@ -1,0 +1,27 @@
+// relu: y = max(x, 0), dy/dx = [x > 0].  x:[any] -> same shape
+#include <cmath>
+
+#include "ops/ops.hpp"
+#include "ops/registry.hpp"
+#include "ops/unary.hpp"
+
+namespace matmem {
+namespace {
+struct Def {
+  template <class T>
+  static T f(T x) { return x > 0 ? x : T(0); }
+  template <class T>
+  static T df(T x, T) { return x > 0 ? T(1) : T(0); }
+};
+template <class T>
+using Kernel = ops::Unary<Def>::Kernel<T>;
+constexpr OpDef kOp = make_op<Kernel>("relu", ops::elementwise_flops);
+}  // namespace
+
+Var relu(Var x) { return x.tape->apply(kOp, {x}, x.shape()); }
+
+OpEntry relu_entry() {
+  return {"relu", [](Rng& rng, SampleSize s) { return unary_sample(rng, s, &relu, -3.0, 3.0); }};
+}
+
+}  // namespace matmem

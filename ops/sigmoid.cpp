@@ -1,0 +1,32 @@
+// sigmoid: y = 1 / (1 + e^-x), dy/dx = y (1 - y).  x:[any] -> same shape
+#include <cmath>
+
+#include "ops/ops.hpp"
+#include "ops/registry.hpp"
+#include "ops/unary.hpp"
+
+namespace matmem {
+namespace {
+struct Def {
+  // Both branches exponentiate a non-positive number, so neither overflows.
+  template <class T>
+  static T f(T x) {
+    if (x >= 0) return T(1) / (T(1) + std::exp(-x));
+    const T e = std::exp(x);
+    return e / (T(1) + e);
+  }
+  template <class T>
+  static T df(T, T y) { return y * (T(1) - y); }
+};
+template <class T>
+using Kernel = ops::Unary<Def>::Kernel<T>;
+constexpr OpDef kOp = make_op<Kernel>("sigmoid", ops::elementwise_flops);
+}  // namespace
+
+Var sigmoid(Var x) { return x.tape->apply(kOp, {x}, x.shape()); }
+
+OpEntry sigmoid_entry() {
+  return {"sigmoid", [](Rng& rng, SampleSize s) { return unary_sample(rng, s, &sigmoid, -8.0, 8.0); }};
+}
+
+}  // namespace matmem

@@ -1,0 +1,48 @@
+// softmax along the last axis (cols): y_j = e^(x_j - m) / Σ_k e^(x_k - m), m = max_k x_k.
+// grad_x_j += y_j (g_j - Σ_k g_k y_k).  x:[any] -> same shape, each run of `cols` elements normalised.
+#include <algorithm>
+#include <cmath>
+
+#include "ops/ops.hpp"
+#include "ops/registry.hpp"
+#include "ops/unary.hpp"
+
+namespace matmem {
+namespace {
+template <class T>
+struct Kernel {
+  static void forward(const OpCall<T>& c) {
+    const std::int64_t n = c.y_shape.cols, rows = c.y_shape.numel() / n;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T* x = c.x[0] + r * n;
+      T* y = c.y + r * n;
+      const T m = *std::max_element(x, x + n);
+      T total = 0;
+      for (std::int64_t j = 0; j < n; ++j) total += (y[j] = std::exp(x[j] - m));
+      const T inv = T(1) / total;
+      for (std::int64_t j = 0; j < n; ++j) y[j] *= inv;
+    }
+  }
+  static void backward(const OpCall<T>& c) {
+    if (!c.grad_x[0]) return;
+    const std::int64_t n = c.y_shape.cols, rows = c.y_shape.numel() / n;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T *y = c.y + r * n, *g = c.grad_y + r * n;
+      T* gx = c.grad_x[0] + r * n;
+      T dot = 0;
+      for (std::int64_t j = 0; j < n; ++j) dot += g[j] * y[j];
+      for (std::int64_t j = 0; j < n; ++j) gx[j] += y[j] * (g[j] - dot);
+    }
+  }
+};
+Flops flops(const Shape*, int, const Shape& y, const OpAttrs&) { return {4.0 * y.numel(), 4.0 * y.numel()}; }
+constexpr OpDef kOp = make_op<Kernel>("softmax", flops);
+}  // namespace
+
+Var softmax(Var x) { return x.tape->apply(kOp, {x}, x.shape()); }
+
+OpEntry softmax_entry() {
+  return {"softmax", [](Rng& rng, SampleSize s) { return unary_sample(rng, s, &softmax, -4.0, 4.0); }};
+}
+
+}  // namespace matmem

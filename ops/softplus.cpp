@@ -1,0 +1,33 @@
+// softplus: y = log(1 + e^x), dy/dx = sigmoid(x).  x:[any] -> same shape
+#include <algorithm>
+#include <cmath>
+
+#include "ops/ops.hpp"
+#include "ops/registry.hpp"
+#include "ops/unary.hpp"
+
+namespace matmem {
+namespace {
+struct Def {
+  // max(x,0) + log1p(e^-|x|): exact for all x, never overflows (log(1+e^x) overflows past x ≈ 88 in float).
+  template <class T>
+  static T f(T x) { return std::max(x, T(0)) + std::log1p(std::exp(-std::abs(x))); }
+  template <class T>
+  static T df(T x, T) {
+    if (x >= 0) return T(1) / (T(1) + std::exp(-x));
+    const T e = std::exp(x);
+    return e / (T(1) + e);
+  }
+};
+template <class T>
+using Kernel = ops::Unary<Def>::Kernel<T>;
+constexpr OpDef kOp = make_op<Kernel>("softplus", ops::elementwise_flops);
+}  // namespace
+
+Var softplus(Var x) { return x.tape->apply(kOp, {x}, x.shape()); }
+
+OpEntry softplus_entry() {
+  return {"softplus", [](Rng& rng, SampleSize s) { return unary_sample(rng, s, &softplus, -6.0, 6.0); }};
+}
+
+}  // namespace matmem

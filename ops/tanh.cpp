@@ -1,0 +1,27 @@
+// tanh: y = tanh x, dy/dx = 1 - y².  x:[any] -> same shape
+#include <cmath>
+
+#include "ops/ops.hpp"
+#include "ops/registry.hpp"
+#include "ops/unary.hpp"
+
+namespace matmem {
+namespace {
+struct Def {
+  template <class T>
+  static T f(T x) { return std::tanh(x); }
+  template <class T>
+  static T df(T, T y) { return T(1) - y * y; }
+};
+template <class T>
+using Kernel = ops::Unary<Def>::Kernel<T>;
+constexpr OpDef kOp = make_op<Kernel>("tanh", ops::elementwise_flops);
+}  // namespace
+
+Var tanh(Var x) { return x.tape->apply(kOp, {x}, x.shape()); }
+
+OpEntry tanh_entry() {
+  return {"tanh", [](Rng& rng, SampleSize s) { return unary_sample(rng, s, &tanh, -3.0, 3.0); }};
+}
+
+}  // namespace matmem

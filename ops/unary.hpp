@@ -1,0 +1,34 @@
+// Internal: elementwise unary ops y = f(x) from a definition with the value and the derivative:
+//   struct Def { template <class T> static T f(T x); template <class T> static T df(T x, T y); };
+// df gets both x and y so a derivative can reuse the output (tanh: 1 - y², sigmoid: y (1 - y)).
+#pragma once
+#include <cstdint>
+
+#include "autodiff/op.hpp"
+
+namespace matmem::ops {
+
+template <class Def>
+struct Unary {
+  template <class T>
+  struct Kernel {
+    static void forward(const OpCall<T>& c) {
+      const T* x = c.x[0];
+      const std::int64_t n = c.y_shape.numel();
+      for (std::int64_t k = 0; k < n; ++k) c.y[k] = Def::f(x[k]);
+    }
+    static void backward(const OpCall<T>& c) {
+      T* gx = c.grad_x[0];
+      if (!gx) return;
+      const T* x = c.x[0];
+      const std::int64_t n = c.y_shape.numel();
+      for (std::int64_t k = 0; k < n; ++k) gx[k] += c.grad_y[k] * Def::df(x[k], c.y[k]);
+    }
+  };
+};
+
+inline Flops elementwise_flops(const Shape*, int, const Shape& y, const OpAttrs&) {
+  return {double(y.numel()), 2.0 * double(y.numel())};
+}
+
+}  // namespace matmem::ops

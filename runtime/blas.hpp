@@ -1,0 +1,17 @@
+// GEMM on row-major matrices, through OpenBLAS's CBLAS (single-threaded: matmem's matrices are small and
+// OpenBLAS's own threading costs more than it gains there; runtime/threads decides parallelism).
+//
+//   C = alpha * op(A) * op(B) + beta * C,  op(X) = X or X^T,  op(A): m x k,  op(B): k x n,  C: m x n.
+#pragma once
+#include <cstdint>
+
+namespace matmem::blas {
+
+template <class T>
+void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
+          std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc);
+
+// Pins OpenBLAS to one thread (called once by everything that runs kernels).
+void use_single_thread();
+
+}  // namespace matmem::blas

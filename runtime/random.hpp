@@ -1,0 +1,41 @@
+// Rng: the seeded random number generator behind every random draw in matmem.
+//
+// Algorithm (fixed, so a seed means the same numbers on every machine and build):
+//   * state: xoshiro256** (Blackman & Vigna, 2018), four 64-bit words;
+//   * seeding: the four words are successive outputs of splitmix64 started at the seed;
+//   * uniform()      = (next() >> 11) * 2^-53, in [0, 1);
+//   * uniform_int(n) = Lemire's multiply-shift with rejection, unbiased, in [0, n);
+//   * normal()       = Box-Muller, sqrt(-2 ln(1 - u1)) * cos(2 pi u2), one value per two uniforms (no cache,
+//                      so the whole state is the four words and a checkpoint stores exactly that).
+#pragma once
+#include <array>
+#include <cstdint>
+
+namespace matmem {
+
+class Rng {
+ public:
+  using State = std::array<std::uint64_t, 4>;
+
+  explicit Rng(std::uint64_t seed = 0);
+
+  std::uint64_t next();
+  double uniform();                                  // [0, 1)
+  double uniform(double lo, double hi);              // [lo, hi)
+  std::uint64_t uniform_int(std::uint64_t n);        // [0, n)
+  std::int64_t uniform_int(std::int64_t lo, std::int64_t hi);  // [lo, hi], inclusive
+  double normal();                                   // N(0, 1)
+  double normal(double mean, double stddev);
+  bool bernoulli(double p);
+
+  // Independent stream derived from this one's seed and a label (e.g. one per task or per worker).
+  Rng split(std::uint64_t label);
+
+  const State& state() const { return s_; }
+  void set_state(const State& s) { s_ = s; }
+
+ private:
+  State s_;
+};
+
+}  // namespace matmem

@@ -1,0 +1,46 @@
+// Shape of a matmem tensor and how its elements are laid out.
+//
+// Logical shapes (spec/models.md):  a batch of matrices [B,r,c]; a memory [B,N,r,c]; a weighting over
+// slots [B,N] (= [B,1,N]); a per-sample scalar [B,1] (= [B,1,1]); a parameter [r,c] (= [1,r,c], broadcast
+// over the batch).
+//
+// Physical layout, "batch-interleaved rows": element (b, n, i, j) is stored at
+//     ((n * r + i) * B + b) * c + j.
+// For N = 1 a batch [B,r,c] is therefore the single r x (B*c) matrix [P_1 | P_2 | ... | P_B], so the batched
+// bilinear map U^T P_b V is two GEMMs for the whole batch (U^T on that matrix, then V on its (r*B) x c
+// reshape) instead of 2B tiny ones.  A memory is N such batches one after another: slot n of a memory has
+// exactly the layout of a key.  For r = 1 (weightings, scalars) and for B = 1 (parameters) the layout is
+// plain row-major.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace matmem {
+
+struct Shape {
+  std::int64_t batch = 1;  // B
+  std::int64_t slots = 1;  // N (1 unless a memory)
+  std::int64_t rows = 1;   // r
+  std::int64_t cols = 1;   // c
+
+  constexpr std::int64_t numel() const { return batch * slots * rows * cols; }
+  constexpr std::int64_t matrix_size() const { return rows * cols; }  // one r x c matrix
+  // Offset of logical element (b, n, i, j).
+  constexpr std::int64_t offset(std::int64_t b, std::int64_t n, std::int64_t i, std::int64_t j) const {
+    return ((n * rows + i) * batch + b) * cols + j;
+  }
+  constexpr bool operator==(const Shape&) const = default;
+
+  // "[16,15,15]" for a batch of matrices, "[16,120,6,6]" for a memory.
+  std::string str() const;
+};
+
+// Convenience constructors in the spec's vocabulary.
+constexpr Shape matrices(std::int64_t b, std::int64_t r, std::int64_t c) { return {b, 1, r, c}; }
+constexpr Shape memory(std::int64_t b, std::int64_t n, std::int64_t r, std::int64_t c) { return {b, n, r, c}; }
+constexpr Shape weighting(std::int64_t b, std::int64_t n) { return {b, 1, 1, n}; }
+constexpr Shape scalars(std::int64_t b) { return {b, 1, 1, 1}; }
+constexpr Shape parameter(std::int64_t r, std::int64_t c) { return {1, 1, r, c}; }
+
+}  // namespace matmem

@@ -1,0 +1,120 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "autodiff/parameters.hpp"
+#include "ops/ops.hpp"
+#include "runtime/error.hpp"
+
+using namespace matmem;
+using Catch::Matchers::Contains;
+
+TEST_CASE("a 1000-step unroll runs forward and backward without recursion", "[tape]") {
+  Tape tape(DType::f64);
+  Tensor x(DType::f64, matrices(2, 3, 3));
+  x.fill(1.0);
+  Var h = tape.input(x, true);
+  Var v = h;
+  for (int t = 0; t < 1000; ++t) v = scale(v, 0.999);
+  tape.backward(sum(v));
+  CHECK(x.numel() == 18);
+  CHECK(h.grad<double>()[0] == Approx(std::pow(0.999, 1000)));
+  tape.clear();
+  CHECK(tape.size() == 0);
+}
+
+TEST_CASE("gradients accumulate over every use of a value", "[tape]") {
+  Tape tape(DType::f64);
+  Tensor x(DType::f64, matrices(1, 1, 2));
+  x.set(0, 3.0);
+  x.set(1, -2.0);
+  Var a = tape.input(x, true);
+  Var y = sum(add(hadamard(a, a), a));  // Σ x² + x
+  tape.backward(y);
+  CHECK(a.grad<double>()[0] == Approx(7.0));
+  CHECK(a.grad<double>()[1] == Approx(-3.0));
+}
+
+TEST_CASE("a parameter has one leaf per tape pass and its gradient accumulates into the Parameter", "[tape]") {
+  ParameterStore params(DType::f64);
+  Parameter& w = params.add("layer/W", matrices(1, 1, 1));
+  w.value.set(0, 2.0);
+  Tape tape(DType::f64);
+  Var a = tape.param(w), b = tape.param(w);
+  CHECK(a.id == b.id);
+  tape.backward(sum(hadamard(a, b)));  // d(w²)/dw = 4
+  CHECK(w.grad.get(0) == Approx(4.0));
+  tape.clear();
+  tape.backward(sum(scale(tape.param(w), 3.0)));
+  CHECK(w.grad.get(0) == Approx(7.0));  // accumulated until zero_grad
+  params.zero_grad();
+  CHECK(w.grad.get(0) == 0.0);
+}
+
+TEST_CASE("inside NoGrad nothing requires a gradient", "[tape]") {
+  ParameterStore params(DType::f32);
+  Parameter& w = params.add("w", matrices(1, 2, 2));
+  Tape tape(DType::f32);
+  {
+    NoGrad guard(tape);
+    Var y = tanh(tape.param(w));
+    CHECK_FALSE(y.requires_grad());
+  }
+  CHECK(tape.grad_enabled());
+  tape.clear();
+  CHECK(tanh(tape.param(w)).requires_grad());
+}
+
+TEST_CASE("anomaly mode names the first op that produced a non-finite value", "[tape][errors]") {
+  Tape tape(DType::f32);
+  Tensor x(DType::f32, matrices(1, 1, 3));
+  x.set(1, 200.0f);  // e^200 overflows float
+  SECTION("off: the Inf passes silently") { CHECK(std::isinf(exp(tanh(tape.input(x))).value<float>()[1]) == false); }
+  SECTION("on: exp is named") {
+    tape.set_anomaly_mode(true);
+    Var t = scale(tape.input(x), 1.0);
+    CHECK_THROWS_AS(exp(t), NumericError);
+    tape.clear();
+    CHECK_THROWS_WITH(exp(tape.input(x)), Contains("op exp") && Contains("Inf") && Contains("j=1"));
+  }
+}
+
+TEST_CASE("anomaly mode also checks the gradients a backward produces", "[tape][errors]") {
+  Tape tape(DType::f64);
+  tape.set_anomaly_mode(true);
+  Tensor w(DType::f64, weighting(1, 3));
+  w.set(0, 0.0);
+  w.set(1, 0.5);
+  w.set(2, 0.5);
+  Tensor gamma(DType::f64, scalars(1));
+  gamma.set(0, 1.0);
+  Var y = sharpen(tape.input(w, true), tape.input(gamma, true));
+  Tensor seed(DType::f64, weighting(1, 3));
+  seed.set(0, std::nan(""));
+  CHECK_THROWS_WITH(tape.backward(y, seed), Contains("sharpen") && Contains("NaN"));
+}
+
+TEST_CASE("after the first pass the same pass allocates no new arena block", "[tape][memory]") {
+  Tape tape(DType::f32);
+  Tensor x(DType::f32, matrices(16, 15, 15));
+  auto pass = [&] {
+    tape.clear();
+    Var v = tape.input(x, true);
+    for (int t = 0; t < 200; ++t) v = tanh(v);
+    tape.backward(sum(v));
+  };
+  pass();
+  pass();
+  const std::size_t reserved = tape.arena().bytes_reserved();
+  CHECK(tape.arena().block_count() == 1);
+  pass();
+  CHECK(tape.arena().bytes_reserved() == reserved);
+  CHECK(tape.arena().block_count() == 1);
+}
+
+TEST_CASE("backward of a non-scalar needs a seed of its shape", "[tape][errors]") {
+  Tape tape(DType::f32);
+  Tensor x(DType::f32, matrices(2, 2, 2));
+  Var y = tanh(tape.input(x, true));
+  CHECK_THROWS_WITH(tape.backward(y), Contains("[2,2,2]") && Contains("seed"));
+}

@@ -1,0 +1,106 @@
+// Values of the ops where naive formulas overflow, divide by zero or lose precision.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "ops/ops.hpp"
+
+using namespace matmem;
+
+namespace {
+Tensor filled(Shape s, std::initializer_list<double> values, DType t = DType::f32) {
+  Tensor x(t, s);
+  std::int64_t k = 0;
+  for (double v : values) x.set(k++, v);
+  return x;
+}
+}  // namespace
+
+TEST_CASE("softplus and sigmoid do not overflow for large inputs in float32", "[ops][numerics]") {
+  Tape tape(DType::f32);
+  Tensor x = filled(matrices(1, 1, 4), {200.0, -200.0, 89.0, 0.0});
+  Var in = tape.input(x, true);
+  Var sp = softplus(in);
+  Var sg = sigmoid(in);
+  CHECK(sp.value<float>()[0] == Approx(200.0));
+  CHECK(sp.value<float>()[1] == Approx(0.0).margin(1e-30));
+  CHECK(sp.value<float>()[2] == Approx(89.0));
+  CHECK(sp.value<float>()[3] == Approx(std::log(2.0)));
+  CHECK(sg.value<float>()[0] == 1.0f);
+  CHECK(sg.value<float>()[1] == Approx(0.0).margin(1e-30));
+  tape.backward(sum(sp));
+  for (int k = 0; k < 4; ++k) CHECK(std::isfinite(in.grad<float>()[k]));
+}
+
+TEST_CASE("bce_with_logits is exact and finite for large logits", "[ops][numerics]") {
+  Tape tape(DType::f32);
+  Tensor x = filled(matrices(1, 1, 2), {100.0, -100.0});
+  Tensor t = filled(matrices(1, 1, 2), {0.0, 1.0});
+  Var loss = bce_with_logits(tape.input(x), tape.input(t));
+  CHECK(loss.item() == Approx(100.0));  // mean of two losses of 100 each
+}
+
+TEST_CASE("softmax subtracts the max: huge logits give a finite distribution", "[ops][numerics]") {
+  Tape tape(DType::f32);
+  Tensor x = filled(weighting(1, 3), {1000.0, 1000.0, 0.0});
+  Var y = softmax(tape.input(x));
+  CHECK(y.value<float>()[0] == Approx(0.5));
+  CHECK(y.value<float>()[2] == Approx(0.0).margin(1e-30));
+}
+
+TEST_CASE("sharpen of weights with exact zeros has finite values and gradients", "[ops][numerics]") {
+  Tape tape(DType::f64);
+  Tensor w = filled(weighting(1, 4), {0.0, 0.5, 0.5, 0.0}, DType::f64);
+  Tensor gamma = filled(scalars(1), {1.0}, DType::f64);
+  Var wv = tape.input(w, true), gv = tape.input(gamma, true);
+  Var y = sharpen(wv, gv);
+  CHECK(y.value<double>()[1] == Approx(0.5));
+  CHECK(y.value<double>()[0] == Approx(0.0).margin(1e-10));
+  Tensor seed = filled(weighting(1, 4), {0.3, -1.0, 2.0, 0.7}, DType::f64);
+  tape.backward(y, seed);
+  for (int k = 0; k < 4; ++k) CHECK(std::isfinite(wv.grad<double>()[k]));
+  CHECK(std::isfinite(gv.grad<double>()[0]));
+}
+
+TEST_CASE("cosine similarity at zero norms is 0 with finite gradients", "[ops][numerics]") {
+  Tape tape(DType::f64);
+  Tensor k(DType::f64, matrices(1, 2, 2));  // all zero
+  Tensor m(DType::f64, memory(1, 2, 2, 2));
+  m.set(0, 1.0);
+  Var kv = tape.input(k, true), mv = tape.input(m, true);
+  Var y = cosine_similarity(kv, mv);
+  CHECK(y.value<double>()[0] == 0.0);
+  CHECK(y.value<double>()[1] == 0.0);
+  tape.backward(sum(y));
+  for (int q = 0; q < 4; ++q) CHECK(std::isfinite(kv.grad<double>()[q]));
+  for (int q = 0; q < 8; ++q) CHECK(std::isfinite(mv.grad<double>()[q]));
+}
+
+TEST_CASE("circular shift moves weight by one slot and wraps around", "[ops]") {
+  Tape tape(DType::f64);
+  Tensor w = filled(weighting(1, 4), {1, 0, 0, 0}, DType::f64);
+  Tensor s = filled(weighting(1, 3), {0, 0, 1}, DType::f64);  // shift +1
+  Var y = circular_shift(tape.input(w), tape.input(s));
+  CHECK(y.value<double>()[1] == 1.0);
+  Tensor back = filled(weighting(1, 3), {1, 0, 0}, DType::f64);  // shift -1
+  Var z = circular_shift(tape.input(w), tape.input(back));
+  CHECK(z.value<double>()[3] == 1.0);
+}
+
+TEST_CASE("bilinear equals Uᵀ P V computed by hand for every batch item", "[ops]") {
+  Tape tape(DType::f64);
+  Tensor p(DType::f64, matrices(3, 2, 3)), u(DType::f64, parameter(2, 4)), v(DType::f64, parameter(3, 2));
+  for (std::int64_t k = 0; k < p.numel(); ++k) p.set(k, 0.1 * k - 0.7);
+  for (std::int64_t k = 0; k < u.numel(); ++k) u.set(k, 0.3 * k - 1.0);
+  for (std::int64_t k = 0; k < v.numel(); ++k) v.set(k, 0.2 - 0.15 * k);
+  Var y = bilinear(tape.input(p), tape.input(u), tape.input(v));
+  REQUIRE(y.shape() == matrices(3, 4, 2));
+  for (int b = 0; b < 3; ++b)
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 2; ++j) {
+        double expect = 0;
+        for (int a = 0; a < 2; ++a)
+          for (int c = 0; c < 3; ++c) expect += u.at(0, a, i) * p.at(b, a, c) * v.at(0, c, j);
+        CHECK(y.value<double>().at(b, i, j) == Approx(expect));
+      }
+}
