@@ -6,7 +6,7 @@
 
 using namespace matmem;
 
-TEST_CASE("the same seed gives the same numbers; a different seed different ones", "[random]") {
+TEST_CASE("the same seed gives the same numbers and a different seed different ones", "[random]") {
   Rng a(42), b(42), c(43);
   for (int k = 0; k < 100; ++k) {
     const auto x = a.next();
