@@ -19,6 +19,9 @@ std::atomic<std::uint64_t> next_epoch{1};
 Tape::Tape(DType dtype) : dtype_(dtype), epoch_(next_epoch++) {
   nodes_.reserve(1024);
   inputs_.reserve(2048);
+  call_shapes_.resize(kMaxArity);
+  call_values_.resize(kMaxArity);
+  call_grads_.resize(kMaxArity);
 }
 
 Var Tape::leaf(void* value, Shape shape, bool requires_grad) {
@@ -107,25 +110,22 @@ Var Tape::apply(const OpDef& op, std::span<const Var> in, Shape y_shape, OpAttrs
   if (saved > 0) n.saved = arena_.allocate<std::byte>(std::size_t(saved) * esize);
   nodes_.push_back(n);
   const std::uint32_t id = std::uint32_t(nodes_.size() - 1);
+  Shape* xs = call_shapes_.data();
+  for (std::size_t a = 0; a < in.size(); ++a) {
+    xs[a] = nodes_[in[a].id].shape;
+    call_values_[a] = nodes_[in[a].id].value;
+  }
   if (op.flops) {
-    std::array<Shape, kMaxArity> xs;
-    for (std::size_t a = 0; a < in.size(); ++a) xs[a] = nodes_[in[a].id].shape;
-    Flops f = op.flops(xs.data(), int(in.size()), y_shape, attrs);
+    Flops f = op.flops(xs, int(in.size()), y_shape, attrs);
     flops_.forward += f.forward;
     if (n.requires_grad) flops_.backward += f.backward;
   }
   dispatch(dtype_, [&](auto z) {
     using T = decltype(z);
-    std::array<const T*, kMaxArity> xv;
-    std::array<Shape, kMaxArity> xs;
-    for (std::size_t a = 0; a < in.size(); ++a) {
-      xv[a] = static_cast<const T*>(nodes_[in[a].id].value);
-      xs[a] = nodes_[in[a].id].shape;
-    }
     OpCall<T> c;
     c.arity = int(in.size());
-    c.x = xv.data();
-    c.x_shape = xs.data();
+    c.x = reinterpret_cast<const T* const*>(call_values_.data());
+    c.x_shape = xs;
     c.y = static_cast<T*>(n.value);
     c.y_shape = y_shape;
     c.saved = static_cast<T*>(n.saved);
@@ -147,9 +147,9 @@ void* Tape::ensure_grad(Node& n) {
 
 template <class T>
 void Tape::run_backward(std::uint32_t top) {
-  std::array<const T*, kMaxArity> xv;
-  std::array<Shape, kMaxArity> xs;
-  std::array<T*, kMaxArity> gx;
+  auto xv = reinterpret_cast<const T**>(call_values_.data());
+  auto gx = reinterpret_cast<T**>(call_grads_.data());
+  Shape* xs = call_shapes_.data();
   for (std::int64_t k = top; k >= 0; --k) {
     Node& n = nodes_[k];
     if (!n.op || !n.requires_grad || !n.grad_live) continue;
@@ -161,9 +161,9 @@ void Tape::run_backward(std::uint32_t top) {
     }
     OpCall<T> c;
     c.arity = int(n.arity);
-    c.x = xv.data();
-    c.x_shape = xs.data();
-    c.grad_x = gx.data();
+    c.x = xv;
+    c.x_shape = xs;
+    c.grad_x = gx;
     c.y = static_cast<T*>(n.value);
     c.y_shape = n.shape;
     c.grad_y = static_cast<const T*>(n.grad);

@@ -125,6 +125,10 @@ class Tape {
   bool grad_enabled_ = true;
   bool anomaly_ = false;
   Flops flops_;
+  // Scratch for one op call (input shapes and pointers), sized once: no per-op initialisation cost.
+  std::vector<Shape> call_shapes_;
+  std::vector<const void*> call_values_;
+  std::vector<void*> call_grads_;
 };
 
 // RAII scope in which a tape records no gradients.

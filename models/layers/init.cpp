@@ -1,0 +1,19 @@
+#include "models/layers/init.hpp"
+
+#include <cmath>
+
+namespace matmem {
+
+void glorot_uniform(Parameter& p, Rng& rng) {
+  const Shape& s = p.value.shape();
+  const double a = std::sqrt(6.0 / double(s.rows + s.cols));
+  for (std::int64_t k = 0; k < p.value.numel(); ++k) p.value.set(k, rng.uniform(-a, a));
+}
+
+void init_normal(Parameter& p, Rng& rng, double mean, double stddev) {
+  for (std::int64_t k = 0; k < p.value.numel(); ++k) p.value.set(k, rng.normal(mean, stddev));
+}
+
+void init_constant(Parameter& p, double value) { p.value.fill(value); }
+
+}  // namespace matmem

@@ -1,0 +1,12 @@
+// The subcommands of `matmem`; each adds itself (options and callback) to the app.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace matmem::tools {
+void add_train_command(CLI::App& app);      // tools/train_command.cpp
+void add_gradcheck_command(CLI::App& app);  // tools/gradcheck_command.cpp
+void add_bench_command(CLI::App& app);      // tools/bench_command.cpp
+}  // namespace matmem::tools

@@ -1,0 +1,73 @@
+// `matmem gradcheck`: every registered op (or one) through gradcheck in float64, as a table.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "ops/registry.hpp"
+#include "runtime/error.hpp"
+#include "tools/commands.hpp"
+
+namespace matmem::tools {
+namespace {
+struct Options {
+  bool all = false;
+  std::string op;
+  std::string size = "both";
+  std::uint64_t seed = 1234;
+};
+
+int run(const Options& o) {
+  std::vector<const OpEntry*> ops;
+  if (!o.op.empty()) {
+    const OpEntry* e = find_op(o.op);
+    if (!e) {
+      std::string names;
+      for (const OpEntry& x : op_registry()) names += (names.empty() ? "" : ", ") + x.name;
+      throw Error(fmt::format("gradcheck: no op named {} (registered: {})", o.op, names));
+    }
+    ops.push_back(e);
+  } else {
+    for (const OpEntry& e : op_registry()) ops.push_back(&e);
+  }
+  std::vector<std::pair<std::string, SampleSize>> sizes;
+  if (o.size != "large") sizes.push_back({"small", SampleSize::small});
+  if (o.size != "small") sizes.push_back({"large", SampleSize::large});
+
+  fmt::print("{:<24} {:<6} {:>9} {:>13} {:>13}  {}\n", "op", "size", "elements", "max abs err", "max rel err", "result");
+  int failed = 0;
+  for (const OpEntry* e : ops)
+    for (const auto& [label, size] : sizes) {
+      Rng rng(o.seed);
+      OpSample sample = e->sample(rng, size);
+      GradcheckOptions opt;
+      opt.full_jacobian = size == SampleSize::small;
+      if (e->atol > 0) opt.atol = e->atol;
+      if (e->rtol > 0) opt.rtol = e->rtol;
+      GradcheckReport r = gradcheck(sample.apply, sample.inputs, nullptr, opt);
+      fmt::print("{:<24} {:<6} {:>9} {:>13.3e} {:>13.3e}  {}\n", e->name, label, r.elements_checked, r.max_abs_error,
+                 r.max_rel_error, r.passed ? "pass" : "FAIL");
+      if (!r.passed) {
+        ++failed;
+        fmt::print("  {}\n", r.str());
+      }
+    }
+  fmt::print("{} checks, {} failed (float64 central differences, random upstream gradient{})\n",
+             ops.size() * sizes.size(), failed, o.size != "large" ? "; small sizes: full Jacobian" : "");
+  return failed ? 1 : 0;
+}
+}  // namespace
+
+void add_gradcheck_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("gradcheck", "Check every op's gradient against central differences");
+  cmd->add_flag("--all", o->all, "Check every registered op (the default when --op is not given)");
+  cmd->add_option("--op", o->op, "Check one op by name");
+  cmd->add_option("--size", o->size, "Sample sizes: small, large or both")
+      ->check(CLI::IsMember({"small", "large", "both"}))
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed for the sample inputs")->capture_default_str();
+  cmd->callback([o] {
+    if (int rc = run(*o)) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace matmem::tools
