@@ -57,6 +57,16 @@ void register_op(OpEntry entry) {
   entries().push_back(std::move(entry));
 }
 
+GradcheckReport gradcheck_op(const OpEntry& entry, SampleSize size, std::uint64_t seed) {
+  Rng rng(seed);
+  OpSample sample = entry.sample(rng, size);
+  GradcheckOptions opt;
+  opt.full_jacobian = size == SampleSize::small;
+  if (entry.atol > 0) opt.atol = entry.atol;
+  if (entry.rtol > 0) opt.rtol = entry.rtol;
+  return gradcheck(sample.apply, sample.inputs, nullptr, opt);
+}
+
 Tensor random_tensor(Rng& rng, Shape shape, double lo, double hi) {
   Tensor t(DType::f64, shape);
   for (std::int64_t k = 0; k < t.numel(); ++k) t.set(k, rng.uniform(lo, hi));

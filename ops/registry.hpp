@@ -29,6 +29,8 @@ struct OpEntry {
 };
 
 const std::vector<OpEntry>& op_registry();
+// gradcheck of one op on its sample inputs (full Jacobian at SampleSize::small), with the entry's tolerances.
+GradcheckReport gradcheck_op(const OpEntry& entry, SampleSize size = SampleSize::small, std::uint64_t seed = 1234);
 const OpEntry* find_op(const std::string& name);
 void register_op(OpEntry entry);  // throws if the name is taken
 

@@ -36,13 +36,7 @@ int run(const Options& o) {
   int failed = 0;
   for (const OpEntry* e : ops)
     for (const auto& [label, size] : sizes) {
-      Rng rng(o.seed);
-      OpSample sample = e->sample(rng, size);
-      GradcheckOptions opt;
-      opt.full_jacobian = size == SampleSize::small;
-      if (e->atol > 0) opt.atol = e->atol;
-      if (e->rtol > 0) opt.rtol = e->rtol;
-      GradcheckReport r = gradcheck(sample.apply, sample.inputs, nullptr, opt);
+      GradcheckReport r = gradcheck_op(*e, size, o.seed);
       fmt::print("{:<24} {:<6} {:>9} {:>13.3e} {:>13.3e}  {}\n", e->name, label, r.elements_checked, r.max_abs_error,
                  r.max_rel_error, r.passed ? "pass" : "FAIL");
       if (!r.passed) {
