@@ -1,0 +1,65 @@
+// The algorithmic tasks of 000 §6 (spec/models.md, "Tasks"), generated from the run's Rng; nothing is
+// downloaded. Vector versions are the special case rows = 1.
+//
+// Matrix copy: l ~ U{min_length..max_length} (one l per batch) matrices X_i ∈ {0,1}^{r×c}, Bernoulli(½).
+//   Frames are (r+1)×c, the last row the delimiter channel. Steps 1..l carry X_i (delimiter row 0);
+//   step l+1 is the delimiter (content rows 0, delimiter row 1); steps l+2..2l+1 are blank and their
+//   targets are X_1..X_l.  2l+1 steps in all.
+// Matrix associative recall: k ~ U{min_items..max_items} items of n matrices. Frames are (r+2)×c, row r
+//   the item delimiter, row r+1 the query delimiter. Each item is an item-delimiter frame and its n
+//   matrices; then a query-delimiter frame, the n matrices of item q (q ~ U{1..k-1}), a query-delimiter
+//   frame; then n blank frames whose targets are item q+1.  k(n+1) + n + 2 + n steps in all.
+// Cost per sequence (the paper's figures): bit errors Σ |[Y > ½] − target| over the target frames,
+// averaged over the batch, for outputs Y = sigmoid(logits), i.e. [logit > 0].
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/random.hpp"
+#include "runtime/tensor.hpp"
+
+namespace matmem {
+
+struct Sequence {
+  std::vector<Tensor> inputs;          // one [B, input_rows, c] frame per time step
+  std::vector<Tensor> targets;         // one [B, r, c] per target step
+  std::vector<std::int64_t> target_steps;  // the time step (0-based) of each target
+};
+
+struct CopyTaskOptions {
+  std::int64_t rows = 5, cols = 5, min_length = 1, max_length = 20, batch = 16;
+};
+
+struct RecallTaskOptions {
+  std::int64_t rows = 5, cols = 5, item_matrices = 2, min_items = 2, max_items = 10, batch = 16;
+};
+
+class CopyTask {
+ public:
+  explicit CopyTask(CopyTaskOptions o);
+  Sequence sample(Rng& rng, DType dtype = DType::f32) const;
+  Sequence sample_length(Rng& rng, std::int64_t length, DType dtype = DType::f32) const;
+  std::int64_t input_rows() const { return o_.rows + 1; }
+  const CopyTaskOptions& options() const { return o_; }
+
+ private:
+  CopyTaskOptions o_;
+};
+
+class RecallTask {
+ public:
+  explicit RecallTask(RecallTaskOptions o);
+  Sequence sample(Rng& rng, DType dtype = DType::f32) const;
+  Sequence sample_items(Rng& rng, std::int64_t items, DType dtype = DType::f32) const;
+  std::int64_t input_rows() const { return o_.rows + 2; }
+  const RecallTaskOptions& options() const { return o_; }
+
+ private:
+  RecallTaskOptions o_;
+};
+
+// Bit errors of logits against a binary target, summed over elements and divided by the batch.
+double bit_errors_per_sequence(const Tensor& logits, const Tensor& target);
+
+}  // namespace matmem
