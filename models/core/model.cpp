@@ -1,0 +1,236 @@
+#include "models/core/model.hpp"
+
+#include <array>
+
+#include <fmt/format.h>
+
+#include "models/layers/init.hpp"
+#include "models/tasks/tasks.hpp"
+#include "runtime/error.hpp"
+
+namespace matmem {
+namespace {
+void initialise(Parameter& p, const Init& init, Rng& rng) {
+  switch (init.kind) {
+    case Init::glorot: glorot_uniform(p, rng); break;
+    case Init::constant: init_constant(p, init.a); break;
+    case Init::normal: init_normal(p, rng, init.a, init.b); break;
+  }
+}
+// FNV-1a over the name's parts, with a separator so ("ab","c") and ("a","bc") differ.
+std::uint64_t name_key(std::string_view path, std::string_view term, std::string_view leaf) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (std::string_view part : {path, term, leaf}) {
+    for (char ch : part) h = (h ^ std::uint8_t(ch)) * 0x100000001b3ULL;
+    h = (h ^ 0xff) * 0x100000001b3ULL;
+  }
+  return h;
+}
+Shape with_batch(Shape s, std::int64_t b) {
+  s.batch = b;
+  return s;
+}
+}  // namespace
+
+// --- Model ---------------------------------------------------------------------------------------------------
+Model::Model(std::string name, DType dtype, std::uint64_t seed)
+    : name_(std::move(name)), params_(dtype), init_rng_(seed) {}
+
+void Model::set_io(std::int64_t in_rows, std::int64_t in_cols, std::int64_t out_rows, std::int64_t out_cols) {
+  input_rows_ = in_rows;
+  input_cols_ = in_cols;
+  output_rows_ = out_rows;
+  output_cols_ = out_cols;
+}
+
+void Model::declare_state(StateDecl d) {
+  for (const StateDecl& s : states_)
+    if (s.name == d.name) throw Error(fmt::format("model {}: state {} is declared twice", name_, d.name));
+  d.shape.batch = 1;
+  Parameter* p = nullptr;
+  if (d.start == StateDecl::learned) {
+    p = &params_.add(fmt::format("{}/init/{}", name_, d.name), d.shape);
+    initialise(*p, d.learned_init, init_rng_);
+  }
+  states_.push_back(std::move(d));
+  state_params_.push_back(p);
+}
+
+void Model::build() {
+  if (built_) return;
+  Tape tape(dtype());
+  NoGrad no_grad(tape);
+  Step s(*this, tape);
+  s.begin_sequence(1);
+  s.begin_step(0, tape.constant(matrices(1, input_rows_, input_cols_), 0.0), true);
+  step(s);
+  if (!s.last_output().valid()) throw Error(fmt::format("model {}: step() set no output", name_));
+  if (s.last_output().shape() != matrices(1, output_rows_, output_cols_))
+    throw ShapeError(fmt::format("model {}: step() output is {}, the model declares [B,{},{}]", name_,
+                                 s.last_output().shape().str(), output_rows_, output_cols_));
+  s.end_step();
+  built_ = true;
+}
+
+// --- Step ----------------------------------------------------------------------------------------------------
+Step::Step(Model& model, Tape& tape) : model_(model), tape_(tape) {
+  current_.resize(model.states_.size());
+  next_.resize(model.states_.size());
+  cache_.reserve(64);
+  name_scratch_.reserve(128);
+}
+
+Var Step::state(std::string_view name) const {
+  for (std::size_t k = 0; k < model_.states_.size(); ++k)
+    if (model_.states_[k].name == name) return current_[k];
+  throw Error(fmt::format("model {}: no state named {}", model_.name_, name));
+}
+
+void Step::next(std::string_view name, Var value) {
+  for (std::size_t k = 0; k < model_.states_.size(); ++k)
+    if (model_.states_[k].name == name) {
+      const Shape want = with_batch(model_.states_[k].shape, batch_);
+      if (value.shape() != want)
+        throw ShapeError(fmt::format("model {}: next state {} is {}, declared {}", model_.name_, name,
+                                     value.shape().str(), want.str()));
+      next_[k] = value;
+      return;
+    }
+  throw Error(fmt::format("model {}: no state named {}", model_.name_, name));
+}
+
+Var Step::parameter(std::string_view path, std::string_view term, std::string_view leaf, Shape shape, Init init) {
+  const std::uint64_t key = name_key(path, term, leaf);
+  if (request_ < cache_.size()) {
+    const CachedParam& c = cache_[request_];
+    if (c.key == key && c.param->value.shape() == shape) {
+      ++request_;
+      return tape_.param(*c.param);
+    }
+  }
+  name_scratch_.assign(path);
+  if (!term.empty()) name_scratch_.append("/").append(term);
+  name_scratch_.append("/").append(leaf);
+  Parameter* p = model_.params_.find(name_scratch_);
+  if (!p) {
+    if (model_.built_)
+      throw Error(fmt::format("model {}: the step asks for parameter {} which its first step did not create "
+                              "(a step must use the same parameters at every time step)",
+                              model_.name_, name_scratch_));
+    p = &model_.params_.add(name_scratch_, shape);
+    initialise(*p, init, model_.init_rng_);
+  } else if (p->value.shape() != shape) {
+    throw ShapeError(fmt::format("model {}: parameter {} is {} but the step asks for {}", model_.name_,
+                                 name_scratch_, p->value.shape().str(), shape.str()));
+  }
+  const CachedParam entry{key, p};
+  if (request_ < cache_.size())
+    cache_[request_] = entry;
+  else
+    cache_.push_back(entry);
+  ++request_;
+  return tape_.param(*p);
+}
+
+Var Step::mat(std::string_view path, std::span<const NamedTerm> terms, std::int64_t rows, std::int64_t cols,
+              double bias) {
+  std::array<MatTerm, 21> mt;
+  if (terms.size() > mt.size()) throw Error(fmt::format("{}: at most {} terms", path, mt.size()));
+  for (std::size_t k = 0; k < terms.size(); ++k) {
+    const Shape& x = terms[k].x.shape();
+    mt[k] = {terms[k].x, parameter(path, terms[k].name, "U", matmem::parameter(x.rows, rows)),
+             parameter(path, terms[k].name, "V", matmem::parameter(x.cols, cols))};
+  }
+  Var b = parameter(path, "", "B", matmem::parameter(rows, cols), Init::Constant(bias));
+  return matmem::mat(std::span<const MatTerm>(mt.data(), terms.size()), b);
+}
+
+Var Step::mat(std::string_view path, std::initializer_list<NamedTerm> terms, std::int64_t rows, std::int64_t cols,
+              double bias) {
+  return mat(path, std::span<const NamedTerm>(terms.begin(), terms.size()), rows, cols, bias);
+}
+
+void Step::begin_sequence(std::int64_t batch) {
+  batch_ = batch;
+  for (std::size_t k = 0; k < model_.states_.size(); ++k) {
+    const StateDecl& d = model_.states_[k];
+    const Shape shape = with_batch(d.shape, batch);
+    switch (d.start) {
+      case StateDecl::zero: current_[k] = tape_.constant(shape, 0.0); break;
+      case StateDecl::constant: current_[k] = tape_.constant(shape, d.value); break;
+      case StateDecl::learned:
+        current_[k] = add(tape_.constant(shape, 0.0), tape_.param(*model_.state_params_[k]));
+        break;
+    }
+    next_[k] = {};
+  }
+}
+
+void Step::begin_step(std::int64_t t, Var input, bool output_needed) {
+  time_ = t;
+  input_ = input;
+  output_ = {};
+  output_needed_ = output_needed;
+  request_ = 0;
+}
+
+void Step::end_step() {
+  for (std::size_t k = 0; k < current_.size(); ++k)
+    if (next_[k].valid()) {
+      current_[k] = next_[k];
+      next_[k] = {};
+    }
+}
+
+// --- Unroller ------------------------------------------------------------------------------------------------
+Unroller::Unroller(Model& model, Tape& tape) : model_(model), tape_(tape), step_(model, tape) {
+  result_.logits.reserve(64);
+  losses_.reserve(64);
+}
+
+SequenceResult Unroller::run(const Sequence& seq) {
+  if (!model_.built()) model_.build();
+  if (seq.inputs.empty()) throw Error("run: the sequence has no frames");
+  const std::int64_t B = seq.inputs[0].shape().batch;
+  const Shape frame = matrices(B, model_.input_rows(), model_.input_cols());
+  if (seq.inputs[0].shape() != frame)
+    throw ShapeError(fmt::format("model {} reads frames {} but the task gives {}", model_.name(), frame.str(),
+                                 seq.inputs[0].shape().str()));
+  if (!seq.targets.empty() && seq.targets[0].shape() != matrices(B, model_.output_rows(), model_.output_cols()))
+    throw ShapeError(fmt::format("model {} writes outputs [B,{},{}] but the task's targets are {}", model_.name(),
+                                 model_.output_rows(), model_.output_cols(), seq.targets[0].shape().str()));
+  tape_.clear();
+  step_.begin_sequence(B);
+  result_.logits.clear();
+  result_.bits = 0;
+  losses_.clear();
+  std::size_t next_target = 0;
+  for (std::size_t t = 0; t < seq.inputs.size(); ++t) {
+    const bool is_target = next_target < seq.target_steps.size() && seq.target_steps[next_target] == std::int64_t(t);
+    step_.begin_step(std::int64_t(t), tape_.input(seq.inputs[t]), is_target);
+    model_.step(step_);
+    if (is_target) {
+      Var y = step_.last_output();
+      if (!y.valid()) throw Error(fmt::format("model {}: no output at target step {}", model_.name(), t));
+      const Tensor& target = seq.targets[next_target];
+      losses_.push_back(bce_with_logits(y, tape_.input(target)));
+      result_.logits.push_back(y);
+      result_.bits += dispatch(tape_.dtype(), [&](auto z) {
+        using T = decltype(z);
+        const T* yv = y.value<T>().data;
+        double wrong = 0;
+        for (std::int64_t k = 0; k < target.numel(); ++k) wrong += (yv[k] > 0) != (target.get(k) > 0.5);
+        return wrong / double(B);
+      });
+      ++next_target;
+    }
+    step_.end_step();
+  }
+  if (losses_.empty()) throw Error("run: the sequence has no targets");
+  Var total = losses_[0];
+  for (std::size_t k = 1; k < losses_.size(); ++k) total = add(total, losses_[k]);
+  result_.loss = scale(total, 1.0 / double(losses_.size()));
+  return result_;
+}
+
+}  // namespace matmem

@@ -1,0 +1,167 @@
+// The declarative model: a model is written once as one time step.
+//
+// A Model subclass declares its recurrent states in its constructor (name, per-sample shape, initial
+// value: zero, a constant, or learned), and implements step(Step&): it reads the input frame and the
+// previous states, creates or finds its parameters by name (step.mat(...), step.parameter(...)), and
+// sets the next states and the output logits. run_sequence() unrolls it over a task Sequence and a
+// batch on a tape; Model owns the parameters (a ParameterStore), created on the first (build) pass with
+// the model's seeded initialisation.
+//
+// Parameter names are paths: step.mat("ctrl/l1", {{"x", x}, {"h", h}}, 15, 15) uses ctrl/l1/x/U,
+// ctrl/l1/x/V, ctrl/l1/h/U, ctrl/l1/h/V and the bias ctrl/l1/B. A step must ask for its parameters in the
+// same order every time step (as straight-line model code does); the Step caches them by that order and
+// a hash of the name, so a training step builds no strings and looks nothing up.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "autodiff/parameters.hpp"
+#include "ops/ops.hpp"
+#include "runtime/random.hpp"
+
+namespace matmem {
+
+struct Sequence;
+
+// How a parameter starts (spec/models.md, "Initialisation").
+struct Init {
+  enum Kind { glorot, constant, normal } kind = glorot;
+  double a = 0, b = 0;  // constant: a;  normal: mean a, stddev b
+  static Init Glorot() { return {glorot}; }
+  static Init Constant(double v) { return {constant, v}; }
+  static Init Normal(double mean, double stddev) { return {normal, mean, stddev}; }
+};
+
+struct StateDecl {
+  std::string name;
+  Shape shape;  // per sample: batch 1
+  enum Start { zero, constant, learned } start = zero;
+  double value = 0;            // constant start
+  Init learned_init = Init::Normal(0, 0.01);
+};
+
+class Step;
+
+class Model {
+ public:
+  Model(std::string name, DType dtype, std::uint64_t seed);
+  virtual ~Model() = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const std::string& name() const { return name_; }
+  ParameterStore& params() { return params_; }
+  const ParameterStore& params() const { return params_; }
+  const std::vector<StateDecl>& states() const { return states_; }
+  DType dtype() const { return params_.dtype(); }
+
+  // The frames the model reads and the logits it writes, per sample.
+  std::int64_t input_rows() const { return input_rows_; }
+  std::int64_t input_cols() const { return input_cols_; }
+  std::int64_t output_rows() const { return output_rows_; }
+  std::int64_t output_cols() const { return output_cols_; }
+
+  // One time step. Read s.input(), s.state(name); write s.next(name, v) and s.output(logits).
+  virtual void step(Step& s) = 0;
+
+  // Creates every parameter by running one step on a batch of one (called by run_sequence if needed).
+  void build();
+  bool built() const { return built_; }
+  Rng& init_rng() { return init_rng_; }
+
+ protected:
+  void set_io(std::int64_t in_rows, std::int64_t in_cols, std::int64_t out_rows, std::int64_t out_cols);
+  void declare_state(StateDecl d);
+
+ private:
+  friend class Step;
+  std::string name_;
+  ParameterStore params_;
+  std::vector<StateDecl> states_;
+  std::vector<Parameter*> state_params_;  // learned starts, by state index
+  std::int64_t input_rows_ = 0, input_cols_ = 0, output_rows_ = 0, output_cols_ = 0;
+  Rng init_rng_;
+  bool built_ = false;
+};
+
+// One term of Step::mat: a name for the parameters and the matrix it multiplies.
+struct NamedTerm {
+  std::string_view name;
+  Var x;
+};
+
+class Step {
+ public:
+  Step(Model& model, Tape& tape);
+
+  Tape& tape() { return tape_; }
+  std::int64_t batch() const { return batch_; }
+  std::int64_t time() const { return time_; }
+
+  Var input() const { return input_; }
+  // False at steps whose output nobody reads (no target there): a model may skip computing it.
+  bool output_needed() const { return output_needed_; }
+  Var state(std::string_view name) const;
+  void next(std::string_view name, Var value);
+  void output(Var logits) { output_ = logits; }
+
+  // The parameter path/term/leaf (path/leaf when term is empty) of the given shape, created with `init` on
+  // the build pass.
+  Var parameter(std::string_view path, std::string_view term, std::string_view leaf, Shape shape,
+                Init init = Init::Glorot());
+  // mat(x_1..x_k) = Σ_t U_tᵀ x_t V_t + B, giving [B, rows, cols]; U_t, V_t Glorot, B constant `bias`.
+  Var mat(std::string_view path, std::initializer_list<NamedTerm> terms, std::int64_t rows, std::int64_t cols,
+          double bias = 0.0);
+  Var mat(std::string_view path, std::span<const NamedTerm> terms, std::int64_t rows, std::int64_t cols,
+          double bias = 0.0);
+
+  // Used by Unroller.
+  void begin_sequence(std::int64_t batch);  // initial states
+  void begin_step(std::int64_t t, Var input, bool output_needed);
+  void end_step();                          // next states become current
+  Var last_output() const { return output_; }
+
+ private:
+  struct CachedParam {
+    std::uint64_t key;  // hash of path/term/leaf
+    Parameter* param;
+  };
+  Model& model_;
+  Tape& tape_;
+  std::int64_t batch_ = 1;
+  std::int64_t time_ = 0;
+  bool output_needed_ = true;
+  Var input_, output_;
+  std::vector<Var> current_, next_;
+  std::vector<CachedParam> cache_;
+  std::size_t request_ = 0;
+  std::string name_scratch_;
+};
+
+// Unrolls a model over task sequences on a tape (cleared at the start of each run). The loss is the mean
+// over target steps of the BCE-with-logits of the output against the target (= the BCE over every target
+// element). Keeps its Step, so repeated runs reuse the parameter cache and allocate nothing.
+struct SequenceResult {
+  Var loss;
+  std::vector<Var> logits;  // the outputs at the target steps
+  double bits = 0;          // bit errors per sequence (batch mean)
+};
+
+class Unroller {
+ public:
+  Unroller(Model& model, Tape& tape);
+  SequenceResult run(const Sequence& seq);
+
+ private:
+  Model& model_;
+  Tape& tape_;
+  Step step_;
+  SequenceResult result_;
+  std::vector<Var> losses_;
+};
+
+}  // namespace matmem

@@ -1,0 +1,98 @@
+#include "models/layers/cells.hpp"
+
+#include <array>
+
+#include <fmt/format.h>
+
+#include "runtime/error.hpp"
+
+namespace matmem {
+
+Var activate(Activation a, Var x) {
+  switch (a) {
+    case Activation::linear: return x;
+    case Activation::sigmoid: return sigmoid(x);
+    case Activation::tanh: return tanh(x);
+    case Activation::relu: return relu(x);
+  }
+  return x;
+}
+
+MatDense::MatDense(std::string path, std::int64_t rows, std::int64_t cols, Activation act)
+    : path_(std::move(path)), rows_(rows), cols_(cols), act_(act) {}
+
+Var MatDense::operator()(Step& s, std::span<const NamedTerm> terms) const {
+  return activate(act_, s.mat(path_, terms, rows_, cols_));
+}
+
+MatHighway::MatHighway(std::string path, std::int64_t rows, std::int64_t cols, Activation act)
+    : gate_(path + "/z"), body_(path + "/h"), rows_(rows), cols_(cols), act_(act) {}
+
+Var MatHighway::operator()(Step& s, Var h) const {
+  Var z = sigmoid(s.mat(gate_, {{"h", h}}, rows_, cols_));
+  Var body = activate(act_, s.mat(body_, {{"h", h}}, rows_, cols_));
+  return add(hadamard(one_minus(z), h), hadamard(z, body));
+}
+
+CellKind cell_kind(const std::string& name) {
+  if (name == "rnn") return CellKind::rnn;
+  if (name == "lstm") return CellKind::lstm;
+  if (name == "gru") return CellKind::gru;
+  throw Error(fmt::format("unknown cell {} (choose rnn, lstm or gru)", name));
+}
+
+const char* cell_name(CellKind k) {
+  switch (k) {
+    case CellKind::rnn: return "rnn";
+    case CellKind::lstm: return "lstm";
+    case CellKind::gru: return "gru";
+  }
+  return "?";
+}
+
+MatCell::MatCell(CellKind kind, std::string path, std::int64_t rows, std::int64_t cols)
+    : kind_(kind), rows_(rows), cols_(cols), path_(std::move(path)) {
+  switch (kind_) {
+    case CellKind::rnn: gate1_ = path_; break;
+    case CellKind::lstm:
+      gate1_ = path_ + "/i";
+      gate2_ = path_ + "/f";
+      gate3_ = path_ + "/o";
+      gate4_ = path_ + "/c";
+      break;
+    case CellKind::gru:
+      gate1_ = path_ + "/z";
+      gate2_ = path_ + "/r";
+      gate3_ = path_ + "/h";
+      break;
+  }
+}
+
+MatCell::State MatCell::operator()(Step& s, std::span<const NamedTerm> terms, State prev) const {
+  std::array<NamedTerm, 20> all;
+  if (terms.size() + 1 > all.size()) throw Error(fmt::format("{}: too many inputs ({})", path_, terms.size()));
+  std::copy(terms.begin(), terms.end(), all.begin());
+  all[terms.size()] = {"h", prev.h};
+  const std::span<const NamedTerm> in(all.data(), terms.size() + 1);
+  switch (kind_) {
+    case CellKind::rnn: return {tanh(s.mat(gate1_, in, rows_, cols_)), {}};
+    case CellKind::lstm: {
+      Var i = sigmoid(s.mat(gate1_, in, rows_, cols_));
+      Var f = sigmoid(s.mat(gate2_, in, rows_, cols_, 1.0));
+      Var o = sigmoid(s.mat(gate3_, in, rows_, cols_));
+      Var chat = tanh(s.mat(gate4_, in, rows_, cols_));
+      Var c = add(hadamard(f, prev.c), hadamard(i, chat));
+      return {hadamard(o, tanh(c)), c};
+    }
+    case CellKind::gru: {
+      Var z = sigmoid(s.mat(gate1_, in, rows_, cols_));
+      Var r = sigmoid(s.mat(gate2_, in, rows_, cols_));
+      all[terms.size()] = {"h", hadamard(r, prev.h)};
+      Var htilde = tanh(s.mat(gate3_, in, rows_, cols_));
+      return {add(hadamard(one_minus(z), prev.h), hadamard(z, htilde)), {}};
+    }
+  }
+  return {};
+}
+
+}  // namespace matmem

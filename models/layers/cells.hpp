@@ -1,0 +1,75 @@
+// Matrix layers and recurrent cells (001 §2.2–2.3 and appendix A; spec/models.md "Layers and cells").
+// A layer is an object made once with its parameter path and sizes; calling it inside Model::step
+// records its ops. Inputs enter through `terms`: each term x gets its own bilinear map U_xᵀ x V_x.
+//
+//   MatDense:   Y = σ(mat(x…))                                              (001 eq. 5)
+//   MatHighway: Z = sigm(mat(H)), H̃ = σ(mat(H)), Y = (1 − Z) ⊙ H + Z ⊙ H̃   (001 §2.2)
+//   MatRNN:     H_t = tanh(mat(x…, H_{t−1}))                                 (000 eq. 6, 001 eq. 8)
+//   MatLSTM:    I, F, O = sigm(mat(x…, H_{t−1})) each with its own θ, Ĉ = tanh(mat(x…, H_{t−1})),
+//               C_t = F ⊙ C_{t−1} + I ⊙ Ĉ, H_t = O ⊙ tanh(C_t); no peepholes; forget-gate bias starts at 1
+//   MatGRU:     Z, R = sigm(mat(x…, H_{t−1})), H̃ = tanh(mat(x…, R ⊙ H_{t−1})),
+//               H_t = (1 − Z) ⊙ H_{t−1} + Z ⊙ H̃                              (001 appendix A)
+// Parameters: <path>/<term>/U, <path>/<term>/V, <path>/B; the gates of LSTM and GRU under <path>/i, /f,
+// /o, /c and <path>/z, /r, /h.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "models/core/model.hpp"
+
+namespace matmem {
+
+enum class Activation { linear, sigmoid, tanh, relu };
+Var activate(Activation a, Var x);
+
+class MatDense {
+ public:
+  MatDense(std::string path, std::int64_t rows, std::int64_t cols, Activation act = Activation::linear);
+  Var operator()(Step& s, std::span<const NamedTerm> terms) const;
+  Var operator()(Step& s, std::initializer_list<NamedTerm> terms) const {
+    return (*this)(s, std::span<const NamedTerm>(terms.begin(), terms.size()));
+  }
+
+ private:
+  std::string path_;
+  std::int64_t rows_, cols_;
+  Activation act_;
+};
+
+class MatHighway {
+ public:
+  MatHighway(std::string path, std::int64_t rows, std::int64_t cols, Activation act = Activation::tanh);
+  Var operator()(Step& s, Var h) const;
+
+ private:
+  std::string gate_, body_;
+  std::int64_t rows_, cols_;
+  Activation act_;
+};
+
+enum class CellKind { rnn, lstm, gru };
+CellKind cell_kind(const std::string& name);  // "rnn" | "lstm" | "gru", else an Error naming the choices
+const char* cell_name(CellKind k);
+
+// A recurrent cell of any kind: one object, states h (and c for LSTM).
+class MatCell {
+ public:
+  MatCell(CellKind kind, std::string path, std::int64_t rows, std::int64_t cols);
+  CellKind kind() const { return kind_; }
+  std::int64_t rows() const { return rows_; }
+  std::int64_t cols() const { return cols_; }
+  bool has_cell_state() const { return kind_ == CellKind::lstm; }
+
+  struct State {
+    Var h, c;  // c only for LSTM
+  };
+  // The next state from the inputs `terms` (the previous h is added as term "h").
+  State operator()(Step& s, std::span<const NamedTerm> terms, State prev) const;
+
+ private:
+  CellKind kind_;
+  std::int64_t rows_, cols_;
+  std::string path_, gate1_, gate2_, gate3_, gate4_;
+};
+
+}  // namespace matmem

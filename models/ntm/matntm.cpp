@@ -1,0 +1,100 @@
+#include "models/ntm/matntm.hpp"
+
+#include <array>
+
+#include <fmt/format.h>
+
+#include "runtime/error.hpp"
+
+namespace matmem {
+
+MatNTM::MatNTM(const NTMConfig& c, DType dtype, std::uint64_t seed, std::string name)
+    : Model(std::move(name), dtype, seed), config_(c), out_(this->name() + "/out") {
+  const std::string& n = this->name();
+  if (c.controller == CellKind::gru) throw Error(fmt::format("model {}: the controller is rnn or lstm", n));
+  if (c.layers.empty()) throw Error(fmt::format("model {}: the controller needs at least one layer", n));
+  if (c.slots < 1 || c.slot_rows < 1 || c.slot_cols < 1)
+    throw Error(fmt::format("model {}: memory of {} slots of {}x{}", n, c.slots, c.slot_rows, c.slot_cols));
+  if (c.read_heads < 1 || c.write_heads < 0 || c.read_heads + c.write_heads > 16)
+    throw Error(fmt::format("model {}: {} read and {} write heads (need ≥ 1 read head, ≤ 16 in all)", n, c.read_heads,
+                            c.write_heads));
+  if (c.shift < 0 || 2 * c.shift + 1 > c.slots)
+    throw Error(fmt::format("model {}: shift range {} needs 2S+1 ≤ slots ({})", n, c.shift, c.slots));
+  set_io(c.input_rows, c.input_cols, c.output_rows, c.output_cols);
+  for (std::size_t k = 0; k < c.layers.size(); ++k) {
+    const auto [r, cc] = c.layers[k];
+    cells_.emplace_back(c.controller, fmt::format("{}/ctrl/l{}", n, k + 1), r, cc);
+    h_.push_back(fmt::format("ctrl/l{}/h", k + 1));
+    declare_state({h_.back(), parameter(r, cc)});
+    c_.push_back(fmt::format("ctrl/l{}/c", k + 1));
+    if (cells_.back().has_cell_state()) declare_state({c_.back(), parameter(r, cc)});
+  }
+  declare_state({"memory", memory(1, c.slots, c.slot_rows, c.slot_cols), StateDecl::constant, 1e-6});
+  for (int k = 0; k < c.read_heads; ++k) {
+    reads_.push_back(fmt::format("read{}", k + 1));
+    read_terms_.push_back(fmt::format("r{}", k + 1));
+    declare_state({reads_.back(), parameter(c.slot_rows, c.slot_cols), StateDecl::learned, 0, Init::Normal(0, 0.01)});
+  }
+  for (int k = 0; k < c.read_heads + c.write_heads; ++k) {
+    const bool write = k >= c.read_heads;
+    const std::string p = write ? fmt::format("{}/write{}", n, k - c.read_heads + 1) : fmt::format("{}/read{}", n, k + 1);
+    heads_.push_back({write, fmt::format("w/{}", k + 1), p + "/key", p + "/beta", p + "/gate", p + "/shift",
+                      p + "/gamma", p + "/erase", p + "/add"});
+    declare_state({heads_.back().weighting, weighting(1, c.slots)});
+  }
+}
+
+void MatNTM::step(Step& s) {
+  const NTMConfig& c = config_;
+  // 1. Controller; layer 1 reads the frame and every previous read.
+  std::array<NamedTerm, 17> terms;
+  terms[0] = {"x", s.input()};
+  for (int k = 0; k < c.read_heads; ++k) terms[k + 1] = {read_terms_[k], s.state(reads_[k])};
+  std::size_t nterms = 1 + c.read_heads;
+  Var h;
+  for (std::size_t l = 0; l < cells_.size(); ++l) {
+    const MatCell& cell = cells_[l];
+    MatCell::State prev{s.state(h_[l]), cell.has_cell_state() ? s.state(c_[l]) : Var{}};
+    MatCell::State next = cell(s, std::span<const NamedTerm>(terms.data(), nterms), prev);
+    s.next(h_[l], next.h);
+    if (cell.has_cell_state()) s.next(c_[l], next.c);
+    h = next.h;
+    terms[0] = {"x", h};
+    nterms = 1;
+  }
+  // 2–4. Heads address M_{t−1}; reads read it; writes then update it in order.
+  const Var m_prev = s.state("memory");
+  Var m = m_prev;
+  std::array<Var, 16> reads;
+  int read = 0;
+  for (const Head& head : heads_) {
+    const NamedTerm in[] = {{"h", h}};
+    Var key = s.mat(head.key, in, c.slot_rows, c.slot_cols);
+    Var beta = softplus(s.mat(head.beta, in, 1, 1));
+    Var gate = sigmoid(s.mat(head.gate, in, 1, 1));
+    Var shift = softmax(s.mat(head.shift, in, 1, 2 * c.shift + 1));
+    Var gamma = affine(softplus(s.mat(head.gamma, in, 1, 1)), 1.0, 1.0);
+    Var wc = softmax(hadamard(beta, cosine_similarity(key, m_prev)));
+    Var wg = add(hadamard(gate, wc), hadamard(one_minus(gate), s.state(head.weighting)));
+    Var w = sharpen(circular_shift(wg, shift), gamma);
+    s.next(head.weighting, w);
+    if (!head.write) {
+      reads[read] = memory_read(m_prev, w);
+      s.next(reads_[read], reads[read]);
+      ++read;
+    } else {
+      Var erase = sigmoid(s.mat(head.erase, in, c.slot_rows, c.slot_cols));
+      Var added = s.mat(head.add, in, c.slot_rows, c.slot_cols);
+      m = memory_write(m, w, erase, added);
+    }
+  }
+  s.next("memory", m);
+  // 5. Output from H_t and this step's reads.
+  if (s.output_needed()) {
+    terms[0] = {"h", h};
+    for (int k = 0; k < c.read_heads; ++k) terms[k + 1] = {read_terms_[k], reads[k]};
+    s.output(s.mat(out_, std::span<const NamedTerm>(terms.data(), 1 + c.read_heads), c.output_rows, c.output_cols));
+  }
+}
+
+}  // namespace matmem

@@ -1,0 +1,49 @@
+// The Matrix Neural Turing Machine (000 §4.1, Figure 1; spec/models.md "MatNTM"), addressing as in the NTM.
+//
+// Per time step t, with memory M_{t−1} [B,N,mr,mc], previous reads R_{t−1}^{(h)} and weightings w_{t−1}^{(h)}:
+//  1. controller: H_t = controller(X_t, R_{t−1}^{(1..n_read)}), each read entering layer 1 through its own
+//     bilinear term (a stack of MatRNN or MatLSTM layers);
+//  2. each head from H_t: K = mat(H) [mr,mc]; β = softplus(mat(H)); g = sigm(mat(H)); s = softmax(mat(H))
+//     [2S+1]; γ = 1 + softplus(mat(H)); write heads also E = sigm(mat(H)), A = mat(H) [mr,mc];
+//  3. w^c = softmax(β cos(K, M_{t−1})); w^g = g w^c + (1 − g) w_{t−1}; w̃ = shift(w^g, s); w_t = sharpen(w̃, γ);
+//  4. read heads read R_t = Σ_i w_t(i) M_{t−1}(i); then write heads write M_t = write(M, w_t, E, A) in order;
+//  5. Y_t = mat(H_t, R_t^{(1..n_read)}) (logits).
+// Initial state: memory 1e-6 everywhere; R_0 learned (N(0, 0.01²)); w_0 = 0; controller states 0.
+// Parameters: ntm/ctrl/l<k>/…, ntm/read<k>/{key,beta,gate,shift,gamma}/…, ntm/write<k>/{…,erase,add}/…,
+// ntm/out/…, ntm/init/read<k>.
+#pragma once
+#include <vector>
+
+#include "models/layers/cells.hpp"
+
+namespace matmem {
+
+struct NTMConfig {
+  CellKind controller = CellKind::rnn;  // rnn or lstm
+  std::vector<std::pair<std::int64_t, std::int64_t>> layers = {{15, 15}, {15, 15}};
+  std::int64_t slots = 120, slot_rows = 6, slot_cols = 6;
+  int read_heads = 1, write_heads = 1;
+  int shift = 1;  // S: shifts -S..S
+  std::int64_t input_rows = 6, input_cols = 5, output_rows = 5, output_cols = 5;
+};
+
+class MatNTM : public Model {
+ public:
+  MatNTM(const NTMConfig& config, DType dtype, std::uint64_t seed, std::string name = "ntm");
+  void step(Step& s) override;
+  const NTMConfig& config() const { return config_; }
+
+ private:
+  struct Head {
+    bool write;
+    std::string weighting;  // state name
+    std::string key, beta, gate, shift, gamma, erase, add;  // parameter paths
+  };
+  NTMConfig config_;
+  std::vector<MatCell> cells_;
+  std::vector<std::string> h_, c_, reads_, read_terms_;
+  std::vector<Head> heads_;  // read heads first, then write heads
+  std::string out_;
+};
+
+}  // namespace matmem

@@ -1,0 +1,40 @@
+#include "models/rnn/recurrent.hpp"
+
+#include <fmt/format.h>
+
+#include "runtime/error.hpp"
+
+namespace matmem {
+
+RecurrentModel::RecurrentModel(const RecurrentConfig& config, DType dtype, std::uint64_t seed, std::string name)
+    : Model(name.empty() ? fmt::format("mat{}", cell_name(config.cell)) : name, dtype, seed),
+      config_(config),
+      out_(this->name() + "/out", config.output_rows, config.output_cols) {
+  if (config.layers.empty()) throw Error(fmt::format("model {}: needs at least one layer", this->name()));
+  set_io(config.input_rows, config.input_cols, config.output_rows, config.output_cols);
+  for (std::size_t k = 0; k < config.layers.size(); ++k) {
+    const auto [r, c] = config.layers[k];
+    if (r < 1 || c < 1) throw Error(fmt::format("model {}: layer {} has size {}x{}", this->name(), k + 1, r, c));
+    cells_.emplace_back(config.cell, fmt::format("{}/l{}", this->name(), k + 1), r, c);
+    h_.push_back(fmt::format("l{}/h", k + 1));
+    declare_state({h_.back(), parameter(r, c)});
+    c_.push_back(fmt::format("l{}/c", k + 1));
+    if (cells_.back().has_cell_state()) declare_state({c_.back(), parameter(r, c)});
+  }
+}
+
+void RecurrentModel::step(Step& s) {
+  Var x = s.input();
+  for (std::size_t k = 0; k < cells_.size(); ++k) {
+    const MatCell& cell = cells_[k];
+    MatCell::State prev{s.state(h_[k]), cell.has_cell_state() ? s.state(c_[k]) : Var{}};
+    const NamedTerm in[] = {{"x", x}};
+    MatCell::State next = cell(s, in, prev);
+    s.next(h_[k], next.h);
+    if (cell.has_cell_state()) s.next(c_[k], next.c);
+    x = next.h;
+  }
+  if (s.output_needed()) s.output(out_(s, {{"h", x}}));
+}
+
+}  // namespace matmem
