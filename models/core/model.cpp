@@ -47,6 +47,9 @@ void Model::declare_state(StateDecl d) {
   for (const StateDecl& s : states_)
     if (s.name == d.name) throw Error(fmt::format("model {}: state {} is declared twice", name_, d.name));
   d.shape.batch = 1;
+  if (d.start == StateDecl::given && (d.initial.shape() != d.shape || d.initial.dtype() != dtype()))
+    throw ShapeError(fmt::format("model {}: state {} is {} but its initial value is {}", name_, d.name,
+                                 d.shape.str(), d.initial.shape().str()));
   Parameter* p = nullptr;
   if (d.start == StateDecl::learned) {
     p = &params_.add(fmt::format("{}/init/{}", name_, d.name), d.shape);
@@ -160,6 +163,9 @@ void Step::begin_sequence(std::int64_t batch) {
       case StateDecl::constant: current_[k] = tape_.constant(shape, d.value); break;
       case StateDecl::learned:
         current_[k] = add(tape_.constant(shape, 0.0), tape_.param(*model_.state_params_[k]));
+        break;
+      case StateDecl::given:
+        current_[k] = add(tape_.constant(shape, 0.0), tape_.input(d.initial));
         break;
     }
     next_[k] = {};

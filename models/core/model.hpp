@@ -39,9 +39,10 @@ struct Init {
 struct StateDecl {
   std::string name;
   Shape shape;  // per sample: batch 1
-  enum Start { zero, constant, learned } start = zero;
+  enum Start { zero, constant, learned, given } start = zero;
   double value = 0;            // constant start
   Init learned_init = Init::Normal(0, 0.01);
+  Tensor initial;              // given start: a per-sample value (batch 1), the same for every sample
 };
 
 class Step;

@@ -40,7 +40,13 @@ MatNTM::MatNTM(const NTMConfig& c, DType dtype, std::uint64_t seed, std::string 
     const std::string p = write ? fmt::format("{}/write{}", n, k - c.read_heads + 1) : fmt::format("{}/read{}", n, k + 1);
     heads_.push_back({write, fmt::format("w/{}", k + 1), p + "/key", p + "/beta", p + "/gate", p + "/shift",
                       p + "/gamma", p + "/erase", p + "/add"});
-    declare_state({heads_.back().weighting, weighting(1, c.slots)});
+    StateDecl w{heads_.back().weighting, weighting(1, c.slots)};
+    if (c.initial_weighting == NTMConfig::Start::first_slot) {
+      w.start = StateDecl::given;
+      w.initial = Tensor(dtype, weighting(1, c.slots));
+      w.initial.set(0, 1.0);
+    }
+    declare_state(std::move(w));
   }
 }
 

@@ -8,7 +8,12 @@
 //  3. w^c = softmax(β cos(K, M_{t−1})); w^g = g w^c + (1 − g) w_{t−1}; w̃ = shift(w^g, s); w_t = sharpen(w̃, γ);
 //  4. read heads read R_t = Σ_i w_t(i) M_{t−1}(i); then write heads write M_t = write(M, w_t, E, A) in order;
 //  5. Y_t = mat(H_t, R_t^{(1..n_read)}) (logits).
-// Initial state: memory 1e-6 everywhere; R_0 learned (N(0, 0.01²)); w_0 = 0; controller states 0.
+// Initial state: memory 1e-6 everywhere; R_0 learned (N(0, 0.01²)); controller states 0; w_0 focused on
+// the first slot (w_0 = δ_1), as in Collier & Beel's NTM implementation, which also starts the memory at
+// 1e-6. With w_0 = 0 (`initial_weighting = zero`, spec/models.md's literal reading) and a memory equal in
+// every slot, every weighting stays uniform (content addressing sees identical slots, and gating, shifting
+// and sharpening a uniform weighting keep it uniform), so all slots receive the same writes forever and the
+// memory degenerates to one slot; tests/models/ntm shows both.
 // Parameters: ntm/ctrl/l<k>/…, ntm/read<k>/{key,beta,gate,shift,gamma}/…, ntm/write<k>/{…,erase,add}/…,
 // ntm/out/…, ntm/init/read<k>.
 #pragma once
@@ -24,6 +29,7 @@ struct NTMConfig {
   std::int64_t slots = 120, slot_rows = 6, slot_cols = 6;
   int read_heads = 1, write_heads = 1;
   int shift = 1;  // S: shifts -S..S
+  enum class Start { first_slot, zero } initial_weighting = Start::first_slot;
   std::int64_t input_rows = 6, input_cols = 5, output_rows = 5, output_cols = 5;
 };
 

@@ -66,7 +66,7 @@ TEST_CASE("gradient flows through the memory: a write at one step changes a late
   m.params().zero_grad();
   tape.backward(u.run(seq).loss);
   double norm = 0;
-  for (const char* name : {"ntm/write1/add/B", "ntm/write1/erase/h/U", "ntm/read1/key/h/U"}) {
+  for (const char* name : {"ntm/write1/add/B", "ntm/write1/erase/h/U", "ntm/read1/key/h/U", "ntm/read1/shift/h/U"}) {
     const Tensor& g = m.params().at(name).grad;
     double n = 0;
     for (std::int64_t k = 0; k < g.numel(); ++k) n += g.get(k) * g.get(k);
@@ -75,4 +75,37 @@ TEST_CASE("gradient flows through the memory: a write at one step changes a late
     norm += n;
   }
   CHECK(norm > 0);
+}
+
+namespace {
+// The largest difference between any two slots of the final memory, after a run of `steps`.
+double slot_spread(NTMConfig::Start start) {
+  NTMConfig c = small(CellKind::rnn, 1, 1);
+  c.initial_weighting = start;
+  MatNTM m(c, DType::f64, 3);
+  m.build();
+  Sequence seq = testing::random_sequence(m, 2, 6, 5);
+  Tape tape(DType::f64);
+  Unroller u(m, tape);
+  u.run(seq);
+  // The memory is the last memory_write node on the tape.
+  for (std::int64_t k = std::int64_t(tape.size()) - 1; k >= 0; --k) {
+    const auto& node = tape.node(std::uint32_t(k));
+    if (!node.op || std::string(node.op->name) != "memory_write") continue;
+    const double* mem = static_cast<const double*>(node.value);
+    const Shape& s = node.shape;
+    const std::int64_t slot = s.rows * s.batch * s.cols;
+    double spread = 0;
+    for (std::int64_t n = 1; n < s.slots; ++n)
+      for (std::int64_t e = 0; e < slot; ++e) spread = std::max(spread, std::abs(mem[n * slot + e] - mem[e]));
+    return spread;
+  }
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("with w0 = 0 and a uniform memory every slot stays identical and a first-slot w0 breaks the symmetry",
+          "[models][ntm]") {
+  CHECK(slot_spread(NTMConfig::Start::zero) < 1e-12);
+  CHECK(slot_spread(NTMConfig::Start::first_slot) > 1e-6);
 }
