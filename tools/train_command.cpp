@@ -1,92 +1,181 @@
-// `matmem train`: for now a short demonstration that the engine learns: a one-layer Matrix RNN
-// (H_t = tanh(U_xᵀ X_t V_x + U_hᵀ H_{t-1} V_h + B), Y_t = U_yᵀ H_t V_y + B_y) trained with RMSprop to
-// output, at every step, the binary matrix it was shown one step earlier. It prints the loss and the
-// bit errors per sequence falling. (The MatNTM on the copy task replaces it as the main job.)
+// `matmem train`: trains a model on a task from a resolved config, with progress, metrics.csv,
+// atomic checkpoints and bit-for-bit resumption. With no arguments it is the main job: the MatNTM on
+// the matrix copy task with the paper's Table 1 settings.
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
-#include "models/layers/init.hpp"
-#include "models/training/rmsprop.hpp"
-#include "ops/ops.hpp"
+#include "models/training/trainer.hpp"
 #include "tools/commands.hpp"
+#include "tools/progress.hpp"
 
 namespace matmem::tools {
 namespace {
 struct Options {
-  int steps = 400;
-  std::uint64_t seed = 1;
-  int batch = 16, length = 8, rows = 4, cols = 4, hidden = 8;
-  double lr = 3e-3;
+  std::string model, task, config_file, out, resume;
+  std::vector<std::string> sets;
+  std::int64_t steps = 0;
+  std::int64_t seed = -1;
+  bool json = false, help_config = false, anomaly = false;
 };
 
-void run(const Options& o) {
-  Rng rng(o.seed);
-  ParameterStore params(DType::f32);
-  const std::int64_t h = o.hidden, r = o.rows, c = o.cols;
-  auto matrix = [&](const std::string& name, std::int64_t a, std::int64_t b) -> Parameter& {
-    Parameter& p = params.add(name, parameter(a, b));
-    glorot_uniform(p, rng);
-    return p;
-  };
-  Parameter &ux = matrix("demo/x/U", r, h), &vx = matrix("demo/x/V", c, h);
-  Parameter &uh = matrix("demo/h/U", h, h), &vh = matrix("demo/h/V", h, h);
-  Parameter& bh = params.add("demo/B", parameter(h, h));
-  Parameter &uy = matrix("demo/out/U", h, r), &vy = matrix("demo/out/V", h, c);
-  Parameter& by = params.add("demo/out/B", parameter(r, c));
-  RMSprop opt(params, {.lr = o.lr, .alpha = 0.95, .momentum = 0.9, .eps = 1e-8});
+void print_config_keys() {
+  fmt::print("{:<24} {:<16} {}\n", "key", "default", "meaning");
+  for (const ConfigKey& k : config_keys()) fmt::print("{:<24} {:<16} {}\n", k.key, k.default_json, k.doc);
+  fmt::print("\nPresets (applied before --config and --set):\n");
+  for (const Preset& p : presets()) fmt::print("  --model {} --task {}: {}\n", p.model, p.task, p.json);
+}
 
-  std::vector<Tensor> xs(o.length, Tensor(DType::f32, matrices(o.batch, r, c)));
-  Tensor zero(DType::f32, matrices(o.batch, h, h));
-  Tape tape(DType::f32);
-  fmt::print("demo: Matrix RNN ({}x{} hidden) learns to recall the {}x{} binary matrix seen one step earlier\n", h, h,
-             r, c);
-  fmt::print("{:>6} {:>10} {:>16}\n", "step", "loss", "bits wrong/seq");
-  const auto t0 = std::chrono::steady_clock::now();
-  double loss_avg = 0, bits_avg = 0;
-  for (int step = 1; step <= o.steps; ++step) {
-    for (auto& x : xs)
-      for (std::int64_t k = 0; k < x.numel(); ++k) x.set(k, rng.bernoulli(0.5) ? 1.0 : 0.0);
-    tape.clear();
-    params.zero_grad();
-    Var state = tape.input(zero);
-    std::vector<Var> losses;
-    double bits = 0;
-    for (int t = 0; t < o.length; ++t) {
-      state = tanh(mat({{tape.input(xs[t]), tape.param(ux), tape.param(vx)},
-                        {state, tape.param(uh), tape.param(vh)}},
-                       tape.param(bh)));
-      if (t == 0) continue;
-      Var y = mat({{state, tape.param(uy), tape.param(vy)}}, tape.param(by));
-      losses.push_back(bce_with_logits(y, tape.input(xs[t - 1])));
-      auto yv = y.value<float>();
-      for (std::int64_t k = 0; k < yv.numel(); ++k) bits += (yv[k] > 0) != (xs[t - 1].get(k) > 0.5);
+Config resolve(const Options& o) {
+  auto layers = [&](Config& c) {
+    if (!o.config_file.empty()) c.merge_file(o.config_file);
+    for (const std::string& kv : o.sets) {
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) throw Error(fmt::format("--set {}: expected key=value", kv));
+      c.set(kv.substr(0, eq), kv.substr(eq + 1), fmt::format("--set {}", kv));
     }
-    Var loss = losses[0];
-    for (std::size_t k = 1; k < losses.size(); ++k) loss = add(loss, losses[k]);
-    loss = scale(loss, 1.0 / double(losses.size()));
-    tape.backward(loss);
-    opt.step();
-    loss_avg += loss.item();
-    bits_avg += bits / o.batch;
-    if (step % 25 == 0) {
-      fmt::print("{:>6} {:>10.4f} {:>16.2f}\n", step, loss_avg / 25, bits_avg / 25);
-      loss_avg = bits_avg = 0;
+    if (!o.model.empty()) c.set_json("model", o.model, "--model");
+    if (!o.task.empty()) c.set_json("task", o.task, "--task");
+    if (o.steps > 0) c.set_json("steps", o.steps, "--steps");
+    if (o.seed >= 0) c.set_json("seed", o.seed, "--seed");
+    if (o.anomaly) c.set_json("anomaly", true, "--anomaly");
+  };
+  Config probe;
+  layers(probe);
+  Config c;
+  c.apply_preset(probe.str("model"), probe.str("task"));
+  layers(c);
+  return c;
+}
+
+// One sample of the copy/recall task drawn fresh, shown as target and output grids ('#' is 1).
+void show_example(Trainer& t) {
+  Rng rng(12345);
+  const Task& task = t.task();
+  Sequence seq = task.sample_size(rng, std::string(task.name()) == "copy" ? 6 : 3);
+  Tape& tape = t.tape();
+  Unroller u(t.model(), tape);
+  NoGrad no_grad(tape);
+  SequenceResult r = u.run(seq);
+  fmt::print("\nexample ({} {}, first sequence of the batch): target | output\n", task.size_name(),
+             std::string(task.name()) == "copy" ? 6 : 3);
+  for (std::int64_t i = 0; i < task.output_rows(); ++i) {
+    std::string line;
+    for (std::size_t k = 0; k < seq.targets.size(); ++k) {
+      for (std::int64_t j = 0; j < task.output_cols(); ++j) line += seq.targets[k].at(0, i, j) > 0.5 ? '#' : '.';
+      line += ' ';
     }
+    line += "| ";
+    for (std::size_t k = 0; k < r.logits.size(); ++k) {
+      for (std::int64_t j = 0; j < task.output_cols(); ++j) line += r.logits[k].value<float>().at(0, i, j) > 0 ? '#' : '.';
+      line += ' ';
+    }
+    fmt::print("  {}\n", line);
   }
+  fmt::print("  bits wrong in this batch: {:.2f} per sequence\n", r.bits);
+}
+
+void run(const Options& o) {
+  std::unique_ptr<Trainer> trainer;
+  std::string out = o.out;
+  if (!o.resume.empty()) {
+    if (!o.model.empty() || !o.task.empty() || !o.config_file.empty() || !o.sets.empty() || o.seed >= 0)
+      throw Error("--resume takes the config from the checkpoint; only --steps (and --out) may be given with it");
+    trainer = Trainer::resume(o.resume, o.steps);
+    if (out.empty()) out = o.resume;
+  } else {
+    trainer = std::make_unique<Trainer>(resolve(o));
+  }
+  const Config& c = trainer->config();
+  if (out.empty()) out = fmt::format("runs/{}-{}-seed{}", c.str("model"), c.str("task"), c.integer("seed"));
+  std::filesystem::create_directories(out);
+  trainer->tape().set_anomaly_mode(c.flag("anomaly"));
+  const std::int64_t total = trainer->steps_total(), log_every = c.integer("log_every"),
+                     ckpt_every = c.integer("checkpoint_every");
+  const std::string metrics_path = (std::filesystem::path(out) / "metrics.csv").string();
+  const bool fresh = !std::filesystem::exists(metrics_path) || o.resume.empty();
+  std::ofstream metrics(metrics_path, fresh ? std::ios::trunc : std::ios::app);
+  if (!metrics) throw Error(fmt::format("cannot write {}", metrics_path));
+  if (fresh) metrics << "step,seconds,loss,bits_per_sequence,grad_norm,frames\n";
+  {
+    std::ofstream cfg((std::filesystem::path(out) / "config.json").string());
+    cfg << c.dump() << "\n";
+  }
+  if (!o.json)
+    fmt::print("training {} on {} ({} parameters), steps {}..{}, seed {}, into {}\n", trainer->model().name(),
+               c.str("task"), trainer->model().params().element_count(), trainer->steps_done() + 1, total,
+               c.integer("seed"), out);
+  Progress progress(total, !o.json && ::isatty(STDOUT_FILENO));
+  const auto t0 = std::chrono::steady_clock::now();
+  double loss = 0, bits = 0, norm = 0, frames = 0, last_loss = 0, last_bits = 0;
+  std::int64_t n = 0, done_here = 0;
+  while (trainer->steps_done() < total) {
+    const StepStats s = trainer->step();
+    loss += s.loss;
+    bits += s.bits;
+    norm += s.grad_norm;
+    frames += double(s.frames);
+    ++n;
+    ++done_here;
+    const std::int64_t step = trainer->steps_done();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (step % log_every == 0 || step == total) {
+      last_loss = loss / n;
+      last_bits = bits / n;
+      metrics << fmt::format("{},{:.3f},{:.6f},{:.4f},{:.4f},{:.1f}\n", step, secs, last_loss, last_bits, norm / n,
+                             frames / n);
+      metrics.flush();
+      progress.update(step, last_loss, last_bits, secs / double(done_here));
+      loss = bits = norm = frames = 0;
+      n = 0;
+    }
+    if ((ckpt_every > 0 && step % ckpt_every == 0) || step == total) trainer->save(out);
+  }
+  progress.finish();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  fmt::print("{} steps in {:.2f} s ({:.2f} ms/step)\n", o.steps, secs, 1e3 * secs / o.steps);
+  if (o.json) {
+    nlohmann::json j = {{"steps", trainer->steps_done()},
+                        {"seconds", secs},
+                        {"seconds_per_step", done_here ? secs / double(done_here) : 0.0},
+                        {"loss", last_loss},
+                        {"bits", last_bits},
+                        {"params", trainer->model().params().element_count()}};
+    fmt::print("{}\n", j.dump());
+    return;
+  }
+  fmt::print("done: {} steps in {:.1f} s ({:.2f} ms/step); last {} steps: loss {:.4f}, {:.2f} bits wrong per sequence\n",
+             done_here, secs, done_here ? 1e3 * secs / double(done_here) : 0.0, log_every, last_loss, last_bits);
+  fmt::print("checkpoint: {}/checkpoint.safetensors, learning curve: {}\n", out, metrics_path);
+  show_example(*trainer);
 }
 }  // namespace
 
 void add_train_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("train", "Train a model (for now: a short Matrix RNN demonstration)");
-  cmd->add_option("--steps", o->steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", o->seed, "Random seed")->capture_default_str();
-  cmd->add_option("--lr", o->lr, "RMSprop learning rate")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->callback([o] { run(*o); });
+  CLI::App* cmd = app.add_subcommand(
+      "train", "Train a model on a task (no options: the MatNTM on the matrix copy task, Table 1 settings)");
+  cmd->add_option("--model", o->model, "ntm, matrnn, matlstm, matgru (or a registered model)");
+  cmd->add_option("--task", o->task, "copy or recall");
+  cmd->add_option("--config", o->config_file, "JSON file of config keys (see --help-config)");
+  cmd->add_option("--set", o->sets, "Override one config key: --set key=value (repeatable)");
+  cmd->add_option("--steps", o->steps, "Training steps (with --resume: the new total)");
+  cmd->add_option("--seed", o->seed, "Seed of the run");
+  cmd->add_option("--out", o->out, "Directory for metrics.csv, config.json and checkpoints (default runs/MODEL-TASK-seedS)");
+  cmd->add_option("--resume", o->resume, "Continue the run whose checkpoint is in this directory");
+  cmd->add_flag("--json", o->json, "Print only one final JSON line: steps, seconds, seconds_per_step, loss, bits, params");
+  cmd->add_flag("--anomaly", o->anomaly, "Check every op for NaN/Inf (slower)");
+  cmd->add_flag("--help-config", o->help_config, "List every config key with its default and meaning");
+  cmd->callback([o] {
+    if (o->help_config) return print_config_keys();
+    run(*o);
+  });
 }
 
 }  // namespace matmem::tools

@@ -27,6 +27,22 @@ struct Sequence {
   std::vector<std::int64_t> target_steps;  // the time step (0-based) of each target
 };
 
+// A task: draws batches of sequences from the run's Rng. size is the copy length or the recall item count.
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual const char* name() const = 0;
+  virtual Sequence sample(Rng& rng, DType dtype = DType::f32) const = 0;
+  virtual Sequence sample_size(Rng& rng, std::int64_t size, DType dtype = DType::f32) const = 0;
+  virtual const char* size_name() const = 0;               // "length" or "items"
+  virtual std::vector<std::int64_t> eval_sizes() const = 0;  // the sizes `matmem eval` reports by default
+  virtual std::int64_t input_rows() const = 0;
+  virtual std::int64_t input_cols() const = 0;
+  virtual std::int64_t output_rows() const = 0;
+  virtual std::int64_t output_cols() const = 0;
+  virtual std::int64_t batch() const = 0;
+};
+
 struct CopyTaskOptions {
   std::int64_t rows = 5, cols = 5, min_length = 1, max_length = 20, batch = 16;
 };
@@ -35,24 +51,44 @@ struct RecallTaskOptions {
   std::int64_t rows = 5, cols = 5, item_matrices = 2, min_items = 2, max_items = 10, batch = 16;
 };
 
-class CopyTask {
+class CopyTask : public Task {
  public:
   explicit CopyTask(CopyTaskOptions o);
-  Sequence sample(Rng& rng, DType dtype = DType::f32) const;
+  const char* name() const override { return "copy"; }
+  Sequence sample(Rng& rng, DType dtype = DType::f32) const override;
+  Sequence sample_size(Rng& rng, std::int64_t length, DType dtype = DType::f32) const override {
+    return sample_length(rng, length, dtype);
+  }
   Sequence sample_length(Rng& rng, std::int64_t length, DType dtype = DType::f32) const;
-  std::int64_t input_rows() const { return o_.rows + 1; }
+  const char* size_name() const override { return "length"; }
+  std::vector<std::int64_t> eval_sizes() const override { return {10, 20, 30, 40, 50, 60, 70, 80, 90, 100}; }
+  std::int64_t input_rows() const override { return o_.rows + 1; }
+  std::int64_t input_cols() const override { return o_.cols; }
+  std::int64_t output_rows() const override { return o_.rows; }
+  std::int64_t output_cols() const override { return o_.cols; }
+  std::int64_t batch() const override { return o_.batch; }
   const CopyTaskOptions& options() const { return o_; }
 
  private:
   CopyTaskOptions o_;
 };
 
-class RecallTask {
+class RecallTask : public Task {
  public:
   explicit RecallTask(RecallTaskOptions o);
-  Sequence sample(Rng& rng, DType dtype = DType::f32) const;
+  const char* name() const override { return "recall"; }
+  Sequence sample(Rng& rng, DType dtype = DType::f32) const override;
+  Sequence sample_size(Rng& rng, std::int64_t items, DType dtype = DType::f32) const override {
+    return sample_items(rng, items, dtype);
+  }
   Sequence sample_items(Rng& rng, std::int64_t items, DType dtype = DType::f32) const;
-  std::int64_t input_rows() const { return o_.rows + 2; }
+  const char* size_name() const override { return "items"; }
+  std::vector<std::int64_t> eval_sizes() const override { return {2, 4, 6, 8, 10, 12, 14, 16, 18, 20}; }
+  std::int64_t input_rows() const override { return o_.rows + 2; }
+  std::int64_t input_cols() const override { return o_.cols; }
+  std::int64_t output_rows() const override { return o_.rows; }
+  std::int64_t output_cols() const override { return o_.cols; }
+  std::int64_t batch() const override { return o_.batch; }
   const RecallTaskOptions& options() const { return o_; }
 
  private:

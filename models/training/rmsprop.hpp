@@ -3,15 +3,13 @@
 //   v ← α v + (1 − α) g²
 //   centered:  m ← α m + (1 − α) g,  d = √(v − m²) + ε;  otherwise d = √v + ε
 //   μ > 0:     b ← μ b + g / d,  p ← p − lr b;           otherwise p ← p − lr g / d
-// Defaults: lr 1e-4, α 0.95, μ 0.9, ε 1e-8 (spec/models.md; the paper uses lr 1e-4). Note ε is added
-// outside the square root, as PyTorch does (TensorFlow's RMSprop adds it inside).
-// State (v, m, b) is keyed by parameter name.
+// Defaults: lr 1e-4, α 0.95, μ 0.9, ε 1e-8 (spec/models.md; the paper uses lr 1e-4). ε is added outside
+// the square root, as PyTorch does (TensorFlow's RMSprop adds it inside).
+// State per parameter p: p/square_avg, p/grad_avg (centered), p/momentum_buffer (μ > 0).
 #pragma once
-#include <map>
-#include <string>
 #include <vector>
 
-#include "autodiff/parameters.hpp"
+#include "models/training/optimizer.hpp"
 
 namespace matmem {
 
@@ -24,22 +22,21 @@ struct RMSpropOptions {
   bool centered = false;
 };
 
-class RMSprop {
+class RMSprop : public Optimizer {
  public:
   RMSprop(ParameterStore& params, RMSpropOptions options = {});
-  void step();  // one update from the gradients in params
+  void step() override;
+  const char* name() const override { return "rmsprop"; }
+  std::map<std::string, Tensor*> state_tensors() override;
   const RMSpropOptions& options() const { return options_; }
 
+ private:
   struct State {
+    Parameter* param;
     Tensor square_avg, grad_avg, momentum_buffer;
   };
-  std::map<std::string, State>& state() { return state_; }
-
- private:
-  ParameterStore& params_;
   RMSpropOptions options_;
-  std::map<std::string, State> state_;
-  std::vector<std::pair<Parameter*, State*>> slots_;  // resolved by name once
+  std::vector<State> state_;
 };
 
 }  // namespace matmem

@@ -1,0 +1,96 @@
+#include "models/registry.hpp"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "models/ntm/matntm.hpp"
+#include "models/rnn/recurrent.hpp"
+#include "runtime/error.hpp"
+
+namespace matmem {
+namespace {
+std::unique_ptr<Model> recurrent(CellKind kind, const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
+  RecurrentConfig rc;
+  rc.cell = kind;
+  rc.layers = c.sizes("model.layers");
+  rc.input_rows = t.input_rows();
+  rc.input_cols = t.input_cols();
+  rc.output_rows = t.output_rows();
+  rc.output_cols = t.output_cols();
+  return std::make_unique<RecurrentModel>(rc, dtype, seed);
+}
+
+std::unique_ptr<Model> ntm(const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
+  NTMConfig nc;
+  const std::string ctrl = c.str("ntm.controller");
+  if (ctrl != "rnn" && ctrl != "lstm")
+    throw Error(fmt::format("config: ntm.controller = {}: choose rnn or lstm", ctrl));
+  nc.controller = cell_kind(ctrl);
+  nc.layers = c.sizes("model.layers");
+  nc.slots = c.integer("ntm.slots");
+  nc.slot_rows = c.integer("ntm.slot_rows");
+  nc.slot_cols = c.integer("ntm.slot_cols");
+  nc.read_heads = int(c.integer("ntm.read_heads"));
+  nc.write_heads = int(c.integer("ntm.write_heads"));
+  nc.shift = int(c.integer("ntm.shift"));
+  const std::string w0 = c.str("ntm.initial_weighting");
+  if (w0 != "first_slot" && w0 != "zero")
+    throw Error(fmt::format("config: ntm.initial_weighting = {}: choose first_slot or zero", w0));
+  nc.initial_weighting = w0 == "zero" ? NTMConfig::Start::zero : NTMConfig::Start::first_slot;
+  nc.input_rows = t.input_rows();
+  nc.input_cols = t.input_cols();
+  nc.output_rows = t.output_rows();
+  nc.output_cols = t.output_cols();
+  return std::make_unique<MatNTM>(nc, dtype, seed);
+}
+
+std::map<std::string, ModelFactory>& factories() {
+  static std::map<std::string, ModelFactory> all = {
+      {"ntm", ntm},
+      {"matrnn", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return recurrent(CellKind::rnn, c, t, d, s); }},
+      {"matlstm", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return recurrent(CellKind::lstm, c, t, d, s); }},
+      {"matgru", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return recurrent(CellKind::gru, c, t, d, s); }},
+  };
+  return all;
+}
+}  // namespace
+
+void register_model(const std::string& name, ModelFactory factory) {
+  if (factories().count(name)) throw Error(fmt::format("a model named {} is already registered", name));
+  factories()[name] = std::move(factory);
+}
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, f] : factories()) names.push_back(name);
+  return names;
+}
+
+std::unique_ptr<Model> make_model(const Config& config, const Task& task, DType dtype) {
+  const std::string name = config.str("model");
+  auto it = factories().find(name);
+  if (it == factories().end()) {
+    std::string known;
+    for (const auto& n : model_names()) known += (known.empty() ? "" : ", ") + n;
+    throw Error(fmt::format("config: unknown model {} (known: {})", name, known));
+  }
+  auto model = it->second(config, task, dtype, std::uint64_t(config.integer("seed")));
+  model->build();
+  return model;
+}
+
+std::unique_ptr<Task> make_task(const Config& c) {
+  const std::string name = c.str("task");
+  if (name == "copy")
+    return std::make_unique<CopyTask>(CopyTaskOptions{c.integer("task.rows"), c.integer("task.cols"),
+                                                      c.integer("task.min_length"), c.integer("task.max_length"),
+                                                      c.integer("batch")});
+  if (name == "recall")
+    return std::make_unique<RecallTask>(RecallTaskOptions{c.integer("task.rows"), c.integer("task.cols"),
+                                                          c.integer("task.item_matrices"), c.integer("task.min_items"),
+                                                          c.integer("task.max_items"), c.integer("batch")});
+  throw Error(fmt::format("config: unknown task {} (known: copy, recall)", name));
+}
+
+}  // namespace matmem

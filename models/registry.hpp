@@ -1,0 +1,24 @@
+// The models and tasks `matmem train` knows by name, made from a resolved Config. A user's own model
+// joins with register_model() and is then trained with the same trainer and tasks.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/core/model.hpp"
+#include "models/tasks/tasks.hpp"
+#include "models/training/config.hpp"
+
+namespace matmem {
+
+// Makes a model for `task` (its frame and output sizes) from the config's model.* keys.
+using ModelFactory =
+    std::function<std::unique_ptr<Model>(const Config& config, const Task& task, DType dtype, std::uint64_t seed)>;
+
+void register_model(const std::string& name, ModelFactory factory);
+std::vector<std::string> model_names();
+std::unique_ptr<Model> make_model(const Config& config, const Task& task, DType dtype = DType::f32);
+std::unique_ptr<Task> make_task(const Config& config);
+
+}  // namespace matmem

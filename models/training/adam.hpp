@@ -1,0 +1,56 @@
+// Adam with PyTorch's semantics (torch.optim.Adam, 1.13; Kingma & Ba 2015), at step t = 1, 2, …:
+//   g ← g + λ p
+//   m ← β₁ m + (1 − β₁) g,   v ← β₂ v + (1 − β₂) g²
+//   p ← p − lr · (m / (1 − β₁ᵗ)) / (√(v / (1 − β₂ᵗ)) + ε)
+// Defaults: lr 1e-3, β₁ 0.9, β₂ 0.999, ε 1e-8. State per parameter p: p/exp_avg, p/exp_avg_sq; t is steps().
+#pragma once
+#include <vector>
+
+#include "models/training/optimizer.hpp"
+
+namespace matmem {
+
+struct AdamOptions {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+};
+
+class Adam : public Optimizer {
+ public:
+  Adam(ParameterStore& params, AdamOptions options = {});
+  void step() override;
+  const char* name() const override { return "adam"; }
+  std::map<std::string, Tensor*> state_tensors() override;
+
+ private:
+  struct State {
+    Parameter* param;
+    Tensor exp_avg, exp_avg_sq;
+  };
+  AdamOptions options_;
+  std::vector<State> state_;
+};
+
+// SGD with momentum, PyTorch's semantics (torch.optim.SGD, dampening 0, not Nesterov):
+//   g ← g + λ p;  μ > 0: b ← μ b + g (b starts at 0, so the first b is g), p ← p − lr b;  else p ← p − lr g.
+// State per parameter p: p/momentum_buffer.
+struct SGDOptions {
+  double lr = 1e-2, momentum = 0.9, weight_decay = 0;
+};
+
+class SGD : public Optimizer {
+ public:
+  SGD(ParameterStore& params, SGDOptions options = {});
+  void step() override;
+  const char* name() const override { return "sgd"; }
+  std::map<std::string, Tensor*> state_tensors() override;
+
+ private:
+  struct State {
+    Parameter* param;
+    Tensor momentum_buffer;
+  };
+  SGDOptions options_;
+  std::vector<State> state_;
+};
+
+}  // namespace matmem

@@ -1,0 +1,25 @@
+// Checkpoints in the safetensors format, so Python reads them with `safetensors` or 20 lines of numpy:
+//   8 bytes: N, the header's length (little-endian u64);  N bytes: a JSON header
+//   {"<name>": {"dtype": "F32"|"F64", "shape": [...], "data_offsets": [begin, end]}, ...,
+//    "__metadata__": {"<key>": "<string>", ...}};  then the raw little-endian data, offsets relative to it.
+// Shapes are logical: a parameter [r,c]; a batch [B,r,c]; a memory [B,N,r,c].
+// write_safetensors writes DIR/name.tmp, flushes it to disk and renames it over the target, so a crash
+// leaves either the old file or the new one, never a torn one. read_safetensors checks every offset, size
+// and type and names the file and the entry when something is wrong.
+#pragma once
+#include <map>
+#include <string>
+
+#include "runtime/tensor.hpp"
+
+namespace matmem {
+
+struct TensorFile {
+  std::map<std::string, Tensor> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+void write_safetensors(const std::string& path, const TensorFile& file);
+TensorFile read_safetensors(const std::string& path);
+
+}  // namespace matmem

@@ -1,0 +1,194 @@
+#include "models/training/config.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "runtime/error.hpp"
+
+namespace matmem {
+
+using nlohmann::json;
+
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> keys = {
+      {"model", "\"ntm\"", "model: ntm, matrnn, matlstm, matgru, or one registered by the user"},
+      {"task", "\"copy\"", "task: copy or recall"},
+      {"seed", "1", "seed of the run: parameter initialisation and every sequence drawn"},
+      {"steps", "3000", "training steps (one batch each)"},
+      {"batch", "16", "sequences per batch"},
+      {"optimizer", "\"rmsprop\"", "rmsprop, adam or sgd"},
+      {"lr", "1e-4", "learning rate"},
+      {"rmsprop.alpha", "0.95", "RMSprop smoothing constant α"},
+      {"rmsprop.momentum", "0.9", "RMSprop momentum μ"},
+      {"rmsprop.eps", "1e-8", "RMSprop ε (added outside the square root, as PyTorch does)"},
+      {"rmsprop.centered", "false", "centered RMSprop"},
+      {"adam.beta1", "0.9", "Adam β₁"},
+      {"adam.beta2", "0.999", "Adam β₂"},
+      {"adam.eps", "1e-8", "Adam ε"},
+      {"sgd.momentum", "0.9", "SGD momentum"},
+      {"weight_decay", "0", "L2 weight decay λ (added to the gradient)"},
+      {"clip.value", "10", "clip every gradient element to ±value (0: off)"},
+      {"clip.norm", "0", "clip the global gradient norm to this (0: off)"},
+      {"task.rows", "5", "rows r of the task's matrices (1: the vector task)"},
+      {"task.cols", "5", "columns c of the task's matrices"},
+      {"task.min_length", "1", "copy: shortest sequence"},
+      {"task.max_length", "20", "copy: longest sequence"},
+      {"task.min_items", "2", "recall: fewest items"},
+      {"task.max_items", "10", "recall: most items"},
+      {"task.item_matrices", "2", "recall: matrices per item"},
+      {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for ntm) as RxC, comma separated"},
+      {"ntm.controller", "\"rnn\"", "ntm controller cell: rnn or lstm"},
+      {"ntm.slots", "120", "ntm memory slots N"},
+      {"ntm.slot_rows", "6", "rows of one memory slot"},
+      {"ntm.slot_cols", "6", "columns of one memory slot"},
+      {"ntm.read_heads", "1", "read heads"},
+      {"ntm.write_heads", "1", "write heads"},
+      {"ntm.shift", "1", "shift range S (shifts −S..S)"},
+      {"ntm.initial_weighting", "\"first_slot\"", "first_slot (w0 = δ1) or zero (see models/ntm/matntm.hpp)"},
+      {"log_every", "50", "steps between rows of metrics.csv and progress updates"},
+      {"checkpoint_every", "500", "steps between checkpoints (0: only at the end)"},
+      {"anomaly", "false", "anomaly mode: check every op for NaN/Inf (slower)"},
+  };
+  return keys;
+}
+
+const std::vector<Preset>& presets() {
+  // 000 Table 1 and spec/models.md ("Defaults"); the vector NTM with pytorch-ntm's copy settings.
+  static const std::vector<Preset> all = {
+      {"ntm", "copy", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "ntm.slots": 120,
+        "ntm.slot_rows": 6, "ntm.slot_cols": 6, "batch": 16, "lr": 1e-4})"},
+      {"ntm", "recall", R"({"model.layers": "20x20,20x20,20x20", "task.rows": 5, "task.cols": 5, "ntm.slots": 120,
+        "ntm.slot_rows": 6, "ntm.slot_cols": 6, "batch": 16, "lr": 8e-5})"},
+      {"matrnn", "copy", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "batch": 16, "lr": 1e-4})"},
+      {"matlstm", "copy", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "batch": 16, "lr": 1e-4})"},
+      {"matgru", "copy", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "batch": 16, "lr": 1e-4})"},
+      {"matrnn", "recall", R"({"model.layers": "20x20,20x20,20x20", "task.rows": 5, "task.cols": 5, "batch": 16, "lr": 8e-5})"},
+      {"matlstm", "recall", R"({"model.layers": "20x20,20x20,20x20", "task.rows": 5, "task.cols": 5, "batch": 16, "lr": 8e-5})"},
+      {"matgru", "recall", R"({"model.layers": "20x20,20x20,20x20", "task.rows": 5, "task.cols": 5, "batch": 16, "lr": 8e-5})"},
+  };
+  return all;
+}
+
+struct Config::Impl {
+  json values = json::object();
+};
+
+Config::Config() : impl_(new Impl) {
+  for (const ConfigKey& k : config_keys()) impl_->values[k.key] = json::parse(k.default_json);
+}
+Config::Config(const Config& o) : impl_(new Impl(*o.impl_)) {}
+Config& Config::operator=(const Config& o) {
+  *impl_ = *o.impl_;
+  return *this;
+}
+Config::~Config() { delete impl_; }
+
+namespace {
+std::string kind_of(const json& v) {
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
+  if (v.is_number()) return "a number";
+  if (v.is_string()) return "a string";
+  return "JSON " + std::string(v.type_name());
+}
+std::string closest_key(const std::string& key) {
+  // The known key sharing the longest prefix, as a hint.
+  std::string best;
+  std::size_t best_len = 0;
+  for (const ConfigKey& k : config_keys()) {
+    std::size_t n = 0;
+    while (n < k.key.size() && n < key.size() && k.key[n] == key[n]) ++n;
+    if (n > best_len) {
+      best_len = n;
+      best = k.key;
+    }
+  }
+  return best_len >= 3 ? fmt::format(" (did you mean {}?)", best) : "";
+}
+}  // namespace
+
+void Config::set_json(const std::string& key, const json& value, const std::string& where) {
+  auto it = impl_->values.find(key);
+  if (it == impl_->values.end())
+    throw Error(fmt::format("{}: unknown config key {}{}; `matmem train --help-config` lists them", where, key,
+                            closest_key(key)));
+  const json& old = *it;
+  const bool ok = (old.is_boolean() && value.is_boolean()) || (old.is_string() && value.is_string()) ||
+                  ((old.is_number_integer() || old.is_number_unsigned()) &&
+                   (value.is_number_integer() || value.is_number_unsigned())) ||
+                  (old.is_number_float() && value.is_number());
+  if (!ok)
+    throw Error(fmt::format("{}: {} must be {}, got {} ({})", where, key, kind_of(old), kind_of(value), value.dump()));
+  *it = old.is_number_float() ? json(value.get<double>()) : value;
+}
+
+void Config::set(const std::string& key, const std::string& value, const std::string& where) {
+  json v;
+  try {
+    v = json::parse(value);
+  } catch (const json::parse_error&) {
+    v = value;  // a bare word is a string
+  }
+  set_json(key, v, where);
+}
+
+void Config::merge_json_text(const std::string& text, const std::string& where) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw Error(fmt::format("{}: not valid JSON: {}", where, e.what()));
+  }
+  if (!j.is_object()) throw Error(fmt::format("{}: must be a JSON object of config keys", where));
+  for (auto it = j.begin(); it != j.end(); ++it) set_json(it.key(), it.value(), where);
+}
+
+void Config::merge_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("config file {}: cannot be read", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  merge_json_text(ss.str(), fmt::format("config file {}", path));
+}
+
+void Config::apply_preset(const std::string& model, const std::string& task) {
+  for (const Preset& p : presets())
+    if (p.model == model && p.task == task) merge_json_text(p.json, fmt::format("preset {}-{}", model, task));
+}
+
+namespace {
+const json& get(const json& values, const std::string& key) {
+  auto it = values.find(key);
+  if (it == values.end()) throw Error(fmt::format("config: no key {}", key));
+  return *it;
+}
+}  // namespace
+
+std::string Config::str(const std::string& key) const { return get(impl_->values, key).get<std::string>(); }
+double Config::num(const std::string& key) const { return get(impl_->values, key).get<double>(); }
+std::int64_t Config::integer(const std::string& key) const { return get(impl_->values, key).get<std::int64_t>(); }
+bool Config::flag(const std::string& key) const { return get(impl_->values, key).get<bool>(); }
+
+std::vector<std::pair<std::int64_t, std::int64_t>> Config::sizes(const std::string& key) const {
+  const std::string text = str(key);
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    long long r = 0, c = 0;
+    char x = 0, extra = 0;
+    if (std::sscanf(item.c_str(), " %lld %c %lld %c", &r, &x, &c, &extra) != 3 || (x != 'x' && x != 'X') || r < 1 || c < 1)
+      throw Error(fmt::format("config: {} = \"{}\": each size must be RxC with R, C ≥ 1 (like 15x15)", key, text));
+    out.push_back({r, c});
+  }
+  if (out.empty()) throw Error(fmt::format("config: {} is empty", key));
+  return out;
+}
+
+std::string Config::dump() const { return impl_->values.dump(2); }
+const json& Config::values() const { return impl_->values; }
+
+}  // namespace matmem

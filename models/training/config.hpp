@@ -1,0 +1,58 @@
+// Config: every hyperparameter of a training run, as flat dotted keys with typed defaults and one line
+// of documentation each (config_keys() lists them; `matmem train --help-config` prints them).
+//
+// A run's config is resolved in layers: the built-in defaults, then the preset of the chosen model and
+// task (the paper's Table 1 settings: presets()), then a JSON file (--config FILE: an object of keys),
+// then --set key=value overrides. An unknown key, a value of the wrong type or an impossible value is
+// refused with a message naming the key and where it came from.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace matmem {
+
+struct ConfigKey {
+  std::string key;
+  std::string default_json;  // the default, as JSON text
+  std::string doc;
+};
+const std::vector<ConfigKey>& config_keys();
+
+class Config {
+ public:
+  Config();  // the defaults
+  Config(const Config&);
+  Config& operator=(const Config&);
+  ~Config();
+
+  // Sets `key` from JSON text (or a bare string); `where` names the source in errors ("--set", a file).
+  void set(const std::string& key, const std::string& value, const std::string& where);
+  void set_json(const std::string& key, const nlohmann::json& value, const std::string& where);
+  void merge_file(const std::string& path);                 // a JSON object of keys
+  void merge_json_text(const std::string& text, const std::string& where);
+  void apply_preset(const std::string& model, const std::string& task);  // when one exists
+
+  std::string str(const std::string& key) const;
+  double num(const std::string& key) const;
+  std::int64_t integer(const std::string& key) const;
+  bool flag(const std::string& key) const;
+  // "15x15,15x15" -> {{15,15},{15,15}}
+  std::vector<std::pair<std::int64_t, std::int64_t>> sizes(const std::string& key) const;
+
+  std::string dump() const;  // pretty JSON of every key
+  const nlohmann::json& values() const;
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+// The bundled presets: (model, task) -> JSON object of keys, e.g. ("ntm", "copy").
+struct Preset {
+  std::string model, task, json;
+};
+const std::vector<Preset>& presets();
+
+}  // namespace matmem

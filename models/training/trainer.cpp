@@ -1,0 +1,152 @@
+#include "models/training/trainer.hpp"
+
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "models/training/adam.hpp"
+#include "models/training/checkpoint.hpp"
+#include "models/training/clip.hpp"
+#include "models/training/rmsprop.hpp"
+#include "runtime/error.hpp"
+
+namespace matmem {
+
+std::unique_ptr<Optimizer> make_optimizer(const Config& c, ParameterStore& params) {
+  const std::string name = c.str("optimizer");
+  const double lr = c.num("lr"), wd = c.num("weight_decay");
+  if (!(lr > 0)) throw Error(fmt::format("config: lr = {} must be > 0", lr));
+  if (name == "rmsprop")
+    return std::make_unique<RMSprop>(params, RMSpropOptions{lr, c.num("rmsprop.alpha"), c.num("rmsprop.momentum"),
+                                                            c.num("rmsprop.eps"), wd, c.flag("rmsprop.centered")});
+  if (name == "adam")
+    return std::make_unique<Adam>(params, AdamOptions{lr, c.num("adam.beta1"), c.num("adam.beta2"), c.num("adam.eps"), wd});
+  if (name == "sgd") return std::make_unique<SGD>(params, SGDOptions{lr, c.num("sgd.momentum"), wd});
+  throw Error(fmt::format("config: unknown optimizer {} (rmsprop, adam or sgd)", name));
+}
+
+namespace {
+void validate(const Config& c) {
+  auto positive = [&](const char* key) {
+    if (c.integer(key) < 1) throw Error(fmt::format("config: {} = {} must be ≥ 1", key, c.integer(key)));
+  };
+  positive("steps");
+  positive("batch");
+  positive("log_every");
+  if (c.integer("checkpoint_every") < 0) throw Error("config: checkpoint_every must be ≥ 0");
+  if (c.num("clip.value") < 0 || c.num("clip.norm") < 0) throw Error("config: clip.value and clip.norm must be ≥ 0");
+}
+// The data stream is its own Rng, derived from the seed, so it does not depend on how many parameters
+// the model initialised.
+Rng data_rng_for(std::int64_t seed) { return Rng(std::uint64_t(seed) ^ 0x5eed5eed5eed5eedULL); }
+}  // namespace
+
+Trainer::Trainer(const Config& config)
+    : config_(config), tape_(DType::f32), data_rng_(data_rng_for(config.integer("seed"))) {
+  validate(config_);
+  task_ = make_task(config_);
+  model_ = make_model(config_, *task_, DType::f32);
+  optimizer_ = make_optimizer(config_, model_->params());
+  unroller_ = std::make_unique<Unroller>(*model_, tape_);
+}
+
+StepStats Trainer::step() {
+  Sequence seq = task_->sample(data_rng_, DType::f32);
+  ParameterStore& params = model_->params();
+  params.zero_grad();
+  SequenceResult r = unroller_->run(seq);
+  StepStats stats;
+  stats.loss = r.loss.item();
+  stats.bits = r.bits;
+  stats.frames = std::int64_t(seq.inputs.size());
+  tape_.backward(r.loss);
+  stats.grad_norm = gradient_norm(params);
+  if (!std::isfinite(stats.loss) || !std::isfinite(stats.grad_norm)) {
+    // Find the op: the same sequence again, every op checked.
+    std::string where = "no op produced a NaN/Inf under anomaly mode (the input data may hold one)";
+    params.zero_grad();
+    tape_.set_anomaly_mode(true);
+    try {
+      SequenceResult again = unroller_->run(seq);
+      tape_.backward(again.loss);
+    } catch (const NumericError& e) {
+      where = e.what();
+    }
+    tape_.set_anomaly_mode(config_.flag("anomaly"));
+    params.zero_grad();
+    throw TrainingError(fmt::format("step {}: the {} is not finite; nothing was updated. {}", step_ + 1,
+                                    std::isfinite(stats.loss) ? "gradient" : "loss", where));
+  }
+  if (const double c = config_.num("clip.value"); c > 0) clip_by_value(params, c);
+  if (const double c = config_.num("clip.norm"); c > 0) clip_by_global_norm(params, c);
+  optimizer_->step();
+  ++step_;
+  return stats;
+}
+
+void Trainer::save(const std::string& dir) const {
+  std::filesystem::create_directories(dir);
+  TensorFile f;
+  for (const auto& p : model_->params()) f.tensors.emplace("param/" + p->name, p->value);
+  for (const auto& [name, t] : optimizer_->state_tensors()) f.tensors.emplace("optim/" + name, *t);
+  const Rng::State& s = data_rng_.state();
+  f.metadata = {{"format", "matmem-checkpoint-1"},
+                {"step", std::to_string(step_)},
+                {"optimizer", optimizer_->name()},
+                {"optimizer_steps", std::to_string(optimizer_->steps())},
+                {"rng", fmt::format("{} {} {} {}", s[0], s[1], s[2], s[3])},
+                {"config", config_.values().dump()}};
+  write_safetensors((std::filesystem::path(dir) / "checkpoint.safetensors").string(), f);
+}
+
+std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t steps) {
+  const std::string path = (std::filesystem::path(dir) / "checkpoint.safetensors").string();
+  TensorFile f = read_safetensors(path);
+  auto meta = [&](const char* key) -> const std::string& {
+    auto it = f.metadata.find(key);
+    if (it == f.metadata.end()) throw Error(fmt::format("checkpoint {}: metadata {} is missing", path, key));
+    return it->second;
+  };
+  if (meta("format") != "matmem-checkpoint-1")
+    throw Error(fmt::format("checkpoint {}: format {} (matmem-checkpoint-1 expected)", path, meta("format")));
+  Config config;
+  config.merge_json_text(meta("config"), fmt::format("checkpoint {} (config)", path));
+  if (steps > 0) config.set_json("steps", steps, "--steps");
+  auto t = std::make_unique<Trainer>(config);
+  ParameterStore& params = t->model_->params();
+  std::size_t used = 0;
+  for (auto& p : params) {
+    auto it = f.tensors.find("param/" + p->name);
+    if (it == f.tensors.end())
+      throw Error(fmt::format("checkpoint {}: parameter {} of model {} is missing", path, p->name, t->model_->name()));
+    if (it->second.shape() != p->value.shape() || it->second.dtype() != p->value.dtype())
+      throw Error(fmt::format("checkpoint {}: parameter {} is {} {} there, {} {} in the model", path, p->name,
+                              it->second.shape().str(), name_of(it->second.dtype()), p->value.shape().str(),
+                              name_of(p->value.dtype())));
+    p->value = it->second;
+    ++used;
+  }
+  for (auto& [name, tensor] : t->optimizer_->state_tensors()) {
+    auto it = f.tensors.find("optim/" + name);
+    if (it == f.tensors.end()) throw Error(fmt::format("checkpoint {}: optimiser state {} is missing", path, name));
+    if (it->second.shape() != tensor->shape() || it->second.dtype() != tensor->dtype())
+      throw Error(fmt::format("checkpoint {}: optimiser state {} is {} there, {} here", path, name,
+                              it->second.shape().str(), tensor->shape().str()));
+    *tensor = it->second;
+    ++used;
+  }
+  if (used != f.tensors.size())
+    throw Error(fmt::format("checkpoint {}: holds {} tensors, the model and optimiser use {} (a different model?)",
+                            path, f.tensors.size(), used));
+  Rng::State s;
+  if (std::sscanf(meta("rng").c_str(), "%lu %lu %lu %lu", &s[0], &s[1], &s[2], &s[3]) != 4)
+    throw Error(fmt::format("checkpoint {}: rng state \"{}\" is not four integers", path, meta("rng")));
+  t->data_rng_.set_state(s);
+  t->step_ = std::stoll(meta("step"));
+  t->optimizer_->set_steps(std::stoll(meta("optimizer_steps")));
+  return t;
+}
+
+}  // namespace matmem

@@ -1,0 +1,65 @@
+// Trainer: one model on one task with one optimiser, step by step, from a resolved Config.
+//
+// A step draws a batch from the task with the run's data Rng, unrolls the model on a tape, takes the mean
+// BCE over the target frames, backpropagates, checks that the loss and every gradient are finite, clips
+// (by value, then by global norm, as configured) and applies the optimiser. A non-finite loss or gradient
+// stops the step before any parameter changes: the step is re-run in anomaly mode and the TrainingError
+// names the op that produced the first NaN/Inf.
+//
+// save() writes DIR/checkpoint.safetensors atomically: parameters ("param/<name>"), optimiser state
+// ("optim/<name>/<slot>"), and metadata: step, the data Rng's state, the optimiser's step count and the
+// resolved config. resume() restores all of it, so an interrupted and resumed run equals an uninterrupted
+// one bit for bit.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "autodiff/tape.hpp"
+#include "models/registry.hpp"
+#include "models/training/optimizer.hpp"
+#include "runtime/error.hpp"
+
+namespace matmem {
+
+struct TrainingError : Error {
+  using Error::Error;
+};
+
+struct StepStats {
+  double loss = 0, bits = 0, grad_norm = 0;
+  std::int64_t frames = 0;  // time steps of the sequence drawn
+};
+
+class Trainer {
+ public:
+  explicit Trainer(const Config& config);
+  // A trainer restored from DIR/checkpoint.safetensors; `steps` > 0 replaces the configured step budget.
+  static std::unique_ptr<Trainer> resume(const std::string& dir, std::int64_t steps = 0);
+
+  StepStats step();
+  std::int64_t steps_done() const { return step_; }
+  std::int64_t steps_total() const { return config_.integer("steps"); }
+
+  void save(const std::string& dir) const;
+
+  Model& model() { return *model_; }
+  const Task& task() const { return *task_; }
+  const Config& config() const { return config_; }
+  Optimizer& optimizer() { return *optimizer_; }
+  Tape& tape() { return tape_; }
+  Rng& data_rng() { return data_rng_; }
+
+ private:
+  Config config_;
+  std::unique_ptr<Task> task_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Optimizer> optimizer_;
+  Tape tape_;
+  std::unique_ptr<Unroller> unroller_;
+  Rng data_rng_;
+  std::int64_t step_ = 0;
+};
+
+std::unique_ptr<Optimizer> make_optimizer(const Config& config, ParameterStore& params);
+
+}  // namespace matmem
