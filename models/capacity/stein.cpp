@@ -143,7 +143,7 @@ double stein_residual(const RMat& a, const RMat& b, const RMat& c, const RMat& x
 }
 
 RMat inverse_spd(const RMat& a) {
-  // Cholesky a = L Lᵀ, then a⁻¹ = L⁻ᵀ L⁻¹; symmetrised to remove round-off asymmetry.
+  // LU inverse of the symmetrised matrix, symmetrised again to remove round-off asymmetry.
   const RMat sym = 0.5 * (a + xt::transpose(a));
   const RMat inv = xt::linalg::inv(sym);
   return 0.5 * (inv + xt::transpose(inv));

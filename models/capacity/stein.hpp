@@ -57,6 +57,6 @@ RMat solve_stein(const Schur& a, const Schur& b, const RMat& c);
 double stein_residual(const RMat& a, const RMat& b, const RMat& c, const RMat& x);
 
 RMat matmul(const RMat& a, const RMat& b);
-RMat inverse_spd(const RMat& a);  // inverse of a symmetric positive definite matrix (Cholesky)
+RMat inverse_spd(const RMat& a);  // inverse of a symmetric positive definite matrix, symmetrised
 
 }  // namespace matmem::capacity::detail

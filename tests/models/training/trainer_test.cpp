@@ -1,0 +1,142 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "models/training/checkpoint.hpp"
+#include "models/training/trainer.hpp"
+
+using namespace matmem;
+using Catch::Matchers::Contains;
+
+namespace {
+Config small(const std::string& model) {
+  Config c;
+  c.set("model", model, "test");
+  c.set("model.layers", "\"4x3,3x3\"", "test");
+  c.set("task.rows", "2", "test");
+  c.set("task.cols", "3", "test");
+  c.set("task.max_length", "4", "test");
+  c.set("batch", "3", "test");
+  c.set("ntm.slots", "6", "test");
+  c.set("ntm.slot_rows", "2", "test");
+  c.set("ntm.slot_cols", "2", "test");
+  c.set("lr", "0.01", "test");
+  return c;
+}
+std::string temp_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / "matmem_trainer_test" / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+bool same_bits(const ParameterStore& a, const ParameterStore& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t k = 0; k < a.size(); ++k)
+    if (a[k].name != b[k].name || std::memcmp(a[k].value.raw(), b[k].value.raw(), a[k].value.bytes()) != 0) return false;
+  return true;
+}
+}  // namespace
+
+TEST_CASE("a run interrupted at a checkpoint and resumed equals the uninterrupted run bit for bit", "[trainer]") {
+  for (const char* model : {"ntm", "matlstm"}) {
+    INFO(model);
+    Config c = small(model);
+    c.set("steps", "8", "test");
+    Trainer whole(c);
+    while (whole.steps_done() < 8) whole.step();
+
+    const std::string dir = temp_dir(std::string("resume-") + model);
+    Trainer first(c);
+    while (first.steps_done() < 3) first.step();
+    first.save(dir);
+    for (int k = 0; k < 2; ++k) first.step();  // work after the checkpoint is lost, as in a crash
+    auto resumed = Trainer::resume(dir);
+    CHECK(resumed->steps_done() == 3);
+    while (resumed->steps_done() < 8) resumed->step();
+    CHECK(same_bits(whole.model().params(), resumed->model().params()));
+    CHECK(std::memcmp(&whole.data_rng().state(), &resumed->data_rng().state(), sizeof(Rng::State)) == 0);
+  }
+}
+
+TEST_CASE("the same seed and config give the same run and another seed a different one", "[trainer]") {
+  Config c = small("matrnn");
+  Trainer a(c), b(c);
+  c.set("seed", "2", "test");
+  Trainer d(c);
+  for (int k = 0; k < 3; ++k) {
+    a.step();
+    b.step();
+    d.step();
+  }
+  CHECK(same_bits(a.model().params(), b.model().params()));
+  CHECK_FALSE(same_bits(a.model().params(), d.model().params()));
+}
+
+TEST_CASE("bad configs are refused before training, naming the key", "[trainer][errors]") {
+  Config c;
+  CHECK_THROWS_WITH(c.set("ntm.slot", "5", "--set ntm.slot=5"), Contains("unknown config key ntm.slot") && Contains("--set"));
+  CHECK_THROWS_WITH(c.set("batch", "\"many\"", "config file x.json"),
+                    Contains("x.json") && Contains("batch must be an integer"));
+  CHECK_THROWS_WITH(c.set("lr", "true", "--set"), Contains("lr must be a number"));
+  Config m = small("nosuchmodel");
+  CHECK_THROWS_WITH(Trainer(m), Contains("unknown model nosuchmodel") && Contains("ntm"));
+  Config t = small("matrnn");
+  t.set("task", "sort", "--task");
+  CHECK_THROWS_WITH(Trainer(t), Contains("unknown task sort"));
+  Config s = small("matrnn");
+  s.set("model.layers", "\"15x0\"", "--set");
+  CHECK_THROWS_WITH(Trainer(s), Contains("model.layers") && Contains("RxC"));
+  Config h = small("ntm");
+  h.set("ntm.shift", "4", "--set");
+  CHECK_THROWS_WITH(Trainer(h), Contains("shift range 4"));
+  Config l = small("matrnn");
+  l.set("task.min_length", "9", "--set");
+  CHECK_THROWS_WITH(Trainer(l), Contains("min_length"));
+}
+
+TEST_CASE("a checkpoint of another model is refused naming the parameter", "[trainer][errors]") {
+  const std::string dir = temp_dir("mismatch");
+  Trainer a(small("matrnn"));
+  a.save(dir);
+  // Rewrite its config to claim a different layer size: the shapes no longer fit.
+  const std::string path = dir + "/checkpoint.safetensors";
+  TensorFile f = read_safetensors(path);
+  Config other = small("matrnn");
+  other.set("model.layers", "\"5x3,3x3\"", "test");
+  f.metadata["config"] = other.dump();
+  write_safetensors(path, f);
+  CHECK_THROWS_WITH(Trainer::resume(dir), Contains(path) && Contains("parameter matrnn/l1/x/U"));
+}
+
+namespace {
+// A model whose output overflows: exp of a large learned scale.
+class Exploding : public Model {
+ public:
+  Exploding(const Task& t) : Model("exploding", DType::f32, 1) {
+    set_io(t.input_rows(), t.input_cols(), t.output_rows(), t.output_cols());
+  }
+  void step(Step& s) override {
+    Var y = s.mat("exploding/out", {{"x", s.input()}}, output_rows(), output_cols());
+    Var big = s.parameter("exploding", "", "scale", parameter(1, 1), Init::Constant(200.0));
+    s.output(exp(hadamard(big, one_minus(sigmoid(y)))));
+  }
+};
+}  // namespace
+
+TEST_CASE("a non-finite loss stops the step, names the op and leaves parameters and checkpoint intact", "[trainer][errors]") {
+  register_model("exploding", [](const Config&, const Task& t, DType, std::uint64_t) {
+    return std::unique_ptr<Model>(new Exploding(t));
+  });
+  Config c = small("exploding");
+  Trainer t(c);
+  const std::string dir = temp_dir("nan");
+  t.save(dir);
+  const auto before = std::filesystem::file_size(dir + "/checkpoint.safetensors");
+  Tensor scale = t.model().params().at("exploding/scale").value;
+  CHECK_THROWS_WITH(t.step(), Contains("step 1") && Contains("not finite") && Contains("op exp"));
+  CHECK(t.steps_done() == 0);
+  CHECK(t.model().params().at("exploding/scale").value.get(0) == scale.get(0));
+  CHECK(std::filesystem::file_size(dir + "/checkpoint.safetensors") == before);
+  CHECK_NOTHROW(Trainer::resume(dir));
+}
