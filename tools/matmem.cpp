@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   CLI::App app{"matmem: neural networks whose neurons, states and memories are matrices"};
   app.require_subcommand(1);
   matmem::tools::add_train_command(app);
+  matmem::tools::add_eval_command(app);
   matmem::tools::add_gradcheck_command(app);
   matmem::tools::add_bench_command(app);
   try {

@@ -1,0 +1,80 @@
+// `matmem eval`: loads a checkpoint and reports the cost per sequence (bit errors) by sequence length
+// (copy) or item count (recall), the paper's Figure 9, as a table and optionally CSV.
+#include <cstdio>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "models/training/trainer.hpp"
+#include "tools/commands.hpp"
+
+namespace matmem::tools {
+namespace {
+struct Options {
+  std::string checkpoint, sizes, csv;
+  int batches = 10;
+  std::uint64_t seed = 2024;
+};
+
+std::vector<std::int64_t> parse_sizes(const std::string& text) {
+  std::vector<std::int64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const long long v = std::strtoll(item.c_str(), &end, 10);
+    if (end == item.c_str() || *end != '\0' || v < 1) throw Error(fmt::format("--sizes {}: {} is not a size ≥ 1", text, item));
+    out.push_back(v);
+  }
+  return out;
+}
+
+void run(const Options& o) {
+  auto trainer = Trainer::resume(o.checkpoint);
+  const Task& task = trainer->task();
+  const std::vector<std::int64_t> sizes = o.sizes.empty() ? task.eval_sizes() : parse_sizes(o.sizes);
+  std::FILE* csv = nullptr;
+  if (!o.csv.empty()) {
+    csv = o.csv == "-" ? stdout : std::fopen(o.csv.c_str(), "w");
+    if (!csv) throw Error(fmt::format("eval: cannot write {}", o.csv));
+  }
+  if (csv) fmt::print(csv, "{},bits_per_sequence,bits_per_sequence_min,bits_per_sequence_max,loss\n", task.size_name());
+  if (csv != stdout)
+    fmt::print("{} after {} steps, {} on {}; {} batches of {} per size (seed {})\n{:>8} {:>16} {:>10} {:>10} {:>10}\n",
+               trainer->model().name(), trainer->steps_done(), trainer->model().params().element_count(), task.name(),
+               o.batches, task.batch(), o.seed, task.size_name(), "bits/sequence", "min", "max", "loss");
+  Tape& tape = trainer->tape();
+  Unroller unroller(trainer->model(), tape);
+  NoGrad no_grad(tape);
+  for (std::int64_t size : sizes) {
+    Rng rng(o.seed + std::uint64_t(size));
+    double bits = 0, loss = 0, lo = 1e300, hi = 0;
+    for (int k = 0; k < o.batches; ++k) {
+      SequenceResult r = unroller.run(task.sample_size(rng, size));
+      bits += r.bits;
+      loss += r.loss.item();
+      lo = std::min(lo, r.bits);
+      hi = std::max(hi, r.bits);
+    }
+    bits /= o.batches;
+    loss /= o.batches;
+    if (csv != stdout) fmt::print("{:>8} {:>16.3f} {:>10.3f} {:>10.3f} {:>10.4f}\n", size, bits, lo, hi, loss);
+    if (csv) fmt::print(csv, "{},{:.4f},{:.4f},{:.4f},{:.6f}\n", size, bits, lo, hi, loss);
+  }
+  if (csv && csv != stdout) std::fclose(csv);
+}
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("eval", "Cost per sequence of a trained model by sequence length or item count");
+  cmd->add_option("--checkpoint", o->checkpoint, "Run directory holding checkpoint.safetensors")->required();
+  cmd->add_option("--sizes", o->sizes, "Comma-separated lengths (copy) or item counts (recall); default 10..100 / 2..20");
+  cmd->add_option("--batches", o->batches, "Batches per size")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", o->seed, "Seed of the evaluation sequences")->capture_default_str();
+  cmd->add_option("--csv", o->csv, "Also write CSV to this file (- for standard output only)");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace matmem::tools
