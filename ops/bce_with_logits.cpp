@@ -7,24 +7,22 @@
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
+#include "ops/simd.hpp"
 
 namespace matmem {
 namespace {
-template <class T>
-T stable_sigmoid(T x) {
-  if (x >= 0) return T(1) / (T(1) + std::exp(-x));
-  const T e = std::exp(x);
-  return e / (T(1) + e);
-}
-
 template <class T>
 struct Kernel {
   static void forward(const OpCall<T>& c) {
     const std::int64_t n = c.x_shape[0].numel();
     const T *x = c.x[0], *t = c.x[1];
     T total = 0;
-    for (std::int64_t k = 0; k < n; ++k)
-      total += std::max(x[k], T(0)) - x[k] * t[k] + std::log1p(std::exp(-std::abs(x[k])));
+    alignas(64) T sp[ops::simd::kChunk];
+    for (std::int64_t k = 0; k < n; k += ops::simd::kChunk) {
+      const std::int64_t m = std::min(ops::simd::kChunk, n - k);
+      ops::simd::softplus(x + k, sp, m);  // max(x,0) + log1p(e^-|x|)
+      for (std::int64_t q = 0; q < m; ++q) total += sp[q] - x[k + q] * t[k + q];
+    }
     c.y[0] = total / T(n);
   }
   static void backward(const OpCall<T>& c) {
@@ -32,7 +30,9 @@ struct Kernel {
     const T *x = c.x[0], *t = c.x[1];
     const T s = c.grad_y[0] / T(n);
     if (T* gx = c.grad_x[0])
-      for (std::int64_t k = 0; k < n; ++k) gx[k] += s * (stable_sigmoid(x[k]) - t[k]);
+      ops::simd::sigmoid_chunks(x, n, [&](std::int64_t k, const T* sg, std::int64_t m) {
+        for (std::int64_t q = 0; q < m; ++q) gx[k + q] += s * (sg[q] - t[k + q]);
+      });
     if (T* gt = c.grad_x[1])
       for (std::int64_t k = 0; k < n; ++k) gt[k] -= s * x[k];
   }

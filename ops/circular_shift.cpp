@@ -1,30 +1,35 @@
 // circular_shift: y_{b,i} = Σ_{k=0}^{2S} s_{b,k} w_{b,(i-(k-S)) mod N}   (circular convolution over slots;
 // s_{b,k} is the weight of a shift by k - S).   w:[B,N], s:[B,2S+1] -> [B,N]
 //   grad_w_{b,(i-k+S) mod N} += s_{b,k} g_{b,i},   grad_s_{b,k} += Σ_i w_{b,(i-k+S) mod N} g_{b,i}
+#include <algorithm>
+
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
 
 namespace matmem {
 namespace {
-// Index of slot i shifted back by (k - S), in [0, N).
-inline std::int64_t source(std::int64_t i, std::int64_t k, std::int64_t S, std::int64_t N) {
-  std::int64_t j = (i - (k - S)) % N;
-  return j < 0 ? j + N : j;
+// For a shift d = k − S, y_i += s_k w_{(i−d) mod N}: two contiguous runs, i < d' and i ≥ d' with
+// d' = d mod N, so the inner loops have no modulo and vectorise. f(i0, j0, len) visits y[i0..] and w[j0..].
+template <class F>
+inline void for_each_run(std::int64_t d, std::int64_t N, F&& f) {
+  const std::int64_t dm = ((d % N) + N) % N;
+  f(dm, 0, N - dm);      // i = dm..N-1 reads j = 0..N-1-dm
+  if (dm) f(0, N - dm, dm);  // i = 0..dm-1 reads j = N-dm..N-1
 }
 
 template <class T>
 struct Kernel {
   static void forward(const OpCall<T>& c) {
     const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[1].cols, S = K / 2;
+    std::fill(c.y, c.y + B * N, T(0));
     for (std::int64_t b = 0; b < B; ++b) {
       const T *w = c.x[0] + b * N, *s = c.x[1] + b * K;
       T* y = c.y + b * N;
-      for (std::int64_t i = 0; i < N; ++i) {
-        T acc = 0;
-        for (std::int64_t k = 0; k < K; ++k) acc += s[k] * w[source(i, k, S, N)];
-        y[i] = acc;
-      }
+      for (std::int64_t k = 0; k < K; ++k)
+        for_each_run(k - S, N, [&](std::int64_t i0, std::int64_t j0, std::int64_t len) {
+          for (std::int64_t q = 0; q < len; ++q) y[i0 + q] += s[k] * w[j0 + q];
+        });
     }
   }
   static void backward(const OpCall<T>& c) {
@@ -32,12 +37,16 @@ struct Kernel {
     T *gw = c.grad_x[0], *gs = c.grad_x[1];
     for (std::int64_t b = 0; b < B; ++b) {
       const T *w = c.x[0] + b * N, *s = c.x[1] + b * K, *g = c.grad_y + b * N;
-      for (std::int64_t i = 0; i < N; ++i)
-        for (std::int64_t k = 0; k < K; ++k) {
-          const std::int64_t j = source(i, k, S, N);
-          if (gw) gw[b * N + j] += s[k] * g[i];
-          if (gs) gs[b * K + k] += w[j] * g[i];
-        }
+      for (std::int64_t k = 0; k < K; ++k)
+        for_each_run(k - S, N, [&](std::int64_t i0, std::int64_t j0, std::int64_t len) {
+          if (gw)
+            for (std::int64_t q = 0; q < len; ++q) gw[b * N + j0 + q] += s[k] * g[i0 + q];
+          if (gs) {
+            T acc = 0;
+            for (std::int64_t q = 0; q < len; ++q) acc += w[j0 + q] * g[i0 + q];
+            gs[b * K + k] += acc;
+          }
+        });
     }
   }
 };

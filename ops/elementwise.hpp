@@ -38,9 +38,17 @@ inline void for_each_broadcast(const Shape& y, const Shape& a, const Shape& b, F
   std::int64_t o = 0;
   for (std::int64_t n = 0; n < y.slots; ++n)
     for (std::int64_t i = 0; i < y.rows; ++i)
-      for (std::int64_t bb = 0; bb < y.batch; ++bb) {
+      for (std::int64_t bb = 0; bb < y.batch; ++bb, o += y.cols) {
         const std::int64_t ba = n * sa.n + i * sa.i + bb * sa.b, bbb = n * sb.n + i * sb.i + bb * sb.b;
-        for (std::int64_t j = 0; j < y.cols; ++j, ++o) f(o, ba + j * sa.j, bbb + j * sb.j);
+        // One loop per stride pattern, so each inner loop has unit or zero strides and vectorises.
+        if (sa.j && sb.j)
+          for (std::int64_t j = 0; j < y.cols; ++j) f(o + j, ba + j, bbb + j);
+        else if (sb.j)
+          for (std::int64_t j = 0; j < y.cols; ++j) f(o + j, ba, bbb + j);
+        else if (sa.j)
+          for (std::int64_t j = 0; j < y.cols; ++j) f(o + j, ba + j, bbb);
+        else
+          for (std::int64_t j = 0; j < y.cols; ++j) f(o + j, ba, bbb);
       }
 }
 

@@ -5,45 +5,48 @@
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
+#include "ops/slots.hpp"
 
 namespace matmem {
 namespace {
 template <class T>
 struct Kernel {
+  // saved: ew (N × B·c) then one slot's partial sums (B·c)
   static void forward(const OpCall<T>& c) {
     const Shape& m = c.x_shape[0];
-    const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols;
-    const T *mem = c.x[0], *w = c.x[1];
+    const std::int64_t B = m.batch, N = m.slots, R = m.rows, BC = B * m.cols;
+    const T* mem = c.x[0];
+    T* ew = c.saved;
+    ops::expand_per_slot(c.x[1], B, N, m.cols, ew);
     std::fill(c.y, c.y + c.y_shape.numel(), T(0));
     for (std::int64_t n = 0; n < N; ++n)
-      for (std::int64_t i = 0; i < R; ++i)
-        for (std::int64_t b = 0; b < B; ++b) {
-          const T wn = w[b * N + n];
-          const T* mr = mem + ((n * R + i) * B + b) * C;
-          T* yr = c.y + (i * B + b) * C;
-          for (std::int64_t j = 0; j < C; ++j) yr[j] += wn * mr[j];
-        }
+      for (std::int64_t i = 0; i < R; ++i) {
+        const T* mr = mem + (n * R + i) * BC;
+        const T* wn = ew + n * BC;
+        T* yr = c.y + i * BC;
+        for (std::int64_t q = 0; q < BC; ++q) yr[q] += wn[q] * mr[q];
+      }
   }
   static void backward(const OpCall<T>& c) {
     const Shape& m = c.x_shape[0];
-    const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols;
-    const T *mem = c.x[0], *w = c.x[1];
+    const std::int64_t B = m.batch, N = m.slots, R = m.rows, BC = B * m.cols;
+    const T* mem = c.x[0];
     T *gm = c.grad_x[0], *gw = c.grad_x[1];
-    for (std::int64_t n = 0; n < N; ++n)
-      for (std::int64_t i = 0; i < R; ++i)
-        for (std::int64_t b = 0; b < B; ++b) {
-          const T* gr = c.grad_y + (i * B + b) * C;
-          const std::int64_t off = ((n * R + i) * B + b) * C;
-          if (gm) {
-            const T wn = w[b * N + n];
-            for (std::int64_t j = 0; j < C; ++j) gm[off + j] += wn * gr[j];
-          }
-          if (gw) {
-            T d = 0;
-            for (std::int64_t j = 0; j < C; ++j) d += gr[j] * mem[off + j];
-            gw[b * N + n] += d;
-          }
-        }
+    const T* ew = c.saved;
+    T* acc = c.saved + N * BC;
+    for (std::int64_t n = 0; n < N; ++n) {
+      const T* wn = ew + n * BC;
+      if (gw) std::fill(acc, acc + BC, T(0));
+      for (std::int64_t i = 0; i < R; ++i) {
+        const T* gr = c.grad_y + i * BC;
+        const std::int64_t off = (n * R + i) * BC;
+        if (gm)
+          for (std::int64_t q = 0; q < BC; ++q) gm[off + q] += wn[q] * gr[q];
+        if (gw)
+          for (std::int64_t q = 0; q < BC; ++q) acc[q] += gr[q] * mem[off + q];
+      }
+      if (gw) ops::reduce_to_slot(acc, B, N, m.cols, n, gw);
+    }
   }
 };
 Flops flops(const Shape* x, int, const Shape&, const OpAttrs&) {
@@ -58,7 +61,8 @@ Var memory_read(Var memory, Var w) {
   const Shape &m = memory.shape(), &ws = w.shape();
   if (!ops::is_weighting(ws) || ws.batch != m.batch || ws.cols != m.slots)
     ops::shape_error("memory_read", "memory must be [B,N,r,c] and w [B,N] with the same B and N", memory, w);
-  return memory.tape->apply(kOp, {memory, w}, matrices(m.batch, m.rows, m.cols));
+  return memory.tape->apply(kOp, {memory, w}, matrices(m.batch, m.rows, m.cols), {},
+                            (m.slots + 1) * m.batch * m.cols);
 }
 
 OpEntry memory_read_entry() {

@@ -5,44 +5,59 @@
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
+#include "ops/slots.hpp"
 
 namespace matmem {
 namespace {
 template <class T>
 struct Kernel {
+  // saved: ew (N × B·c) then one slot's partial sums (B·c)
   static void forward(const OpCall<T>& c) {
     const Shape& m = c.x_shape[0];
-    const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols;
-    const T *mem = c.x[0], *w = c.x[1], *e = c.x[2], *a = c.x[3];
-    for (std::int64_t n = 0; n < N; ++n)
-      for (std::int64_t i = 0; i < R; ++i)
-        for (std::int64_t b = 0; b < B; ++b) {
-          const T wn = w[b * N + n];
-          const std::int64_t off = ((n * R + i) * B + b) * C, ko = (i * B + b) * C;
-          for (std::int64_t j = 0; j < C; ++j)
-            c.y[off + j] = mem[off + j] * (T(1) - wn * e[ko + j]) + wn * a[ko + j];
-        }
+    const std::int64_t B = m.batch, N = m.slots, R = m.rows, BC = B * m.cols;
+    const T *mem = c.x[0], *e = c.x[2], *a = c.x[3];
+    T* ew = c.saved;
+    ops::expand_per_slot(c.x[1], B, N, m.cols, ew);
+    for (std::int64_t n = 0; n < N; ++n) {
+      const T* wn = ew + n * BC;
+      for (std::int64_t i = 0; i < R; ++i) {
+        const std::int64_t off = (n * R + i) * BC;
+        const T *er = e + i * BC, *ar = a + i * BC, *mr = mem + off;
+        T* yr = c.y + off;
+        for (std::int64_t q = 0; q < BC; ++q) yr[q] = mr[q] * (T(1) - wn[q] * er[q]) + wn[q] * ar[q];
+      }
+    }
   }
   static void backward(const OpCall<T>& c) {
     const Shape& m = c.x_shape[0];
-    const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols;
-    const T *mem = c.x[0], *w = c.x[1], *e = c.x[2], *a = c.x[3], *g = c.grad_y;
+    const std::int64_t B = m.batch, N = m.slots, R = m.rows, BC = B * m.cols;
+    const T *mem = c.x[0], *e = c.x[2], *a = c.x[3];
     T *gm = c.grad_x[0], *gw = c.grad_x[1], *ge = c.grad_x[2], *ga = c.grad_x[3];
-    for (std::int64_t n = 0; n < N; ++n)
-      for (std::int64_t i = 0; i < R; ++i)
-        for (std::int64_t b = 0; b < B; ++b) {
-          const T wn = w[b * N + n];
-          const std::int64_t off = ((n * R + i) * B + b) * C, ko = (i * B + b) * C;
-          T dw = 0;
-          for (std::int64_t j = 0; j < C; ++j) {
-            const T gj = g[off + j], mj = mem[off + j];
-            if (gm) gm[off + j] += gj * (T(1) - wn * e[ko + j]);
-            dw += gj * (a[ko + j] - mj * e[ko + j]);
-            if (ge) ge[ko + j] -= wn * gj * mj;
-            if (ga) ga[ko + j] += wn * gj;
-          }
-          if (gw) gw[b * N + n] += dw;
+    const T* ew = c.saved;
+    T* acc = c.saved + N * BC;
+    for (std::int64_t n = 0; n < N; ++n) {
+      const T* wn = ew + n * BC;
+      if (gw) std::fill(acc, acc + BC, T(0));
+      for (std::int64_t i = 0; i < R; ++i) {
+        const std::int64_t off = (n * R + i) * BC;
+        const T *g = c.grad_y + off, *mr = mem + off, *er = e + i * BC, *ar = a + i * BC;
+        if (gm) {
+          T* gr = gm + off;
+          for (std::int64_t q = 0; q < BC; ++q) gr[q] += g[q] * (T(1) - wn[q] * er[q]);
         }
+        if (gw)
+          for (std::int64_t q = 0; q < BC; ++q) acc[q] += g[q] * (ar[q] - mr[q] * er[q]);
+        if (ge) {
+          T* gr = ge + i * BC;
+          for (std::int64_t q = 0; q < BC; ++q) gr[q] -= wn[q] * g[q] * mr[q];
+        }
+        if (ga) {
+          T* gr = ga + i * BC;
+          for (std::int64_t q = 0; q < BC; ++q) gr[q] += wn[q] * g[q];
+        }
+      }
+      if (gw) ops::reduce_to_slot(acc, B, N, m.cols, n, gw);
+    }
   }
 };
 Flops flops(const Shape* x, int, const Shape&, const OpAttrs&) {
@@ -63,7 +78,7 @@ Var memory_write(Var memory, Var w, Var erase, Var add) {
   const Shape slot = matrices(m.batch, m.rows, m.cols);
   if (erase.shape() != slot) ops::shape_error(op, "erase must be [B,r,c] like one slot of the memory", memory, erase);
   if (add.shape() != slot) ops::shape_error(op, "add must be [B,r,c] like one slot of the memory", memory, add);
-  return memory.tape->apply(kOp, {memory, w, erase, add}, m);
+  return memory.tape->apply(kOp, {memory, w, erase, add}, m, {}, (m.slots + 1) * m.batch * m.cols);
 }
 
 OpEntry memory_write_entry() {

@@ -10,6 +10,7 @@
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
+#include "ops/simd.hpp"
 
 namespace matmem {
 namespace {
@@ -23,14 +24,16 @@ struct Kernel {
       const T* w = c.x[0] + b * N;
       const T gamma = c.x[1][b];
       T *lw = c.saved + b * N, *y = c.y + b * N;
+      for (std::int64_t i = 0; i < N; ++i) y[i] = w[i] + T(kEps);
+      ops::simd::log(y, lw, N);
       T m = -std::numeric_limits<T>::infinity();
-      for (std::int64_t i = 0; i < N; ++i) {
-        lw[i] = std::log(w[i] + T(kEps));
-        m = std::max(m, gamma * lw[i]);
-      }
+      for (std::int64_t i = 0; i < N; ++i) m = std::max(m, gamma * lw[i]);
+      for (std::int64_t i = 0; i < N; ++i) y[i] = gamma * lw[i] - m;
+      ops::simd::exp(y, y, N);
       T total = 0;
-      for (std::int64_t i = 0; i < N; ++i) total += (y[i] = std::exp(gamma * lw[i] - m));
-      for (std::int64_t i = 0; i < N; ++i) y[i] /= total;
+      for (std::int64_t i = 0; i < N; ++i) total += y[i];
+      const T inv = T(1) / total;
+      for (std::int64_t i = 0; i < N; ++i) y[i] *= inv;
     }
   }
   static void backward(const OpCall<T>& c) {

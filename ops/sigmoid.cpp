@@ -3,11 +3,14 @@
 
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
+#include "ops/simd.hpp"
 #include "ops/unary.hpp"
 
 namespace matmem {
 namespace {
 struct Def {
+  template <class T>
+  static void f_n(const T* x, T* y, std::int64_t n) { ops::simd::sigmoid(x, y, n); }
   // Both branches exponentiate a non-positive number, so neither overflows.
   template <class T>
   static T f(T x) {

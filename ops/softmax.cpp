@@ -5,6 +5,7 @@
 
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
+#include "ops/simd.hpp"
 #include "ops/unary.hpp"
 
 namespace matmem {
@@ -17,8 +18,10 @@ struct Kernel {
       const T* x = c.x[0] + r * n;
       T* y = c.y + r * n;
       const T m = *std::max_element(x, x + n);
+      for (std::int64_t j = 0; j < n; ++j) y[j] = x[j] - m;
+      ops::simd::exp(y, y, n);
       T total = 0;
-      for (std::int64_t j = 0; j < n; ++j) total += (y[j] = std::exp(x[j] - m));
+      for (std::int64_t j = 0; j < n; ++j) total += y[j];
       const T inv = T(1) / total;
       for (std::int64_t j = 0; j < n; ++j) y[j] *= inv;
     }

@@ -1,6 +1,9 @@
 // Internal: elementwise unary ops y = f(x) from a definition with the value and the derivative:
 //   struct Def { template <class T> static T f(T x); template <class T> static T df(T x, T y); };
 // df gets both x and y so a derivative can reuse the output (tanh: 1 - y², sigmoid: y (1 - y)).
+// A Def may also give `static void f_n(const T* x, T* y, n)`, a vectorised forward over an array
+// (ops/simd.hpp), and `static void df_n(const T* x, const T* y, const T* g, T* gx, n)` accumulating
+// gx += g · f'(x); the kernel then uses them instead of f and df.
 #pragma once
 #include <cstdint>
 
@@ -15,14 +18,20 @@ struct Unary {
     static void forward(const OpCall<T>& c) {
       const T* x = c.x[0];
       const std::int64_t n = c.y_shape.numel();
-      for (std::int64_t k = 0; k < n; ++k) c.y[k] = Def::f(x[k]);
+      if constexpr (requires { Def::f_n(x, c.y, n); })
+        Def::f_n(x, c.y, n);
+      else
+        for (std::int64_t k = 0; k < n; ++k) c.y[k] = Def::f(x[k]);
     }
     static void backward(const OpCall<T>& c) {
       T* gx = c.grad_x[0];
       if (!gx) return;
       const T* x = c.x[0];
       const std::int64_t n = c.y_shape.numel();
-      for (std::int64_t k = 0; k < n; ++k) gx[k] += c.grad_y[k] * Def::df(x[k], c.y[k]);
+      if constexpr (requires { Def::df_n(x, c.y, c.grad_y, gx, n); })
+        Def::df_n(x, c.y, c.grad_y, gx, n);
+      else
+        for (std::int64_t k = 0; k < n; ++k) gx[k] += c.grad_y[k] * Def::df(x[k], c.y[k]);
     }
   };
 };
