@@ -1,7 +1,9 @@
-# Fails unless the README's custom-op code block is exactly tools/examples/custom_op.cpp.
+# Fails unless the README shows each example file verbatim.
 file(READ "${SOURCE_DIR}/README.md" readme)
-file(READ "${SOURCE_DIR}/tools/examples/custom_op.cpp" example)
-string(FIND "${readme}" "${example}" at)
-if(at EQUAL -1)
-  message(FATAL_ERROR "README.md does not contain tools/examples/custom_op.cpp verbatim; update the README")
-endif()
+foreach(example tools/examples/custom_op.cpp tools/examples/gamma_memory_rnn.cpp)
+  file(READ "${SOURCE_DIR}/${example}" text)
+  string(FIND "${readme}" "${text}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "README.md does not contain ${example} verbatim; update the README")
+  endif()
+endforeach()
