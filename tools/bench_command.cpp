@@ -7,8 +7,15 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <sys/resource.h>
+
+#include "models/rnn/recurrent.hpp"
+#include "models/training/clip.hpp"
+#include "models/training/rmsprop.hpp"
+#include "models/training/trainer.hpp"
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
+#include "runtime/blas.hpp"
 #include "runtime/error.hpp"
 #include "tools/commands.hpp"
 
@@ -19,6 +26,8 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   std::string what;
   std::string op;
+  std::vector<std::string> configs;
+  int steps = 30, warmup = 5;
   int repeats = 7;
   double seconds = 0.05;  // per measurement
   std::string csv;
@@ -112,18 +121,176 @@ int bench_ops(const Options& o) {
   }
   return 0;
 }
+// --- bench train ---------------------------------------------------------------------------------------------
+struct TrainBench {
+  std::string name, about;
+  std::vector<std::string> sets;  // config overrides on top of the model/task preset
+};
+
+const std::vector<TrainBench>& train_benches() {
+  static const std::vector<TrainBench> all = {
+      {"ntm-copy", "MatNTM copy, Table 1: batch 16, 6x5 in, MatRNN 2x15x15, 120 slots of 6x6, 1R+1W, l in 1..20",
+       {"model=ntm", "task=copy"}},
+      {"ntm-lstm-copy", "the same with a MatLSTM controller", {"model=ntm", "task=copy", "ntm.controller=lstm"}},
+      {"ntm-recall", "MatNTM associative recall, Table 1: batch 16, 7x5 in, MatRNN 3x20x20, 120 slots of 6x6",
+       {"model=ntm", "task=recall"}},
+      {"matrnn-copy", "MatRNN copy: batch 16, 2x15x15", {"model=matrnn", "task=copy"}},
+      {"vector-ntm-copy", "vector NTM, pytorch-ntm copy settings: batch 1, 8 bits, LSTM 100, 128x20 memory",
+       {"model=ntm", "task=copy", "task.rows=1", "task.cols=8", "model.layers=\"1x100\"", "ntm.controller=lstm",
+        "ntm.slots=128", "ntm.slot_rows=1", "ntm.slot_cols=20", "batch=1"}},
+  };
+  return all;
+}
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) / 1024.0;
+}
+
+// Single-core SGEMM rate on a large product, the roofline the bench reports against.
+double sgemm_peak_gflops() {
+  const std::int64_t n = 1024;
+  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
+  blas::gemm<float>(false, false, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
+  const auto t0 = Clock::now();
+  const int reps = 5;
+  for (int k = 0; k < reps; ++k) blas::gemm<float>(false, false, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return 2.0 * double(n) * n * n * reps / s / 1e9;
+}
+
+struct StepTimes {
+  std::vector<double> ms;
+  double flops = 0;  // per step, mean
+  double sequences = 0;
+};
+
+void report_row(const std::string& name, const StepTimes& t, std::int64_t batch, std::FILE* csv) {
+  std::vector<double> v = t.ms;
+  std::sort(v.begin(), v.end());
+  const double med = v[v.size() / 2];
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= double(v.size());
+  const double gflops = t.flops / (mean * 1e6);
+  fmt::print("{:<18} {:>6} {:>10.3f} {:>9.3f} {:>9.3f} {:>11.1f} {:>9.2f} {:>9.1f}\n", name, v.size(), med, v.front(),
+             v.back(), 1e3 * double(batch) / mean, gflops, peak_rss_mib());
+  if (csv)
+    fmt::print(csv, "{},{},{:.4f},{:.4f},{:.4f},{:.2f},{:.3f},{:.1f}\n", name, v.size(), med, v.front(), v.back(),
+               1e3 * double(batch) / mean, gflops, peak_rss_mib());
+}
+
+StepTimes time_trainer(Trainer& t, int warmup, int steps) {
+  for (int k = 0; k < warmup; ++k) t.step();
+  StepTimes out;
+  for (int k = 0; k < steps; ++k) {
+    const auto s = Clock::now();
+    t.step();
+    out.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
+    out.flops += t.tape().flops().forward + t.tape().flops().backward;
+  }
+  out.flops /= steps;
+  return out;
+}
+
+// The fixed step of the C++-peer comparison: a 2-layer MatRNN (6x5 in, 15x15 x2, 5x5 out), batch 16, 21 steps
+// of random binary frames, mean BCE-with-logits on the last 10 outputs, RMSprop without momentum or clipping.
+StepTimes time_matrnn_fixed(int warmup, int steps) {
+  RecurrentConfig rc;
+  rc.layers = {{15, 15}, {15, 15}};
+  RecurrentModel model(rc, DType::f32, 1);
+  model.build();
+  RMSprop opt(model.params(), {.lr = 1e-4, .alpha = 0.95, .momentum = 0.0, .eps = 1e-8});
+  Rng rng(3);
+  Sequence seq;
+  for (int t = 0; t < 21; ++t) {
+    Tensor x(DType::f32, matrices(16, 6, 5));
+    for (std::int64_t k = 0; k < x.numel(); ++k) x.set(k, rng.bernoulli(0.5));
+    seq.inputs.push_back(std::move(x));
+    if (t >= 11) {
+      Tensor y(DType::f32, matrices(16, 5, 5));
+      for (std::int64_t k = 0; k < y.numel(); ++k) y.set(k, rng.bernoulli(0.5));
+      seq.targets.push_back(std::move(y));
+      seq.target_steps.push_back(t);
+    }
+  }
+  Tape tape(DType::f32);
+  Unroller u(model, tape);
+  auto step = [&] {
+    model.params().zero_grad();
+    SequenceResult r = u.run(seq);
+    tape.backward(r.loss);
+    opt.step();
+  };
+  for (int k = 0; k < warmup; ++k) step();
+  StepTimes out;
+  for (int k = 0; k < steps; ++k) {
+    const auto s = Clock::now();
+    step();
+    out.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
+    out.flops += tape.flops().forward + tape.flops().backward;
+  }
+  out.flops /= steps;
+  return out;
+}
+
+int bench_train(const Options& o) {
+  std::FILE* csv = nullptr;
+  if (!o.csv.empty()) {
+    csv = std::fopen(o.csv.c_str(), "w");
+    if (!csv) throw Error(fmt::format("bench: cannot write {}", o.csv));
+    fmt::print(csv, "config,steps,ms_median,ms_min,ms_max,sequences_per_s,gflops,peak_rss_mib\n");
+  }
+  auto wanted = [&](const std::string& name) {
+    return o.configs.empty() || std::find(o.configs.begin(), o.configs.end(), name) != o.configs.end();
+  };
+  const double peak = sgemm_peak_gflops();
+  fmt::print("training steps (forward, backward, clip, optimiser), float32, one thread; single-core SGEMM peak "
+             "(1024^3) {:.1f} GFLOP/s\n", peak);
+  fmt::print("{:<18} {:>6} {:>10} {:>9} {:>9} {:>11} {:>9} {:>9}\n", "config", "steps", "ms median", "ms min",
+             "ms max", "sequences/s", "GFLOP/s", "RSS MiB");
+  for (const TrainBench& b : train_benches()) {
+    if (!wanted(b.name)) continue;
+    Config c;
+    std::string model, task;
+    for (const std::string& kv : b.sets) {
+      const auto eq = kv.find('=');
+      if (kv.substr(0, eq) == "model") model = kv.substr(eq + 1);
+      if (kv.substr(0, eq) == "task") task = kv.substr(eq + 1);
+    }
+    c.apply_preset(model, task);
+    for (const std::string& kv : b.sets) c.set(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1), b.name);
+    c.set("seed", "1", b.name);
+    Trainer t(c);
+    report_row(b.name, time_trainer(t, o.warmup, o.steps), c.integer("batch"), csv);
+  }
+  if (wanted("matrnn2-fixed")) report_row("matrnn2-fixed", time_matrnn_fixed(o.warmup, o.steps), 16, csv);
+  if (csv) std::fclose(csv);
+  for (const TrainBench& b : train_benches())
+    if (wanted(b.name)) fmt::print("  {}: {}\n", b.name, b.about);
+  if (wanted("matrnn2-fixed"))
+    fmt::print("  matrnn2-fixed: 2-layer MatRNN, batch 16, 21 fixed steps, BCE on the last 10, RMSprop (no momentum/clip)\n");
+  return 0;
+}
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("bench", "Time ops (and, later, training steps) on one thread");
-  cmd->add_option("what", o->what, "What to time: ops")->required()->check(CLI::IsMember({"ops"}));
+  CLI::App* cmd = app.add_subcommand("bench", "Time ops or whole training steps on one thread");
+  cmd->add_option("what", o->what, "What to time: ops or train")->required()->check(CLI::IsMember({"ops", "train"}));
+  cmd->add_option("--config", o->configs,
+                  "train: configurations to time (ntm-copy, ntm-lstm-copy, ntm-recall, matrnn-copy, vector-ntm-copy, "
+                  "matrnn2-fixed; default all)");
+  cmd->add_option("--steps", o->steps, "train: timed steps per configuration")->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "train: untimed steps first")->capture_default_str();
   cmd->add_option("--op", o->op, "Time one op only");
   cmd->add_option("--repeats", o->repeats, "Measurements per op (the median is reported)")->capture_default_str();
   cmd->add_option("--seconds", o->seconds, "Seconds per measurement")->capture_default_str();
   cmd->add_option("--csv", o->csv, "Also write the table to this CSV file");
   cmd->callback([o] {
     if (o->what == "ops") bench_ops(*o);
+    if (o->what == "train") bench_train(*o);
   });
 }
 
