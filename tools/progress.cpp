@@ -8,6 +8,7 @@
 namespace matmem::tools {
 
 void Progress::update(std::int64_t step, double loss, double bits, double seconds_per_step) {
+  if (quiet_) return;
   const double eta = double(total_ - step) * seconds_per_step;
   if (!terminal_) {
     fmt::print("step {:>7}/{}  loss {:.4f}  bits/seq {:7.2f}  {:.2f} ms/step\n", step, total_, loss, bits,

@@ -1,4 +1,4 @@
-// A one-line progress bar on a terminal; plain lines (one per update) otherwise.
+// A one-line progress bar on a terminal; plain lines (one per update) otherwise; nothing when quiet.
 #pragma once
 #include <cstdint>
 
@@ -6,13 +6,15 @@ namespace matmem::tools {
 
 class Progress {
  public:
-  Progress(std::int64_t total, bool terminal) : total_(total), terminal_(terminal) {}
+  Progress(std::int64_t total, bool terminal, bool quiet = false)
+      : total_(total), terminal_(terminal), quiet_(quiet) {}
   void update(std::int64_t step, double loss, double bits, double seconds_per_step);
   void finish();
 
  private:
   std::int64_t total_;
   bool terminal_;
+  bool quiet_;
   bool drawn_ = false;
 };
 

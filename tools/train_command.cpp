@@ -112,7 +112,7 @@ void run(const Options& o) {
     fmt::print("training {} on {} ({} parameters), steps {}..{}, seed {}, into {}\n", trainer->model().name(),
                c.str("task"), trainer->model().params().element_count(), trainer->steps_done() + 1, total,
                c.integer("seed"), out);
-  Progress progress(total, !o.json && ::isatty(STDOUT_FILENO));
+  Progress progress(total, ::isatty(STDOUT_FILENO), o.json);
   const auto t0 = std::chrono::steady_clock::now();
   double loss = 0, bits = 0, norm = 0, frames = 0, last_loss = 0, last_bits = 0;
   std::int64_t n = 0, done_here = 0;
