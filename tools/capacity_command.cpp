@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "models/capacity/capacity.hpp"
 #include "models/capacity/checkpoint.hpp"
@@ -81,7 +82,6 @@ class Output {
         for (std::size_t c = 1; c < columns.size(); ++c) line += fmt::format(",{:.12g}", columns[c][i]);
         fmt::print(csv_, "{}\n", line);
       }
-      if (text_ == stdout) return;  // data went to a file: the summary still prints
       return;
     }
     std::string h = fmt::format("{:>5}", header[0]);

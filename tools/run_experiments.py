@@ -49,10 +49,17 @@ def plan_runs(plan, steps):
 
 
 def read_metrics(path):
+    """Rows of metrics.csv; rows a resumed run wrote again replace the stale ones past its checkpoint."""
     if not os.path.exists(path):
         return []
+    rows = []
     with open(path) as f:
-        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+        for row in csv.DictReader(f):
+            r = {k: float(v) for k, v in row.items()}
+            while rows and rows[-1]["step"] >= r["step"]:
+                rows.pop()
+            rows.append(r)
+    return rows
 
 
 def run_one(matmem, out, name, args):

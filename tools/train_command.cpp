@@ -82,6 +82,20 @@ void show_example(Trainer& t) {
   fmt::print("  bits wrong in this batch: {:.2f} per sequence\n", r.bits);
 }
 
+// A resumed run repeats the steps after its checkpoint: drop the rows an interrupted run wrote past it.
+void drop_rows_after(const std::string& path, std::int64_t step) {
+  std::ifstream in(path);
+  std::string line, kept;
+  bool header = true;
+  while (std::getline(in, line)) {
+    if (!header && std::strtoll(line.c_str(), nullptr, 10) > step) break;
+    kept += line + "\n";
+    header = false;
+  }
+  in.close();
+  std::ofstream(path, std::ios::trunc) << kept;
+}
+
 void run(const Options& o) {
   std::unique_ptr<Trainer> trainer;
   std::string out = o.out;
@@ -101,6 +115,7 @@ void run(const Options& o) {
                      ckpt_every = c.integer("checkpoint_every");
   const std::string metrics_path = (std::filesystem::path(out) / "metrics.csv").string();
   const bool fresh = !std::filesystem::exists(metrics_path) || o.resume.empty();
+  if (!fresh) drop_rows_after(metrics_path, trainer->steps_done());
   std::ofstream metrics(metrics_path, fresh ? std::ios::trunc : std::ios::app);
   if (!metrics) throw Error(fmt::format("cannot write {}", metrics_path));
   if (fresh) metrics << "step,seconds,loss,bits_per_sequence,grad_norm,frames\n";
