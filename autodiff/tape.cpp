@@ -183,9 +183,11 @@ void Tape::backward(Var y) {
   if (n.shape.numel() != 1)
     throw ShapeError(fmt::format("backward: output {} has {} elements; give a seed gradient of that shape",
                                  n.shape.str(), n.shape.numel()));
-  Tensor seed(dtype_, n.shape);
-  seed.fill(1.0);
-  backward(y, seed);
+  if (unit_seed_.shape() != n.shape || unit_seed_.dtype() != dtype_) {
+    unit_seed_ = Tensor(dtype_, n.shape);
+    unit_seed_.fill(1.0);
+  }
+  backward(y, unit_seed_);
 }
 
 void Tape::backward(Var y, const Tensor& seed) {

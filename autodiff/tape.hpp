@@ -129,6 +129,7 @@ class Tape {
   std::vector<Shape> call_shapes_;
   std::vector<const void*> call_values_;
   std::vector<void*> call_grads_;
+  Tensor unit_seed_;  // the seed of backward(y) for a one-element y
 };
 
 // RAII scope in which a tape records no gradients.

@@ -7,7 +7,7 @@
 namespace matmem {
 namespace {
 template <class T>
-struct Kernel {
+struct AddKernel {
   static void forward(const OpCall<T>& c) {
     const T *a = c.x[0], *b = c.x[1];
     ops::for_each_broadcast(c.y_shape, c.x_shape[0], c.x_shape[1],
@@ -21,7 +21,7 @@ struct Kernel {
     });
   }
 };
-constexpr OpDef kOp = make_op<Kernel>("add", ops::elementwise_flops);
+constexpr OpDef kOp = make_op<AddKernel>("add", ops::elementwise_flops);
 }  // namespace
 
 Var add(Var a, Var b) { return a.tape->apply(kOp, {a, b}, ops::broadcast_or_throw("add", a, b)); }

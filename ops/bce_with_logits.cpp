@@ -12,7 +12,7 @@
 namespace matmem {
 namespace {
 template <class T>
-struct Kernel {
+struct BceWithLogitsKernel {
   static void forward(const OpCall<T>& c) {
     const std::int64_t n = c.x_shape[0].numel();
     const T *x = c.x[0], *t = c.x[1];
@@ -38,7 +38,7 @@ struct Kernel {
   }
 };
 Flops flops(const Shape* x, int, const Shape&, const OpAttrs&) { return {6.0 * x[0].numel(), 4.0 * x[0].numel()}; }
-constexpr OpDef kOp = make_op<Kernel>("bce_with_logits", flops);
+constexpr OpDef kOp = make_op<BceWithLogitsKernel>("bce_with_logits", flops);
 }  // namespace
 
 Var bce_with_logits(Var logits, Var target) {

@@ -25,7 +25,7 @@ constexpr std::size_t kMaxTerms = 21;  // 3 k + 1 inputs must fit the tape's 64
 std::int64_t term_saved(const Shape& p, const Shape& y) { return 2 * p.rows * y.batch * y.cols; }
 
 template <class T>
-struct Kernel {
+struct BilinearKernel {
   static void forward(const OpCall<T>& c) {
     const std::int64_t B = c.y_shape.batch, rp = c.y_shape.rows, cp = c.y_shape.cols;
     const int terms = c.arity / 3;
@@ -87,8 +87,8 @@ Flops flops(const Shape* x, int arity, const Shape& y, const OpAttrs&) {
   return {f, 2.0 * f};
 }
 
-constexpr OpDef kBilinear = make_op<Kernel>("bilinear", flops);
-constexpr OpDef kMat = make_op<Kernel>("mat", flops);
+constexpr OpDef kBilinear = make_op<BilinearKernel>("bilinear", flops);
+constexpr OpDef kMat = make_op<BilinearKernel>("mat", flops);
 
 bool is_parameter_matrix(const Shape& s) { return s.batch == 1 && s.slots == 1; }
 

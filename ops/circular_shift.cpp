@@ -19,7 +19,7 @@ inline void for_each_run(std::int64_t d, std::int64_t N, F&& f) {
 }
 
 template <class T>
-struct Kernel {
+struct CircularShiftKernel {
   static void forward(const OpCall<T>& c) {
     const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[1].cols, S = K / 2;
     std::fill(c.y, c.y + B * N, T(0));
@@ -54,7 +54,7 @@ Flops flops(const Shape* x, int, const Shape& y, const OpAttrs&) {
   const double f = 2.0 * double(y.numel()) * double(x[1].cols);
   return {f, 2.0 * f};
 }
-constexpr OpDef kOp = make_op<Kernel>("circular_shift", flops);
+constexpr OpDef kOp = make_op<CircularShiftKernel>("circular_shift", flops);
 }  // namespace
 
 Var circular_shift(Var w, Var s) {

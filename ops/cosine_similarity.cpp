@@ -18,7 +18,7 @@ constexpr double kEps = 1e-8;
 // saved layout: dot [B·N], ‖M‖ [B·N], ‖K‖ [B], then scratch: two slot-expanded coefficient arrays
 // (N × B·c each) and two runs of B·c partial sums.
 template <class T>
-struct Kernel {
+struct CosineSimilarityKernel {
   static void forward(const OpCall<T>& c) {
     const Shape& m = c.x_shape[1];
     const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
@@ -100,7 +100,7 @@ Flops flops(const Shape* x, int, const Shape&, const OpAttrs&) {
   const double mem = double(x[1].numel());
   return {4.0 * mem, 6.0 * mem};
 }
-constexpr OpDef kOp = make_op<Kernel>("cosine_similarity", flops);
+constexpr OpDef kOp = make_op<CosineSimilarityKernel>("cosine_similarity", flops);
 }  // namespace
 
 Var cosine_similarity(Var key, Var memory) {

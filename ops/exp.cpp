@@ -8,7 +8,7 @@
 
 namespace matmem {
 namespace {
-struct Def {
+struct ExpDef {
   template <class T>
   static void f_n(const T* x, T* y, std::int64_t n) { ops::simd::exp(x, y, n); }
   template <class T>
@@ -17,8 +17,8 @@ struct Def {
   static T df(T, T y) { return y; }
 };
 template <class T>
-using Kernel = ops::Unary<Def>::Kernel<T>;
-constexpr OpDef kOp = make_op<Kernel>("exp", ops::elementwise_flops);
+using ExpKernel = ops::Unary<ExpDef>::Kernel<T>;
+constexpr OpDef kOp = make_op<ExpKernel>("exp", ops::elementwise_flops);
 }  // namespace
 
 Var exp(Var x) { return x.tape->apply(kOp, {x}, x.shape()); }

@@ -10,7 +10,7 @@
 namespace matmem {
 namespace {
 template <class T>
-struct Kernel {
+struct MemoryReadKernel {
   // saved: ew (N × B·c) then one slot's partial sums (B·c)
   static void forward(const OpCall<T>& c) {
     const Shape& m = c.x_shape[0];
@@ -53,7 +53,7 @@ Flops flops(const Shape* x, int, const Shape&, const OpAttrs&) {
   const double f = 2.0 * double(x[0].numel());
   return {f, 2.0 * f};
 }
-constexpr OpDef kOp = make_op<Kernel>("memory_read", flops);
+constexpr OpDef kOp = make_op<MemoryReadKernel>("memory_read", flops);
 }  // namespace
 
 Var memory_read(Var memory, Var w) {

@@ -10,7 +10,7 @@
 namespace matmem {
 namespace {
 template <class T>
-struct Kernel {
+struct MemoryWriteKernel {
   // saved: ew (N × B·c) then one slot's partial sums (B·c)
   static void forward(const OpCall<T>& c) {
     const Shape& m = c.x_shape[0];
@@ -64,7 +64,7 @@ Flops flops(const Shape* x, int, const Shape&, const OpAttrs&) {
   const double f = 4.0 * double(x[0].numel());
   return {f, 2.5 * f};
 }
-constexpr OpDef kOp = make_op<Kernel>("memory_write", flops);
+constexpr OpDef kOp = make_op<MemoryWriteKernel>("memory_write", flops);
 }  // namespace
 
 Var memory_write(Var memory, Var w, Var erase, Var add) {

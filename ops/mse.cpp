@@ -7,7 +7,7 @@
 namespace matmem {
 namespace {
 template <class T>
-struct Kernel {
+struct MseKernel {
   static void forward(const OpCall<T>& c) {
     const std::int64_t n = c.x_shape[0].numel();
     T total = 0;
@@ -29,7 +29,7 @@ struct Kernel {
   }
 };
 Flops flops(const Shape* x, int, const Shape&, const OpAttrs&) { return {3.0 * x[0].numel(), 3.0 * x[0].numel()}; }
-constexpr OpDef kOp = make_op<Kernel>("mse", flops);
+constexpr OpDef kOp = make_op<MseKernel>("mse", flops);
 }  // namespace
 
 Var mse(Var x, Var target) {

@@ -7,15 +7,15 @@
 
 namespace matmem {
 namespace {
-struct Def {
+struct ReluDef {
   template <class T>
   static T f(T x) { return x > 0 ? x : T(0); }
   template <class T>
   static T df(T x, T) { return x > 0 ? T(1) : T(0); }
 };
 template <class T>
-using Kernel = ops::Unary<Def>::Kernel<T>;
-constexpr OpDef kOp = make_op<Kernel>("relu", ops::elementwise_flops);
+using ReluKernel = ops::Unary<ReluDef>::Kernel<T>;
+constexpr OpDef kOp = make_op<ReluKernel>("relu", ops::elementwise_flops);
 }  // namespace
 
 Var relu(Var x) { return x.tape->apply(kOp, {x}, x.shape()); }

@@ -7,7 +7,7 @@
 namespace matmem {
 namespace {
 template <class T>
-struct Kernel {
+struct ScaleKernel {
   static void forward(const OpCall<T>& c) {
     const T a = T(c.attrs.f[0]), b = T(c.attrs.f[1]);
     const T* x = c.x[0];
@@ -19,7 +19,7 @@ struct Kernel {
     for (std::int64_t k = 0; k < c.y_shape.numel(); ++k) c.grad_x[0][k] += a * c.grad_y[k];
   }
 };
-constexpr OpDef kOp = make_op<Kernel>("scale", ops::elementwise_flops);
+constexpr OpDef kOp = make_op<ScaleKernel>("scale", ops::elementwise_flops);
 }  // namespace
 
 Var affine(Var x, double a, double b) {

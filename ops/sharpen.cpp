@@ -17,7 +17,7 @@ namespace {
 constexpr double kEps = 1e-12;
 
 template <class T>
-struct Kernel {
+struct SharpenKernel {
   static void forward(const OpCall<T>& c) {
     const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols;
     for (std::int64_t b = 0; b < B; ++b) {
@@ -55,7 +55,7 @@ struct Kernel {
   }
 };
 Flops flops(const Shape*, int, const Shape& y, const OpAttrs&) { return {5.0 * y.numel(), 6.0 * y.numel()}; }
-constexpr OpDef kOp = make_op<Kernel>("sharpen", flops);
+constexpr OpDef kOp = make_op<SharpenKernel>("sharpen", flops);
 }  // namespace
 
 Var sharpen(Var w, Var gamma) {

@@ -8,7 +8,7 @@
 
 namespace matmem {
 namespace {
-struct Def {
+struct SigmoidDef {
   template <class T>
   static void f_n(const T* x, T* y, std::int64_t n) { ops::simd::sigmoid(x, y, n); }
   // Both branches exponentiate a non-positive number, so neither overflows.
@@ -22,8 +22,8 @@ struct Def {
   static T df(T, T y) { return y * (T(1) - y); }
 };
 template <class T>
-using Kernel = ops::Unary<Def>::Kernel<T>;
-constexpr OpDef kOp = make_op<Kernel>("sigmoid", ops::elementwise_flops);
+using SigmoidKernel = ops::Unary<SigmoidDef>::Kernel<T>;
+constexpr OpDef kOp = make_op<SigmoidKernel>("sigmoid", ops::elementwise_flops);
 }  // namespace
 
 Var sigmoid(Var x) { return x.tape->apply(kOp, {x}, x.shape()); }

@@ -11,7 +11,7 @@
 namespace matmem {
 namespace {
 template <class T>
-struct Kernel {
+struct SoftmaxKernel {
   static void forward(const OpCall<T>& c) {
     const std::int64_t n = c.y_shape.cols, rows = c.y_shape.numel() / n;
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -39,7 +39,7 @@ struct Kernel {
   }
 };
 Flops flops(const Shape*, int, const Shape& y, const OpAttrs&) { return {4.0 * y.numel(), 4.0 * y.numel()}; }
-constexpr OpDef kOp = make_op<Kernel>("softmax", flops);
+constexpr OpDef kOp = make_op<SoftmaxKernel>("softmax", flops);
 }  // namespace
 
 Var softmax(Var x) { return x.tape->apply(kOp, {x}, x.shape()); }

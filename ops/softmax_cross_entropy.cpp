@@ -13,7 +13,7 @@
 namespace matmem {
 namespace {
 template <class T>
-struct Kernel {
+struct SoftmaxCrossEntropyKernel {
   static void forward(const OpCall<T>& c) {
     const std::int64_t n = c.x_shape[0].cols, rows = c.x_shape[0].numel() / n;
     T total = 0;
@@ -47,7 +47,7 @@ struct Kernel {
   }
 };
 Flops flops(const Shape* x, int, const Shape&, const OpAttrs&) { return {5.0 * x[0].numel(), 4.0 * x[0].numel()}; }
-constexpr OpDef kOp = make_op<Kernel>("softmax_cross_entropy", flops);
+constexpr OpDef kOp = make_op<SoftmaxCrossEntropyKernel>("softmax_cross_entropy", flops);
 }  // namespace
 
 Var softmax_cross_entropy(Var logits, Var target) {

@@ -9,7 +9,7 @@
 
 namespace matmem {
 namespace {
-struct Def {
+struct SoftplusDef {
   template <class T>
   static void f_n(const T* x, T* y, std::int64_t n) { ops::simd::softplus(x, y, n); }
   template <class T>
@@ -29,8 +29,8 @@ struct Def {
   }
 };
 template <class T>
-using Kernel = ops::Unary<Def>::Kernel<T>;
-constexpr OpDef kOp = make_op<Kernel>("softplus", ops::elementwise_flops);
+using SoftplusKernel = ops::Unary<SoftplusDef>::Kernel<T>;
+constexpr OpDef kOp = make_op<SoftplusKernel>("softplus", ops::elementwise_flops);
 }  // namespace
 
 Var softplus(Var x) { return x.tape->apply(kOp, {x}, x.shape()); }

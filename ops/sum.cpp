@@ -6,7 +6,7 @@
 namespace matmem {
 namespace {
 template <class T>
-struct Kernel {
+struct SumKernel {
   static void forward(const OpCall<T>& c) {
     T total = 0;
     const std::int64_t n = c.x_shape[0].numel();
@@ -21,7 +21,7 @@ struct Kernel {
   }
 };
 Flops flops(const Shape* x, int, const Shape&, const OpAttrs&) { return {double(x[0].numel()), double(x[0].numel())}; }
-constexpr OpDef kOp = make_op<Kernel>("sum", flops);
+constexpr OpDef kOp = make_op<SumKernel>("sum", flops);
 
 Var scaled_sum(Var x, double a) {
   OpAttrs attrs;

@@ -8,7 +8,7 @@
 
 namespace matmem {
 namespace {
-struct Def {
+struct TanhDef {
   template <class T>
   static void f_n(const T* x, T* y, std::int64_t n) { ops::simd::tanh(x, y, n); }
   template <class T>
@@ -17,8 +17,8 @@ struct Def {
   static T df(T, T y) { return T(1) - y * y; }
 };
 template <class T>
-using Kernel = ops::Unary<Def>::Kernel<T>;
-constexpr OpDef kOp = make_op<Kernel>("tanh", ops::elementwise_flops);
+using TanhKernel = ops::Unary<TanhDef>::Kernel<T>;
+constexpr OpDef kOp = make_op<TanhKernel>("tanh", ops::elementwise_flops);
 }  // namespace
 
 Var tanh(Var x) { return x.tape->apply(kOp, {x}, x.shape()); }

@@ -219,7 +219,7 @@ StepTimes time_matrnn_fixed(int warmup, int steps) {
   Unroller u(model, tape);
   auto step = [&] {
     model.params().zero_grad();
-    SequenceResult r = u.run(seq);
+    const SequenceResult& r = u.run(seq);
     tape.backward(r.loss);
     opt.step();
   };

@@ -199,7 +199,7 @@ void run_matrix(const Options& o) {
              std::abs(fmc_normal_eq17(net, 0).total - paper.total));
   out.text("J_tot exact (true law)     : {:.6f}   relative {:.6f}   (Theorem 3 bound: {})\n", exact.total,
            exact.relative(), net.rows() * net.cols());
-  out.text("eq. 49 residuals: max|Ψ − UᵀΨU − ε₁I| = {:.2e}, max|Σ − VᵀΣV − ε₂I| = {:.2e}\n", cov.psi_residual,
+  out.text("eq. 49 relative residuals: max|Ψ − UᵀΨU − ε₁I|/max|Ψ| = {:.2e}, max|Σ − VᵀΣV − ε₂I|/max|Σ| = {:.2e}\n", cov.psi_residual,
            cov.sigma_residual);
 }
 
@@ -241,8 +241,8 @@ void run_queue(const Options& o) {
   const int horizon = std::max(o.horizon, o.k + 1);
   const HorizonCurve tq = fmc_horizon(net, horizon, true), tm = fmc_horizon(net, horizon, false);
   auto head = [&](const std::vector<double>& v) { return std::vector<double>(v.begin(), v.begin() + o.k + 1); };
-  out.table({"k", fmt::format("J_eq41_D{}", o.depth), "sum", "J_eq12_nomem", "sum", fmt::format("J_queue_n{}", horizon),
-             "sum", fmt::format("J_nomem_n{}", horizon), "sum"},
+  out.table({"k", fmt::format("J_eq41_D{}", o.depth), "sum_eq41", "J_eq12_nomem", "sum_eq12",
+             fmt::format("J_queue_n{}", horizon), "sum_queue", fmt::format("J_nomem_n{}", horizon), "sum_nomem"},
             {indices(q.curve.j.size()), q.curve.j, q.curve.running_sum(), base.j, base.running_sum(), head(tq.curve.j),
              head(tq.curve.running_sum()), head(tm.curve.j), head(tm.curve.running_sum())});
   out.text("input Fisher information Tr(WᵀW)/(ε₁ε₂) = {:.6g}\n", q.curve.input_information);
@@ -324,12 +324,14 @@ void run_sweep(const Options& o) {
     for (std::size_t i = 0; i < row.size(); ++i) cols[i].push_back(row[i]);
   }
   if (o.kind == "matrix")
-    header = {"N", "neurons", "Jtot_eq16", "rel_eq16", "sd", "min", "max", "Jtot_exact", "rel_exact", "sd", "min", "max"};
+    header = {"N",        "neurons",   "Jtot_eq16",  "rel_eq16",  "sd_eq16",  "min_eq16",
+              "max_eq16", "Jtot_exact", "rel_exact", "sd_exact", "min_exact", "max_exact"};
   else if (o.kind == "vector")
-    header = {"N", "neurons", "Jtot_vec", "rel_vec", "sd", "min", "max"};
+    header = {"N", "neurons", "Jtot_vec", "rel_vec", "sd_vec", "min_vec", "max_vec"};
   else
-    header = {"N", "neurons", fmt::format("Jtot_eq41_D{}", o.depth), "rel_eq41", "sd", "min", "max", "Jtot_eq16",
-              "rel_eq16", "sd", "min", "max", fmt::format("rel_queue_n{}", o.horizon), "min", "max"};
+    header = {"N",        "neurons",  fmt::format("Jtot_eq41_D{}", o.depth), "rel_eq41", "sd_eq41", "min_eq41",
+              "max_eq41", "Jtot_eq16", "rel_eq16", "sd_eq16", "min_eq16", "max_eq16",
+              fmt::format("rel_queue_n{}", o.horizon), "min_queue", "max_queue"};
   out.table(header, cols);
 }
 

@@ -51,7 +51,7 @@ void run(const Options& o) {
     Rng rng(o.seed + std::uint64_t(size));
     double bits = 0, loss = 0, lo = 1e300, hi = 0;
     for (int k = 0; k < o.batches; ++k) {
-      SequenceResult r = unroller.run(task.sample_size(rng, size));
+      const SequenceResult& r = unroller.run(task.sample_size(rng, size));
       bits += r.bits;
       loss += r.loss.item();
       lo = std::min(lo, r.bits);

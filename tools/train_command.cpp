@@ -63,7 +63,7 @@ void show_example(Trainer& t) {
   Tape& tape = t.tape();
   Unroller u(t.model(), tape);
   NoGrad no_grad(tape);
-  SequenceResult r = u.run(seq);
+  const SequenceResult& r = u.run(seq);
   fmt::print("\nexample ({} {}, first sequence of the batch): target | output\n", task.size_name(),
              std::string(task.name()) == "copy" ? 6 : 3);
   for (std::int64_t i = 0; i < task.output_rows(); ++i) {

@@ -194,7 +194,7 @@ Unroller::Unroller(Model& model, Tape& tape) : model_(model), tape_(tape), step_
   losses_.reserve(64);
 }
 
-SequenceResult Unroller::run(const Sequence& seq) {
+const SequenceResult& Unroller::run(const Sequence& seq) {
   if (!model_.built()) model_.build();
   if (seq.inputs.empty()) throw Error("run: the sequence has no frames");
   const std::int64_t B = seq.inputs[0].shape().batch;
@@ -223,10 +223,7 @@ SequenceResult Unroller::run(const Sequence& seq) {
       result_.logits.push_back(y);
       result_.bits += dispatch(tape_.dtype(), [&](auto z) {
         using T = decltype(z);
-        const T* yv = y.value<T>().data;
-        double wrong = 0;
-        for (std::int64_t k = 0; k < target.numel(); ++k) wrong += (yv[k] > 0) != (target.get(k) > 0.5);
-        return wrong / double(B);
+        return bit_errors_per_sequence(y.value<T>().data, target);
       });
       ++next_target;
     }

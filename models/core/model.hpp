@@ -155,7 +155,7 @@ struct SequenceResult {
 class Unroller {
  public:
   Unroller(Model& model, Tape& tape);
-  SequenceResult run(const Sequence& seq);
+  const SequenceResult& run(const Sequence& seq);  // valid until the next run
 
  private:
   Model& model_;

@@ -9,8 +9,6 @@ namespace {
 void require(bool ok, const std::string& what) {
   if (!ok) throw Error(what);
 }
-// A fresh [B, rows, c] frame of zeros.
-Tensor frame(DType t, std::int64_t b, std::int64_t rows, std::int64_t c) { return Tensor(t, matrices(b, rows, c)); }
 void set_row(Tensor& f, std::int64_t row, double v) {
   for (std::int64_t b = 0; b < f.shape().batch; ++b)
     for (std::int64_t j = 0; j < f.shape().cols; ++j) f.set(f.shape().offset(b, 0, row, j), v);
@@ -21,12 +19,61 @@ void put(Tensor& f, const Tensor& m) {
     for (std::int64_t i = 0; i < m.shape().rows; ++i)
       for (std::int64_t j = 0; j < m.shape().cols; ++j) f.set(f.shape().offset(b, 0, i, j), m.at(b, i, j));
 }
-Tensor random_bits(Rng& rng, DType t, std::int64_t b, std::int64_t r, std::int64_t c) {
-  Tensor m(t, matrices(b, r, c));
+// The first r rows of frame f as matrix m [B,r,c].
+void take_rows(const Tensor& f, Tensor& m) {
+  for (std::int64_t b = 0; b < m.shape().batch; ++b)
+    for (std::int64_t i = 0; i < m.shape().rows; ++i)
+      for (std::int64_t j = 0; j < m.shape().cols; ++j) m.set(m.shape().offset(b, 0, i, j), f.at(b, i, j));
+}
+void random_bits(Rng& rng, Tensor& m) {
   for (std::int64_t k = 0; k < m.numel(); ++k) m.set(k, rng.bernoulli(0.5) ? 1.0 : 0.0);
-  return m;
 }
 }  // namespace
+
+// --- Sequence ------------------------------------------------------------------------------------------------
+void Sequence::reset() {
+  for (Tensor& t : inputs) spare_.push_back(std::move(t));
+  for (Tensor& t : targets) spare_.push_back(std::move(t));
+  inputs.clear();
+  targets.clear();
+  target_steps.clear();
+}
+
+Tensor Sequence::take(DType dtype, Shape shape) {
+  for (std::size_t k = spare_.size(); k-- > 0;)
+    if (spare_[k].shape() == shape && spare_[k].dtype() == dtype) {
+      Tensor t = std::move(spare_[k]);
+      spare_[k] = std::move(spare_.back());
+      spare_.pop_back();
+      t.fill(0.0);
+      return t;
+    }
+  return Tensor(dtype, shape);
+}
+
+Tensor& Sequence::add_input(DType dtype, Shape shape) {
+  inputs.push_back(take(dtype, shape));
+  return inputs.back();
+}
+
+Tensor& Sequence::add_target(DType dtype, Shape shape, std::int64_t step) {
+  targets.push_back(take(dtype, shape));
+  target_steps.push_back(step);
+  return targets.back();
+}
+
+// --- Task ----------------------------------------------------------------------------------------------------
+Sequence Task::sample(Rng& rng, DType dtype) const {
+  Sequence s;
+  sample_into(rng, s, dtype);
+  return s;
+}
+
+Sequence Task::sample_size(Rng& rng, std::int64_t size, DType dtype) const {
+  Sequence s;
+  sample_size_into(rng, size, s, dtype);
+  return s;
+}
 
 CopyTask::CopyTask(CopyTaskOptions o) : o_(o) {
   require(o.rows >= 1 && o.cols >= 1, fmt::format("copy task: rows and cols must be ≥ 1 (got {}×{})", o.rows, o.cols));
@@ -35,29 +82,20 @@ CopyTask::CopyTask(CopyTaskOptions o) : o_(o) {
   require(o.batch >= 1, fmt::format("copy task: batch must be ≥ 1 (got {})", o.batch));
 }
 
-Sequence CopyTask::sample(Rng& rng, DType dtype) const {
-  return sample_length(rng, rng.uniform_int(o_.min_length, o_.max_length), dtype);
+void CopyTask::sample_into(Rng& rng, Sequence& out, DType dtype) const {
+  sample_size_into(rng, rng.uniform_int(o_.min_length, o_.max_length), out, dtype);
 }
 
-Sequence CopyTask::sample_length(Rng& rng, std::int64_t l, DType dtype) const {
-  Sequence s;
+void CopyTask::sample_size_into(Rng& rng, std::int64_t l, Sequence& s, DType dtype) const {
   const std::int64_t B = o_.batch, r = o_.rows, c = o_.cols;
-  std::vector<Tensor> xs;
+  s.reset();
   for (std::int64_t t = 0; t < l; ++t) {
-    xs.push_back(random_bits(rng, dtype, B, r, c));
-    Tensor f = frame(dtype, B, r + 1, c);
-    put(f, xs.back());
-    s.inputs.push_back(std::move(f));
+    Tensor& x = s.add_target(dtype, matrices(B, r, c), l + 1 + t);
+    random_bits(rng, x);
+    put(s.add_input(dtype, matrices(B, r + 1, c)), x);
   }
-  Tensor delim = frame(dtype, B, r + 1, c);
-  set_row(delim, r, 1.0);
-  s.inputs.push_back(std::move(delim));
-  for (std::int64_t t = 0; t < l; ++t) {
-    s.inputs.push_back(frame(dtype, B, r + 1, c));
-    s.targets.push_back(xs[t]);
-    s.target_steps.push_back(l + 1 + t);
-  }
-  return s;
+  set_row(s.add_input(dtype, matrices(B, r + 1, c)), r, 1.0);
+  for (std::int64_t t = 0; t < l; ++t) s.add_input(dtype, matrices(B, r + 1, c));
 }
 
 RecallTask::RecallTask(RecallTaskOptions o) : o_(o) {
@@ -68,52 +106,58 @@ RecallTask::RecallTask(RecallTaskOptions o) : o_(o) {
   require(o.batch >= 1, fmt::format("recall task: batch must be ≥ 1 (got {})", o.batch));
 }
 
-Sequence RecallTask::sample(Rng& rng, DType dtype) const {
-  return sample_items(rng, rng.uniform_int(o_.min_items, o_.max_items), dtype);
+void RecallTask::sample_into(Rng& rng, Sequence& out, DType dtype) const {
+  sample_size_into(rng, rng.uniform_int(o_.min_items, o_.max_items), out, dtype);
 }
 
-Sequence RecallTask::sample_items(Rng& rng, std::int64_t k, DType dtype) const {
-  Sequence s;
+void RecallTask::sample_size_into(Rng& rng, std::int64_t k, Sequence& s, DType dtype) const {
   const std::int64_t B = o_.batch, r = o_.rows, c = o_.cols, n = o_.item_matrices;
-  std::vector<std::vector<Tensor>> items(k);
+  const Shape frame = matrices(B, r + 2, c), item = matrices(B, r, c);
+  s.reset();
+  // Each item matrix is drawn straight into its frame, bit by bit in the physical order of a [B,r,c]
+  // matrix (as random_bits draws), so a seed gives the same items whichever buffers are reused.
   for (std::int64_t it = 0; it < k; ++it) {
-    Tensor d = frame(dtype, B, r + 2, c);
-    set_row(d, r, 1.0);
-    s.inputs.push_back(std::move(d));
+    set_row(s.add_input(dtype, frame), r, 1.0);
     for (std::int64_t m = 0; m < n; ++m) {
-      items[it].push_back(random_bits(rng, dtype, B, r, c));
-      Tensor f = frame(dtype, B, r + 2, c);
-      put(f, items[it].back());
-      s.inputs.push_back(std::move(f));
+      Tensor& x = s.add_input(dtype, frame);
+      for (std::int64_t q = 0; q < item.numel(); ++q) {
+        const std::int64_t j = q % c, rest = q / c, b = rest % B, i = rest / B;
+        x.set(x.shape().offset(b, 0, i, j), rng.bernoulli(0.5) ? 1.0 : 0.0);
+      }
     }
   }
   const std::int64_t q = rng.uniform_int(std::int64_t(0), k - 2);  // item q+1 (1-based) is queried
-  auto query_delim = [&] {
-    Tensor d = frame(dtype, B, r + 2, c);
-    set_row(d, r + 1, 1.0);
-    s.inputs.push_back(std::move(d));
-  };
-  query_delim();
+  auto item_frame = [&](std::int64_t it, std::int64_t m) -> const Tensor& { return s.inputs[it * (n + 1) + 1 + m]; };
+  set_row(s.add_input(dtype, frame), r + 1, 1.0);
   for (std::int64_t m = 0; m < n; ++m) {
-    Tensor f = frame(dtype, B, r + 2, c);
-    put(f, items[q][m]);
-    s.inputs.push_back(std::move(f));
+    Tensor& f = s.add_input(dtype, frame);
+    const Tensor& src = item_frame(q, m);
+    for (std::int64_t e = 0; e < f.numel(); ++e) f.set(e, src.get(e));  // same shape: a plain copy
   }
-  query_delim();
+  set_row(s.add_input(dtype, frame), r + 1, 1.0);
   for (std::int64_t m = 0; m < n; ++m) {
-    s.target_steps.push_back(std::int64_t(s.inputs.size()));
-    s.inputs.push_back(frame(dtype, B, r + 2, c));
-    s.targets.push_back(items[q + 1][m]);
+    const std::int64_t step = std::int64_t(s.inputs.size());
+    s.add_input(dtype, frame);
+    take_rows(item_frame(q + 1, m), s.add_target(dtype, item, step));
   }
-  return s;
 }
+
+template <class T>
+double bit_errors_per_sequence(const T* logits, const Tensor& target) {
+  double wrong = 0;
+  for (std::int64_t k = 0; k < target.numel(); ++k) wrong += (logits[k] > 0) != (target.get(k) > 0.5);
+  return wrong / double(target.shape().batch);
+}
+template double bit_errors_per_sequence<float>(const float*, const Tensor&);
+template double bit_errors_per_sequence<double>(const double*, const Tensor&);
 
 double bit_errors_per_sequence(const Tensor& logits, const Tensor& target) {
   if (logits.shape() != target.shape())
     throw ShapeError(fmt::format("bit errors: logits {} and target {} differ", logits.shape().str(), target.shape().str()));
-  double wrong = 0;
-  for (std::int64_t k = 0; k < logits.numel(); ++k) wrong += (logits.get(k) > 0) != (target.get(k) > 0.5);
-  return wrong / double(logits.shape().batch);
+  return dispatch(logits.dtype(), [&](auto z) {
+    using T = decltype(z);
+    return bit_errors_per_sequence(logits.view<T>().data, target);
+  });
 }
 
 }  // namespace matmem

@@ -25,6 +25,16 @@ struct Sequence {
   std::vector<Tensor> inputs;          // one [B, input_rows, c] frame per time step
   std::vector<Tensor> targets;         // one [B, r, c] per target step
   std::vector<std::int64_t> target_steps;  // the time step (0-based) of each target
+
+  // Drawing into a Sequence again reuses its buffers: reset() keeps every tensor aside, and the next
+  // add_input/add_target of the same shape takes one back (zeroed), so a training loop allocates nothing.
+  void reset();
+  Tensor& add_input(DType dtype, Shape shape);
+  Tensor& add_target(DType dtype, Shape shape, std::int64_t step);
+
+ private:
+  Tensor take(DType dtype, Shape shape);
+  std::vector<Tensor> spare_;
 };
 
 // A task: draws batches of sequences from the run's Rng. size is the copy length or the recall item count.
@@ -32,8 +42,11 @@ class Task {
  public:
   virtual ~Task() = default;
   virtual const char* name() const = 0;
-  virtual Sequence sample(Rng& rng, DType dtype = DType::f32) const = 0;
-  virtual Sequence sample_size(Rng& rng, std::int64_t size, DType dtype = DType::f32) const = 0;
+  virtual Sequence sample(Rng& rng, DType dtype = DType::f32) const;
+  virtual Sequence sample_size(Rng& rng, std::int64_t size, DType dtype = DType::f32) const;
+  // Draws a size (as sample() would) and fills `out` with a sequence of that size, reusing its buffers.
+  virtual void sample_into(Rng& rng, Sequence& out, DType dtype = DType::f32) const = 0;
+  virtual void sample_size_into(Rng& rng, std::int64_t size, Sequence& out, DType dtype = DType::f32) const = 0;
   virtual const char* size_name() const = 0;               // "length" or "items"
   virtual std::vector<std::int64_t> eval_sizes() const = 0;  // the sizes `matmem eval` reports by default
   virtual std::int64_t input_rows() const = 0;
@@ -55,11 +68,11 @@ class CopyTask : public Task {
  public:
   explicit CopyTask(CopyTaskOptions o);
   const char* name() const override { return "copy"; }
-  Sequence sample(Rng& rng, DType dtype = DType::f32) const override;
-  Sequence sample_size(Rng& rng, std::int64_t length, DType dtype = DType::f32) const override {
-    return sample_length(rng, length, dtype);
+  void sample_into(Rng& rng, Sequence& out, DType dtype = DType::f32) const override;
+  void sample_size_into(Rng& rng, std::int64_t length, Sequence& out, DType dtype = DType::f32) const override;
+  Sequence sample_length(Rng& rng, std::int64_t length, DType dtype = DType::f32) const {
+    return sample_size(rng, length, dtype);
   }
-  Sequence sample_length(Rng& rng, std::int64_t length, DType dtype = DType::f32) const;
   const char* size_name() const override { return "length"; }
   std::vector<std::int64_t> eval_sizes() const override { return {10, 20, 30, 40, 50, 60, 70, 80, 90, 100}; }
   std::int64_t input_rows() const override { return o_.rows + 1; }
@@ -77,11 +90,11 @@ class RecallTask : public Task {
  public:
   explicit RecallTask(RecallTaskOptions o);
   const char* name() const override { return "recall"; }
-  Sequence sample(Rng& rng, DType dtype = DType::f32) const override;
-  Sequence sample_size(Rng& rng, std::int64_t items, DType dtype = DType::f32) const override {
-    return sample_items(rng, items, dtype);
+  void sample_into(Rng& rng, Sequence& out, DType dtype = DType::f32) const override;
+  void sample_size_into(Rng& rng, std::int64_t items, Sequence& out, DType dtype = DType::f32) const override;
+  Sequence sample_items(Rng& rng, std::int64_t items, DType dtype = DType::f32) const {
+    return sample_size(rng, items, dtype);
   }
-  Sequence sample_items(Rng& rng, std::int64_t items, DType dtype = DType::f32) const;
   const char* size_name() const override { return "items"; }
   std::vector<std::int64_t> eval_sizes() const override { return {2, 4, 6, 8, 10, 12, 14, 16, 18, 20}; }
   std::int64_t input_rows() const override { return o_.rows + 2; }
@@ -97,5 +110,7 @@ class RecallTask : public Task {
 
 // Bit errors of logits against a binary target, summed over elements and divided by the batch.
 double bit_errors_per_sequence(const Tensor& logits, const Tensor& target);
+template <class T>
+double bit_errors_per_sequence(const T* logits, const Tensor& target);
 
 }  // namespace matmem

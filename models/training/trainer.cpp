@@ -53,10 +53,11 @@ Trainer::Trainer(const Config& config)
 }
 
 StepStats Trainer::step() {
-  Sequence seq = task_->sample(data_rng_, DType::f32);
+  task_->sample_into(data_rng_, sequence_, DType::f32);
+  const Sequence& seq = sequence_;
   ParameterStore& params = model_->params();
   params.zero_grad();
-  SequenceResult r = unroller_->run(seq);
+  const SequenceResult& r = unroller_->run(seq);
   StepStats stats;
   stats.loss = r.loss.item();
   stats.bits = r.bits;
@@ -69,7 +70,7 @@ StepStats Trainer::step() {
     params.zero_grad();
     tape_.set_anomaly_mode(true);
     try {
-      SequenceResult again = unroller_->run(seq);
+      const SequenceResult& again = unroller_->run(seq);
       tape_.backward(again.loss);
     } catch (const NumericError& e) {
       where = e.what();

@@ -57,6 +57,7 @@ class Trainer {
   Tape tape_;
   std::unique_ptr<Unroller> unroller_;
   Rng data_rng_;
+  Sequence sequence_;  // reused: drawing a batch allocates nothing once the longest has been seen
   std::int64_t step_ = 0;
 };
 

@@ -1,0 +1,522 @@
+#!/usr/bin/python3
+"""Whole training steps in PyTorch (eager mode), for comparison with `matmem bench train`.
+
+These configurations mirror the ones `matmem bench train` times (tools/bench_command.cpp), written as a
+pytorch-ntm-style researcher would: one nn.Module per layer / head, one nn.Parameter per U, V and bias,
+plain eager autograd (no torch.jit, no custom C++/CUDA extensions), float32, one thread
+(torch.set_num_threads(1), torch.set_num_interop_threads(1)).
+
+What is timed (time.perf_counter around each step, one batch per step):
+    optimizer.zero_grad() -> forward over the whole sequence (all frames, outputs only at the target
+    frames) -> loss -> loss.item() -> loss.backward() -> torch.nn.utils.clip_grad_value_(params, 10)
+    -> optimizer.step()
+(matrnn2-dynet: no clipping, RMSprop without momentum). --warmup untimed steps come first, then --steps
+timed ones; the table gives the median, minimum and maximum ms per step and sequences/s (batch / mean
+step time, like matmem's table). Sequences are generated before timing, so data generation is NOT in
+the timed region (matmem's Trainer::step() samples the batch, and also computes the gradient norm and
+bit errors, inside its timed step; those cost well under 1% of a step).
+
+Data: the batches are drawn with a Python port of matmem's Rng (xoshiro256** seeded by splitmix64,
+runtime/random.cpp) from the same data stream as matmem's Trainer (seed ^ 0x5eed5eed5eed5eed), in the
+same order, so with the same --seed (default 1, as `matmem bench train` uses), --warmup and --steps
+both programs time exactly the same sequence lengths and bits. matrnn2-dynet uses Rng(3), as matmem does.
+
+Models (the math of models/ntm/matntm.cpp, models/layers/cells.cpp, models/rnn/recurrent.cpp, ops/):
+    mat(P_1..P_k) = sum_i U_i^T P_i V_i + B  (batched matmul, B broadcast over the batch)
+    MatRNN  H = tanh(mat(x-terms, H_prev));  MatLSTM gates i, f, o = sigmoid(mat(...)) (forget bias 1),
+            C^ = tanh(mat(...)), C = f*C_prev + i*C^, H = o*tanh(C)
+    MatNTM  controller layer 1 sees X and R_prev, later layers the layer below; per head (read heads
+            first, then write heads, all addressing M_{t-1}): key = mat(H), beta = softplus(mat(H)),
+            g = sigmoid(mat(H)), s = softmax(mat(H)) [1, 2S+1], gamma = 1 + softplus(mat(H));
+            w_c = softmax(beta cos(K, M_{t-1})) (Frobenius cosine, eps 1e-8 added to the norm product),
+            w_g = g w_c + (1-g) w_{t-1}, w~ = circular shift (w~_i = sum_j s_j w_{(i-j) mod N}),
+            w = softmax(gamma log(w~ + 1e-12)); read R = sum_i w_i M_{t-1,i};
+            write M = M (1 - w E) + w A with E = sigmoid(mat(H)), A = mat(H); output Y = mat(H, R).
+            Memory starts at 1e-6, w_0 = one-hot on slot 0, R_0 learned, controller states 0.
+    loss    mean over target frames of BCE-with-logits (each a mean over elements) = one BCE mean over
+            the stacked target-frame logits (the frames are the same size).
+
+Configurations (`--config NAME`, repeatable; default all):
+    ntm-copy         MatNTM copy (000 Table 1): batch 16, frames 6x5 -> 5x5, MatRNN 15x15 x2,
+                     120 slots of 6x6, 1 read + 1 write head, S = 1, l ~ U{1..20}, RMSprop lr 1e-4
+                     (alpha 0.95, momentum 0.9, eps 1e-8), clip by value +-10
+    ntm-lstm-copy    the same with a MatLSTM 15x15 x2 controller
+    ntm-recall       MatNTM associative recall: frames 7x5, MatRNN 20x20 x3, k ~ U{2..10} items of
+                     2 matrices, lr 8e-5
+    matrnn-copy      MatRNN copy: MatRNN 15x15 x2, output mat(H2) 5x5
+    vector-ntm-copy  vector NTM, pytorch-ntm copy settings in matmem's form: batch 1, frames 2x8 -> 1x8,
+                     MatLSTM 1x100, 128 slots of 1x20
+    matrnn2-dynet    the fixed C++-peer step (matmem calls it matrnn2-fixed; both names work):
+                     MatRNN 6x5 -> 15x15 x2 -> 5x5, batch 16, the same 21 random binary frames every
+                     step, BCE on the last 10 outputs, RMSprop lr 1e-4 alpha 0.95 eps 1e-8 momentum 0,
+                     no clipping
+
+Run with Debian's python3-torch (PyTorch 1.13), not the pyenv python:
+    /usr/bin/python3 tools/bench_train_torch.py [--config NAME ...] [--steps 30] [--warmup 5]
+                                                [--seed 1] [--json]
+and compare with
+    matmem bench train [--config NAME ...] --steps 30 --warmup 5
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# --------------------------------------------------------------------------------------------------------------
+# matmem's Rng (runtime/random.cpp), so the batches are the ones matmem draws.
+MASK = (1 << 64) - 1
+
+
+def _splitmix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & MASK
+    z = x
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return x, z ^ (z >> 31)
+
+
+class MatmemRng:
+    """xoshiro256** seeded by splitmix64; uniform_int by Lemire's method, bernoulli(p) = uniform() < p."""
+
+    def __init__(self, seed):
+        x = seed & MASK
+        self.s = []
+        for _ in range(4):
+            x, z = _splitmix64(x)
+            self.s.append(z)
+
+    def next(self):
+        s0, s1, s2, s3 = self.s
+        r = (((s1 * 5) & MASK) << 7 | ((s1 * 5) & MASK) >> 57) & MASK
+        r = (r * 9) & MASK
+        t = (s1 << 17) & MASK
+        s2 ^= s0
+        s3 ^= s1
+        s1 ^= s2
+        s0 ^= s3
+        s2 ^= t
+        s3 = ((s3 << 45) | (s3 >> 19)) & MASK
+        self.s = [s0, s1, s2, s3]
+        return r
+
+    def uniform_int(self, lo, hi):  # [lo, hi] inclusive
+        n = hi - lo + 1
+        m = self.next() * n
+        low = m & MASK
+        if low < n:
+            threshold = ((1 << 64) - n) % n
+            while low < threshold:
+                m = self.next() * n
+                low = m & MASK
+        return lo + (m >> 64)
+
+    def bits(self, count):
+        """count Bernoulli(1/2) draws: uniform() < 0.5  <=>  the top bit of next() is 0."""
+        return [0.0 if self.next() >> 63 else 1.0 for _ in range(count)]
+
+
+def random_bits(rng, B, r, c):
+    # matmem stores [B,r,c] batch-interleaved, element (b,i,j) at (i*B + b)*c + j (runtime/shape.hpp), and
+    # fills it in storage order.
+    return torch.tensor(rng.bits(B * r * c), dtype=torch.float32).view(r, B, c).transpose(0, 1).contiguous()
+
+
+def copy_sequence(rng, B, r, c, min_len=1, max_len=20):
+    """models/tasks/tasks.cpp CopyTask: l frames X_i (delimiter row 0), a delimiter frame, l blank frames
+    whose targets are X_1..X_l. Returns (inputs [T,B,r+1,c], targets [l,B,r,c], target step indices)."""
+    l = rng.uniform_int(min_len, max_len)
+    xs = [random_bits(rng, B, r, c) for _ in range(l)]
+    inputs = torch.zeros(2 * l + 1, B, r + 1, c)
+    for t in range(l):
+        inputs[t, :, :r] = xs[t]
+    inputs[l, :, r] = 1.0
+    return inputs, torch.stack(xs), list(range(l + 1, 2 * l + 1))
+
+
+def recall_sequence(rng, B, r, c, n=2, min_items=2, max_items=10):
+    """RecallTask: k items (an item-delimiter frame, then n matrices); a query delimiter, the n matrices of
+    item q, a query delimiter; n blank frames whose targets are item q+1."""
+    k = rng.uniform_int(min_items, max_items)
+    frames, items = [], []
+    for _ in range(k):
+        d = torch.zeros(B, r + 2, c)
+        d[:, r] = 1.0
+        frames.append(d)
+        items.append([])
+        for _ in range(n):
+            items[-1].append(random_bits(rng, B, r, c))
+            f = torch.zeros(B, r + 2, c)
+            f[:, :r] = items[-1][-1]
+            frames.append(f)
+    q = rng.uniform_int(0, k - 2)
+
+    def query_delim():
+        d = torch.zeros(B, r + 2, c)
+        d[:, r + 1] = 1.0
+        frames.append(d)
+
+    query_delim()
+    for m in range(n):
+        f = torch.zeros(B, r + 2, c)
+        f[:, :r] = items[q][m]
+        frames.append(f)
+    query_delim()
+    steps = []
+    for m in range(n):
+        steps.append(len(frames))
+        frames.append(torch.zeros(B, r + 2, c))
+    return torch.stack(frames), torch.stack(items[q + 1]), steps
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Layers.
+class Mat(nn.Module):
+    """mat(P_1..P_k) = sum_i U_i^T P_i V_i + Bias, U_i:[r_i, rows], V_i:[c_i, cols], Bias:[rows, cols]."""
+
+    def __init__(self, in_shapes, rows, cols, bias=0.0):
+        super().__init__()
+        self.U = nn.ParameterList([nn.Parameter(torch.empty(r, rows)) for r, _ in in_shapes])
+        self.V = nn.ParameterList([nn.Parameter(torch.empty(c, cols)) for _, c in in_shapes])
+        self.B = nn.Parameter(torch.full((rows, cols), float(bias)))
+        for p in list(self.U) + list(self.V):
+            nn.init.xavier_uniform_(p)  # Glorot uniform: a = sqrt(6 / (rows + cols))
+
+    def forward(self, *ps):
+        y = self.B
+        for p, u, v in zip(ps, self.U, self.V):
+            y = y + u.t() @ p @ v
+        return y
+
+
+class MatRNNCell(nn.Module):
+    def __init__(self, in_shapes, rows, cols):
+        super().__init__()
+        self.shape = (rows, cols)
+        self.h = Mat(list(in_shapes) + [(rows, cols)], rows, cols)
+
+    def initial(self, B):
+        return (torch.zeros(B, *self.shape),)
+
+    def forward(self, xs, state):
+        return (torch.tanh(self.h(*xs, state[0])),)
+
+
+class MatLSTMCell(nn.Module):
+    def __init__(self, in_shapes, rows, cols):
+        super().__init__()
+        self.shape = (rows, cols)
+        s = list(in_shapes) + [(rows, cols)]
+        self.i = Mat(s, rows, cols)
+        self.f = Mat(s, rows, cols, bias=1.0)
+        self.o = Mat(s, rows, cols)
+        self.c = Mat(s, rows, cols)
+
+    def initial(self, B):
+        return torch.zeros(B, *self.shape), torch.zeros(B, *self.shape)
+
+    def forward(self, xs, state):
+        h, c = state
+        i = torch.sigmoid(self.i(*xs, h))
+        f = torch.sigmoid(self.f(*xs, h))
+        o = torch.sigmoid(self.o(*xs, h))
+        chat = torch.tanh(self.c(*xs, h))
+        c = f * c + i * chat
+        return o * torch.tanh(c), c
+
+
+CELLS = {"rnn": MatRNNCell, "lstm": MatLSTMCell}
+
+
+class Controller(nn.Module):
+    """A stack of cells; layer 1 takes every input term, layer k > 1 the output of layer k-1."""
+
+    def __init__(self, cell, in_shapes, layers):
+        super().__init__()
+        cells, shapes = [], list(in_shapes)
+        for r, c in layers:
+            cells.append(CELLS[cell](shapes, r, c))
+            shapes = [(r, c)]
+        self.cells = nn.ModuleList(cells)
+
+    def initial(self, B):
+        return [cell.initial(B) for cell in self.cells]
+
+    def forward(self, xs, states):
+        new = []
+        for cell, state in zip(self.cells, states):
+            state = cell(xs, state)
+            new.append(state)
+            xs = (state[0],)
+        return xs[0], new
+
+
+# --------------------------------------------------------------------------------------------------------------
+# NTM addressing and memory (ops/cosine_similarity.cpp, circular_shift.cpp, sharpen.cpp, memory_*.cpp).
+def cosine_similarity(k, mem, eps=1e-8):
+    """k [B,r,c], mem [B,N,r,c] -> [B,N]: <K, M_i>_F / (|K|_F |M_i|_F + eps)."""
+    kf = k.flatten(1)  # [B, rc]
+    mf = mem.flatten(2)  # [B, N, rc]
+    dot = (mf @ kf.unsqueeze(2)).squeeze(2)
+    return dot / (kf.norm(dim=1, keepdim=True) * mf.norm(dim=2) + eps)
+
+
+def circular_shift(w, s):
+    """w~_i = sum_{j=-S..S} s_j w_{(i-j) mod N};  w [B,N], s [B,2S+1]."""
+    S = s.shape[1] // 2
+    out = s[:, 0:1] * torch.roll(w, -S, dims=1)
+    for k in range(1, 2 * S + 1):
+        out = out + s[:, k:k + 1] * torch.roll(w, k - S, dims=1)
+    return out
+
+
+def sharpen(w, gamma, eps=1e-12):
+    """(w_i + eps)^gamma / sum_k (w_k + eps)^gamma, computed as softmax(gamma log(w + eps))."""
+    return torch.softmax(gamma * torch.log(w + eps), dim=1)
+
+
+def memory_read(mem, w):
+    """R = sum_i w_i M_i;  mem [B,N,r,c], w [B,N] -> [B,r,c]."""
+    B, N, r, c = mem.shape
+    return (w.unsqueeze(1) @ mem.view(B, N, r * c)).view(B, r, c)
+
+
+def memory_write(mem, w, erase, add):
+    """M (1 - w E) + w A;  w [B,N], E, A [B,r,c]."""
+    wi = w[:, :, None, None]
+    return mem * (1 - wi * erase.unsqueeze(1)) + wi * add.unsqueeze(1)
+
+
+class Head(nn.Module):
+    def __init__(self, h_shape, slot_rows, slot_cols, shift, write):
+        super().__init__()
+        self.write = write
+        hs = [h_shape]
+        self.key = Mat(hs, slot_rows, slot_cols)
+        self.beta = Mat(hs, 1, 1)
+        self.gate = Mat(hs, 1, 1)
+        self.shift = Mat(hs, 1, 2 * shift + 1)
+        self.gamma = Mat(hs, 1, 1)
+        if write:
+            self.erase = Mat(hs, slot_rows, slot_cols)
+            self.add = Mat(hs, slot_rows, slot_cols)
+
+    def address(self, h, mem, w_prev):
+        key = self.key(h)
+        beta = F.softplus(self.beta(h)).flatten(1)  # [B,1]
+        g = torch.sigmoid(self.gate(h)).flatten(1)  # [B,1]
+        s = torch.softmax(self.shift(h), dim=-1).flatten(1)  # [B,2S+1]
+        gamma = 1 + F.softplus(self.gamma(h)).flatten(1)  # [B,1]
+        wc = torch.softmax(beta * cosine_similarity(key, mem), dim=1)
+        wg = g * wc + (1 - g) * w_prev
+        return sharpen(circular_shift(wg, s), gamma)
+
+
+class MatNTM(nn.Module):
+    def __init__(self, in_shape, out_shape, controller="rnn", layers=((15, 15), (15, 15)), slots=120,
+                 slot_shape=(6, 6), read_heads=1, write_heads=1, shift=1):
+        super().__init__()
+        self.N, self.slot_shape = slots, slot_shape
+        self.n_read = read_heads
+        self.controller = Controller(controller, [in_shape] + [slot_shape] * read_heads, layers)
+        h_shape = tuple(layers[-1])
+        self.heads = nn.ModuleList([Head(h_shape, *slot_shape, shift, write=k >= read_heads)
+                                    for k in range(read_heads + write_heads)])
+        self.read0 = nn.ParameterList([nn.Parameter(torch.randn(*slot_shape) * 0.01) for _ in range(read_heads)])
+        self.out = Mat([h_shape] + [slot_shape] * read_heads, *out_shape)
+        w0 = torch.zeros(1, slots)
+        w0[0, 0] = 1.0
+        self.register_buffer("w0", w0)
+
+    def initial(self, B):
+        mem = torch.full((B, self.N, *self.slot_shape), 1e-6)
+        reads = [r.expand(B, *self.slot_shape) for r in self.read0]
+        ws = [self.w0.expand(B, self.N) for _ in self.heads]
+        return self.controller.initial(B), mem, reads, ws
+
+    def forward(self, x, state, need_output):
+        ctrl, mem, reads, ws = state
+        h, ctrl = self.controller([x] + reads, ctrl)
+        new_mem, new_reads, new_ws = mem, [], []
+        for head, w_prev in zip(self.heads, ws):
+            w = head.address(h, mem, w_prev)  # every head addresses M_{t-1}
+            new_ws.append(w)
+            if head.write:
+                new_mem = memory_write(new_mem, w, torch.sigmoid(head.erase(h)), head.add(h))
+            else:
+                new_reads.append(memory_read(mem, w))
+        y = self.out(h, *new_reads) if need_output else None
+        return y, (ctrl, new_mem, new_reads, new_ws)
+
+
+class MatRNNModel(nn.Module):
+    def __init__(self, in_shape, out_shape, layers=((15, 15), (15, 15)), cell="rnn"):
+        super().__init__()
+        self.controller = Controller(cell, [in_shape], layers)
+        self.out = Mat([tuple(layers[-1])], *out_shape)
+
+    def initial(self, B):
+        return self.controller.initial(B)
+
+    def forward(self, x, state, need_output):
+        h, state = self.controller([x], state)
+        return (self.out(h) if need_output else None), state
+
+
+def sequence_loss(model, inputs, targets, target_steps):
+    """Unroller::run: run every frame; loss = mean over target frames of the BCE-with-logits mean."""
+    B = inputs.shape[1]
+    state = model.initial(B)
+    is_target = set(target_steps)
+    outs = []
+    for t in range(inputs.shape[0]):
+        y, state = model(inputs[t], state, t in is_target)
+        if y is not None:
+            outs.append(y)
+    return F.binary_cross_entropy_with_logits(torch.stack(outs), targets)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Configurations.
+def data_rng(seed):
+    return MatmemRng(seed ^ 0x5EED5EED5EED5EED)  # models/training/trainer.cpp data_rng_for
+
+
+def ntm_copy(seed, n, controller="rnn"):
+    rng = data_rng(seed)
+    seqs = [copy_sequence(rng, 16, 5, 5) for _ in range(n)]
+    model = MatNTM((6, 5), (5, 5), controller=controller)
+    return model, seqs, dict(lr=1e-4, momentum=0.9, clip=10.0), 16
+
+
+def ntm_recall(seed, n):
+    rng = data_rng(seed)
+    seqs = [recall_sequence(rng, 16, 5, 5) for _ in range(n)]
+    model = MatNTM((7, 5), (5, 5), layers=((20, 20),) * 3)
+    return model, seqs, dict(lr=8e-5, momentum=0.9, clip=10.0), 16
+
+
+def matrnn_copy(seed, n):
+    rng = data_rng(seed)
+    seqs = [copy_sequence(rng, 16, 5, 5) for _ in range(n)]
+    model = MatRNNModel((6, 5), (5, 5))
+    return model, seqs, dict(lr=1e-4, momentum=0.9, clip=10.0), 16
+
+
+def vector_ntm_copy(seed, n):
+    rng = data_rng(seed)
+    seqs = [copy_sequence(rng, 1, 1, 8) for _ in range(n)]
+    model = MatNTM((2, 8), (1, 8), controller="lstm", layers=((1, 100),), slots=128, slot_shape=(1, 20))
+    return model, seqs, dict(lr=1e-4, momentum=0.9, clip=10.0), 1
+
+
+def matrnn2_dynet(seed, n):
+    # tools/bench_command.cpp time_matrnn_fixed: Rng(3), per step t a 16x6x5 input, then for t >= 11 a target.
+    rng = MatmemRng(3)
+    xs, ys = [], []
+    for t in range(21):
+        xs.append(random_bits(rng, 16, 6, 5))
+        if t >= 11:
+            ys.append(random_bits(rng, 16, 5, 5))
+    seq = (torch.stack(xs), torch.stack(ys), list(range(11, 21)))
+    model = MatRNNModel((6, 5), (5, 5))
+    return model, [seq] * n, dict(lr=1e-4, momentum=0.0, clip=None), 16
+
+
+CONFIGS = {
+    "ntm-copy": lambda s, n: ntm_copy(s, n, "rnn"),
+    "ntm-lstm-copy": lambda s, n: ntm_copy(s, n, "lstm"),
+    "ntm-recall": ntm_recall,
+    "matrnn-copy": matrnn_copy,
+    "vector-ntm-copy": vector_ntm_copy,
+    "matrnn2-dynet": matrnn2_dynet,
+}
+ALIASES = {"matrnn2-fixed": "matrnn2-dynet"}
+
+
+def bench(name, seed, warmup, steps):
+    torch.manual_seed(seed)  # parameter initialisation
+    model, seqs, opt, batch = CONFIGS[name](seed, warmup + steps)
+    params = list(model.parameters())
+    optimizer = torch.optim.RMSprop(params, lr=opt["lr"], alpha=0.95, eps=1e-8, momentum=opt["momentum"])
+
+    def step(seq):
+        optimizer.zero_grad()
+        loss = sequence_loss(model, *seq)
+        value = loss.item()
+        loss.backward()
+        if opt["clip"] is not None:
+            torch.nn.utils.clip_grad_value_(params, opt["clip"])
+        optimizer.step()
+        return value
+
+    for seq in seqs[:warmup]:
+        step(seq)
+    ms, frames, losses = [], [], []
+    for seq in seqs[warmup:]:
+        t0 = time.perf_counter()
+        losses.append(step(seq))
+        ms.append((time.perf_counter() - t0) * 1e3)
+        frames.append(seq[0].shape[0])
+    mean = statistics.fmean(ms)
+    return {
+        "config": name,
+        "steps": len(ms),
+        "warmup": warmup,
+        "ms_per_step_median": statistics.median(ms),
+        "ms_per_step_min": min(ms),
+        "ms_per_step_max": max(ms),
+        "ms_per_step_mean": mean,
+        "sequences_per_s": 1e3 * batch / mean,
+        "batch": batch,
+        "frames_mean": statistics.fmean(frames),
+        "parameters": sum(p.numel() for p in params),
+        "final_loss": losses[-1],
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", action="append", choices=list(CONFIGS) + list(ALIASES),
+                    help="configuration to time (repeatable; default all)")
+    ap.add_argument("--steps", type=int, default=30, help="timed steps per configuration")
+    ap.add_argument("--warmup", type=int, default=5, help="untimed steps first")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the data stream and initialisation")
+    ap.add_argument("--json", action="store_true", help="print one JSON object per configuration")
+    a = ap.parse_args()
+    if a.steps < 1 or a.warmup < 0:
+        ap.error("--steps must be >= 1 and --warmup >= 0")
+
+    torch.set_num_threads(1)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass  # already set (only possible before any parallel work starts)
+    torch.set_default_dtype(torch.float32)
+
+    names = [ALIASES.get(n, n) for n in (a.config or list(CONFIGS))]
+    if not a.json:
+        print(f"training steps (forward, backward, clip, optimiser), float32, PyTorch {torch.__version__} eager, "
+              f"{torch.get_num_threads()} thread; load average {os.getloadavg()[0]:.2f}")
+        print(f"{'config':<18} {'steps':>6} {'ms median':>10} {'ms min':>9} {'ms max':>9} {'sequences/s':>11}")
+    for name in names:
+        r = bench(name, a.seed, a.warmup, a.steps)
+        if a.json:
+            print(json.dumps(r), flush=True)
+        else:
+            print(f"{name:<18} {r['steps']:>6} {r['ms_per_step_median']:>10.3f} {r['ms_per_step_min']:>9.3f} "
+                  f"{r['ms_per_step_max']:>9.3f} {r['sequences_per_s']:>11.1f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
