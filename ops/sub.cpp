@@ -15,10 +15,13 @@ struct SubKernel {
   }
   static void backward(const OpCall<T>& c) {
     T *ga = c.grad_x[0], *gb = c.grad_x[1];
-    ops::for_each_broadcast(c.y_shape, c.x_shape[0], c.x_shape[1], [&](std::int64_t o, std::int64_t oa, std::int64_t ob) {
-      if (ga) ga[oa] += c.grad_y[o];
-      if (gb) gb[ob] -= c.grad_y[o];
-    });
+    // One pass per input, so neither inner loop tests which gradients are wanted.
+    if (ga)
+      ops::for_each_broadcast(c.y_shape, c.x_shape[0], c.x_shape[1],
+                              [&](std::int64_t o, std::int64_t oa, std::int64_t ob) { ga[oa] += c.grad_y[o]; });
+    if (gb)
+      ops::for_each_broadcast(c.y_shape, c.x_shape[0], c.x_shape[1],
+                              [&](std::int64_t o, std::int64_t oa, std::int64_t ob) { gb[ob] -= c.grad_y[o]; });
   }
 };
 constexpr OpDef kOp = make_op<SubKernel>("sub", ops::elementwise_flops);
