@@ -368,7 +368,7 @@ void add_capacity_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "random seed")->capture_default_str();
   cmd->add_option("--depth", o->depth, "queue: truncation depth D of the series over m (eq. 40)")->capture_default_str();
   cmd->add_option("--horizon", o->horizon, "queue: horizon n of the exact finite-time curve")->capture_default_str();
-  cmd->add_option("--checkpoint", o->checkpoint, "take U, V from a safetensors checkpoint")->check(CLI::ExistingFile);
+  cmd->add_option("--checkpoint", o->checkpoint, "take U, V from a checkpoint: a run directory or its checkpoint.safetensors")->check(CLI::ExistingPath);
   cmd->add_option("--prefix", o->prefix, "checkpoint: layer whose <prefix>/h/U, <prefix>/h/V are used")->capture_default_str();
   cmd->add_option("--param-w", o->param_w, "checkpoint: tensor to use as W (default: random, Tr(WᵀW) = 1)");
   cmd->add_option("--csv", o->csv, "write the table as CSV to FILE, or '-' for stdout (text then goes to stderr)");

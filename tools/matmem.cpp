@@ -4,6 +4,7 @@
 
 #include "runtime/blas.hpp"
 #include "runtime/error.hpp"
+#include "tools/capacity_command.hpp"
 #include "tools/commands.hpp"
 
 int main(int argc, char** argv) {
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   matmem::tools::add_eval_command(app);
   matmem::tools::add_gradcheck_command(app);
   matmem::tools::add_bench_command(app);
+  matmem::tools::add_capacity_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

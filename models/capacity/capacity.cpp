@@ -195,8 +195,8 @@ Covariances row_column_covariances(const MatrixNet& net) {
   Covariances cov;
   cov.psi = detail::from_xt(psi);
   cov.sigma = detail::from_xt(sigma);
-  cov.psi_residual = detail::stein_residual(RMat(xt::transpose(u)), u, qpsi, psi);
-  cov.sigma_residual = detail::stein_residual(RMat(xt::transpose(v)), v, qsigma, sigma);
+  cov.psi_residual = detail::stein_residual(RMat(xt::transpose(u)), u, qpsi, psi) / xt::amax(xt::abs(psi))();
+  cov.sigma_residual = detail::stein_residual(RMat(xt::transpose(v)), v, qsigma, sigma) / xt::amax(xt::abs(sigma))();
   return cov;
 }
 

@@ -36,7 +36,6 @@
 //   C = ε Σ_k A^k A^{kT} (C = A C Aᵀ + ε I),  J(i) = vᵀ A^{iT} C⁻¹ A^i v,  I(v) = ‖v‖² / ε.
 #pragma once
 #include <cstddef>
-#include <string>
 #include <vector>
 
 namespace matmem::capacity {
@@ -78,7 +77,8 @@ struct VectorNet {
   double eps = 1.0;
 };
 
-// The row and column covariances of eq. 49, with the residuals max|Ψ − UᵀΨU − ε₁I| and the same for Σ.
+// The row and column covariances of eq. 49, with the relative residuals max|Ψ − UᵀΨU − ε₁I| / max|Ψ| and the
+// same for Σ (Bartels–Stewart is backward stable, so these sit near machine precision times ‖U‖²).
 struct Covariances {
   Matrix psi, sigma;
   double psi_residual = 0, sigma_residual = 0;

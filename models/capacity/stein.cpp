@@ -103,28 +103,39 @@ CMat solve_stein(const Schur& a, const Schur& b, const CMat& c) {
   // c̃ = Qaᴴ C Qb, kept transposed (row j = column j of c̃) so that each column solve is contiguous.
   const CMat ct = xt::transpose(xt::linalg::dot(xt::linalg::dot(adjoint(a.q), c), b.q));
   CMat yt = CMat::from_shape({m, n});  // yᵀ: row j is column j of Y
-  const CMat& ta = a.t;
-  const CMat& tb = b.t;
+  // Raw row-major pointers and a plain complex product (no C99 Annex G NaN recovery, which std::complex's
+  // operator* calls out for): the loops below are the O(n²m + nm²) core.
+  auto mul = [](cplx x, cplx z) {
+    return cplx(x.real() * z.real() - x.imag() * z.imag(), x.real() * z.imag() + x.imag() * z.real());
+  };
+  const cplx* ta = a.t.data();
+  const cplx* tb = b.t.data();
+  const cplx* ctp = ct.data();
+  cplx* y = yt.data();
   std::vector<cplx> s(n), rhs(n);
   for (std::size_t j = 0; j < m; ++j) {
     // s = Σ_{l<j} Tb[l,j] y_l,  rhs = c̃_j + Ta s
     std::fill(s.begin(), s.end(), cplx(0));
     for (std::size_t l = 0; l < j; ++l) {
-      const cplx f = tb(l, j);
+      const cplx f = tb[l * m + j];
       if (f == cplx(0)) continue;
-      for (std::size_t i = 0; i < n; ++i) s[i] += f * yt(l, i);
+      const cplx* yl = y + l * n;
+      for (std::size_t i = 0; i < n; ++i) s[i] += mul(f, yl[i]);
     }
     for (std::size_t i = 0; i < n; ++i) {
-      cplx acc = ct(j, i);
-      for (std::size_t k = i; k < n; ++k) acc += ta(i, k) * s[k];
+      const cplx* row = ta + i * n;
+      cplx acc = ctp[j * n + i];
+      for (std::size_t k = i; k < n; ++k) acc += mul(row[k], s[k]);
       rhs[i] = acc;
     }
-    // (I − β Ta) y = rhs, back substitution, β = Tb[j,j].
-    const cplx beta = tb(j, j);
+    // (I − β Ta) y_j = rhs, back substitution, β = Tb[j,j].
+    const cplx beta = tb[j * m + j];
+    cplx* yj = y + j * n;
     for (std::size_t ii = n; ii-- > 0;) {
-      cplx acc = rhs[ii];
-      for (std::size_t k = ii + 1; k < n; ++k) acc += beta * ta(ii, k) * yt(j, k);
-      yt(j, ii) = acc / (cplx(1) - beta * ta(ii, ii));
+      const cplx* row = ta + ii * n;
+      cplx acc = 0;
+      for (std::size_t k = ii + 1; k < n; ++k) acc += mul(row[k], yj[k]);
+      yj[ii] = (rhs[ii] + beta * acc) / (cplx(1) - beta * row[ii]);
     }
   }
   // X = Qa Y Qbᴴ

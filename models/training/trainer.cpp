@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/training/adam.hpp"
-#include "models/training/checkpoint.hpp"
+#include "runtime/safetensors.hpp"
 #include "models/training/clip.hpp"
 #include "models/training/rmsprop.hpp"
 #include "runtime/error.hpp"

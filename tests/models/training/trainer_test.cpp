@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "models/training/checkpoint.hpp"
+#include "runtime/safetensors.hpp"
 #include "models/training/trainer.hpp"
 
 using namespace matmem;

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "models/training/checkpoint.hpp"
+#include "runtime/safetensors.hpp"
 #include "runtime/error.hpp"
 
 using namespace matmem;
@@ -12,7 +12,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 std::string temp_path(const char* name) {
-  auto dir = std::filesystem::temp_directory_path() / "matmem_checkpoint_test";
+  auto dir = std::filesystem::temp_directory_path() / "matmem_safetensors_test";
   std::filesystem::create_directories(dir);
   return (dir / name).string();
 }

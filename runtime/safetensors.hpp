@@ -1,4 +1,5 @@
-// Checkpoints in the safetensors format, so Python reads them with `safetensors` or 20 lines of numpy:
+// Named tensors in the safetensors format (matmem's checkpoints), readable from Python with `safetensors`
+// or a few lines of numpy:
 //   8 bytes: N, the header's length (little-endian u64);  N bytes: a JSON header
 //   {"<name>": {"dtype": "F32"|"F64", "shape": [...], "data_offsets": [begin, end]}, ...,
 //    "__metadata__": {"<key>": "<string>", ...}};  then the raw little-endian data, offsets relative to it.

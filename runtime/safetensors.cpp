@@ -1,4 +1,4 @@
-#include "models/training/checkpoint.hpp"
+#include "runtime/safetensors.hpp"
 
 #include <bit>
 #include <cerrno>
