@@ -7,6 +7,7 @@
 #include <new>
 
 #include "models/training/trainer.hpp"
+#include "small_config.hpp"
 
 namespace {
 std::atomic<long> allocations{0};
@@ -26,16 +27,7 @@ using namespace matmem;
 TEST_CASE("training steps allocate nothing once every sequence length has been seen", "[trainer][memory]") {
   for (const char* model : {"ntm", "matlstm"}) {
     INFO(model);
-    Config c;
-    c.set("model", model, "test");
-    c.set("model.layers", "\"4x3,3x3\"", "test");
-    c.set("task.rows", "2", "test");
-    c.set("task.cols", "3", "test");
-    c.set("task.max_length", "3", "test");
-    c.set("batch", "4", "test");
-    c.set("ntm.slots", "6", "test");
-    c.set("ntm.slot_rows", "2", "test");
-    c.set("ntm.slot_cols", "2", "test");
+    Config c = testing::small_config(model, 3, 4);
     c.set("clip.norm", "1", "test");
     Trainer t(c);
     for (int k = 0; k < 60; ++k) t.step();  // P(a length of 1..3 unseen in 60 draws) < 1e-10

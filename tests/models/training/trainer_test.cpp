@@ -4,26 +4,14 @@
 #include <fstream>
 
 #include "runtime/safetensors.hpp"
+#include "small_config.hpp"
 #include "models/training/trainer.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;
 
 namespace {
-Config small(const std::string& model) {
-  Config c;
-  c.set("model", model, "test");
-  c.set("model.layers", "\"4x3,3x3\"", "test");
-  c.set("task.rows", "2", "test");
-  c.set("task.cols", "3", "test");
-  c.set("task.max_length", "4", "test");
-  c.set("batch", "3", "test");
-  c.set("ntm.slots", "6", "test");
-  c.set("ntm.slot_rows", "2", "test");
-  c.set("ntm.slot_cols", "2", "test");
-  c.set("lr", "0.01", "test");
-  return c;
-}
+Config small(const std::string& model) { return testing::small_config(model); }
 std::string temp_dir(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() / "matmem_trainer_test" / name;
   std::filesystem::remove_all(dir);
