@@ -50,7 +50,9 @@ struct Comparison {
     const double err = std::abs(a - n);
     const double scale = std::max(std::abs(a), std::abs(n));
     report.max_abs_error = std::max(report.max_abs_error, err);
-    if (scale > 0) report.max_rel_error = std::max(report.max_rel_error, err / scale);
+    // Relative to the larger magnitude, floored at atol/rtol so that near-zero entries (where the test is
+    // the absolute one) do not read as 100% errors.
+    report.max_rel_error = std::max(report.max_rel_error, err / std::max(scale, opt.atol / opt.rtol));
     return err <= opt.atol + opt.rtol * scale && std::isfinite(a) && std::isfinite(n);
   }
 };

@@ -6,7 +6,8 @@
 //     dL/de ≈ (<g, f(e + h)> - <g, f(e - h)>) / 2h.
 // With `full_jacobian`, every column of the numerical Jacobian dy/de is compared as well with the rows
 // the tape gives for one-hot upstream gradients (one backward per output element).
-// An element passes when |analytical - numerical| <= atol + rtol * max(|analytical|, |numerical|).
+// An element passes when |analytical - numerical| <= atol + rtol * max(|analytical|, |numerical|); the
+// reported relative error is |analytical - numerical| / max(|analytical|, |numerical|, atol / rtol).
 // When something fails, `locate_op` gradchecks every op node of the tape alone at the values it saw, and
 // the report names the first op whose own backward disagrees with its forward.
 #pragma once
