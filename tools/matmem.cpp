@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
   } catch (const matmem::Error& e) {
     fmt::print(stderr, "matmem: {}\n", e.what());
     return 1;
+  } catch (const std::exception& e) {  // file system, JSON or allocation failures from below
+    fmt::print(stderr, "matmem: {}\n", e.what());
+    return 1;
   }
   return 0;
 }
