@@ -2,6 +2,7 @@
 // 15x15 hidden, 120 slots of 6x6), float32, one thread; plus the tape's fixed cost per op.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
@@ -273,15 +274,83 @@ int bench_train(const Options& o) {
     fmt::print("  matrnn2-fixed: 2-layer MatRNN, batch 16, 21 fixed steps, BCE on the last 10, RMSprop (no momentum/clip)\n");
   return 0;
 }
+// --- bench scaling -------------------------------------------------------------------------------------------
+// ms/step of the paper's MatNTM copy step as one size grows with the others at the paper's values; every
+// sequence has a fixed length (min = max) so the steps are alike. The growth exponent is the least-squares
+// slope of log(ms) on log(size) (1 = linear).
+struct Sweep {
+  const char* name;
+  std::vector<std::int64_t> sizes;
+  std::vector<std::string> (*sets)(std::int64_t size);
+};
+
+double slope(const std::vector<double>& x, const std::vector<double>& y) {
+  double mx = 0, my = 0;
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    mx += std::log(x[k]);
+    my += std::log(y[k]);
+  }
+  mx /= double(x.size());
+  my /= double(y.size());
+  double sxy = 0, sxx = 0;
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    sxy += (std::log(x[k]) - mx) * (std::log(y[k]) - my);
+    sxx += (std::log(x[k]) - mx) * (std::log(x[k]) - mx);
+  }
+  return sxy / sxx;
+}
+
+int bench_scaling(const Options& o) {
+  const std::vector<Sweep> sweeps = {
+      {"length", {10, 20, 50, 100, 200},
+       [](std::int64_t n) { return std::vector<std::string>{fmt::format("task.min_length={}", n), fmt::format("task.max_length={}", n)}; }},
+      {"slots", {32, 64, 128, 256, 512, 1024},
+       [](std::int64_t n) { return std::vector<std::string>{fmt::format("ntm.slots={}", n)}; }},
+      {"matrix", {4, 8, 16, 32, 64},
+       [](std::int64_t n) {
+         return std::vector<std::string>{fmt::format("model.layers=\"{0}x{0},{0}x{0}\"", n),
+                                         fmt::format("ntm.slot_rows={}", n), fmt::format("ntm.slot_cols={}", n)};
+       }},
+      {"batch", {1, 4, 16, 64, 256}, [](std::int64_t n) { return std::vector<std::string>{fmt::format("batch={}", n)}; }},
+  };
+  fmt::print("MatNTM copy (paper config, sequences of fixed length 10 unless swept), float32, one thread, {} steps each\n",
+             o.steps);
+  fmt::print("{:<8} {:>6} {:>10} {:>12} {:>9}\n", "sweep", "size", "ms/step", "sequences/s", "RSS MiB");
+  for (const Sweep& sw : sweeps) {
+    if (!o.configs.empty() && std::find(o.configs.begin(), o.configs.end(), sw.name) == o.configs.end()) continue;
+    std::vector<double> xs, ms;
+    for (std::int64_t n : sw.sizes) {
+      Config c;
+      c.apply_preset("ntm", "copy");
+      c.set("task.min_length", "10", "scaling");
+      c.set("task.max_length", "10", "scaling");
+      for (const std::string& kv : sw.sets(n)) c.set(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1), "scaling");
+      Trainer t(c);
+      const StepTimes st = time_trainer(t, 1, o.steps);
+      double mean = 0;
+      for (double v : st.ms) mean += v;
+      mean /= double(st.ms.size());
+      xs.push_back(double(n));
+      ms.push_back(mean);
+      fmt::print("{:<8} {:>6} {:>10.2f} {:>12.1f} {:>9.1f}\n", sw.name, n, mean, 1e3 * double(c.integer("batch")) / mean,
+                 peak_rss_mib());
+      std::fflush(stdout);
+    }
+    fmt::print("{:<8} growth exponent (log-log slope of ms/step): {:.2f}\n", sw.name, slope(xs, ms));
+  }
+  return 0;
+}
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("bench", "Time ops or whole training steps on one thread");
-  cmd->add_option("what", o->what, "What to time: ops or train")->required()->check(CLI::IsMember({"ops", "train"}));
+  cmd->add_option("what", o->what, "What to time: ops, train or scaling")
+      ->required()
+      ->check(CLI::IsMember({"ops", "train", "scaling"}));
   cmd->add_option("--config", o->configs,
                   "train: configurations to time (ntm-copy, ntm-lstm-copy, ntm-recall, matrnn-copy, vector-ntm-copy, "
-                  "matrnn2-fixed; default all)");
+                  "matrnn2-fixed; default all); scaling: sweeps to run (length, slots, matrix, batch)");
   cmd->add_option("--steps", o->steps, "train: timed steps per configuration")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "train: untimed steps first")->capture_default_str();
   cmd->add_option("--op", o->op, "Time one op only");
@@ -291,6 +360,7 @@ void add_bench_command(CLI::App& app) {
   cmd->callback([o] {
     if (o->what == "ops") bench_ops(*o);
     if (o->what == "train") bench_train(*o);
+    if (o->what == "scaling") bench_scaling(*o);
   });
 }
 
