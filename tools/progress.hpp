@@ -10,6 +10,7 @@ class Progress {
       : total_(total), terminal_(terminal), quiet_(quiet) {}
   void update(std::int64_t step, double loss, double bits, double seconds_per_step);
   void finish();
+  bool terminal() const { return terminal_ && !quiet_; }
 
  private:
   std::int64_t total_;

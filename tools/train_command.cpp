@@ -129,7 +129,7 @@ void run(const Options& o) {
                c.integer("seed"), out);
   Progress progress(total, ::isatty(STDOUT_FILENO), o.json);
   const auto t0 = std::chrono::steady_clock::now();
-  double loss = 0, bits = 0, norm = 0, frames = 0, last_loss = 0, last_bits = 0;
+  double loss = 0, bits = 0, norm = 0, frames = 0, last_loss = 0, last_bits = 0, last_draw = 0;
   std::int64_t n = 0, done_here = 0;
   while (trainer->steps_done() < total) {
     const StepStats s = trainer->step();
@@ -141,6 +141,10 @@ void run(const Options& o) {
     ++done_here;
     const std::int64_t step = trainer->steps_done();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (progress.terminal() && secs - last_draw > 0.2) {  // redraw the bar with the window so far
+      progress.update(step, loss / n, bits / n, secs / double(done_here));
+      last_draw = secs;
+    }
     if (step % log_every == 0 || step == total) {
       last_loss = loss / n;
       last_bits = bits / n;
