@@ -31,6 +31,7 @@ struct CosineSimilarityKernel {
       std::fill(acc_d, acc_d + 2 * BC, T(0));
       for (std::int64_t i = 0; i < R; ++i) {
         const T *kr = k + i * BC, *mr = mem + (n * R + i) * BC;
+#pragma GCC ivdep
         for (std::int64_t q = 0; q < BC; ++q) {
           acc_d[q] += kr[q] * mr[q];
           acc_m[q] += mr[q] * mr[q];
@@ -80,13 +81,19 @@ struct CosineSimilarityKernel {
       for (std::int64_t i = 0; i < R; ++i) {
         const std::int64_t off = (n * R + i) * BC;
         const T *kr = k + i * BC, *mr = mem + off;
-        if (gk) {
-          T* gr = gk + i * BC;
-          for (std::int64_t q = 0; q < BC; ++q) gr[q] += an[q] * mr[q];
-        }
-        if (gm) {
-          T* gr = gm + off;
-          for (std::int64_t q = 0; q < BC; ++q) gr[q] += an[q] * kr[q] - cn[q] * mr[q];
+        T *gkr = gk ? gk + i * BC : nullptr, *gmr = gm ? gm + off : nullptr;
+        if (gkr && gmr) {  // one pass over the slot row for both gradients
+#pragma GCC ivdep
+          for (std::int64_t q = 0; q < BC; ++q) {
+            gkr[q] += an[q] * mr[q];
+            gmr[q] += an[q] * kr[q] - cn[q] * mr[q];
+          }
+        } else if (gkr) {
+#pragma GCC ivdep
+          for (std::int64_t q = 0; q < BC; ++q) gkr[q] += an[q] * mr[q];
+        } else if (gmr) {
+#pragma GCC ivdep
+          for (std::int64_t q = 0; q < BC; ++q) gmr[q] += an[q] * kr[q] - cn[q] * mr[q];
         }
       }
     }

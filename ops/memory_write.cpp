@@ -24,6 +24,7 @@ struct MemoryWriteKernel {
         const std::int64_t off = (n * R + i) * BC;
         const T *er = e + i * BC, *ar = a + i * BC, *mr = mem + off;
         T* yr = c.y + off;
+#pragma GCC ivdep
         for (std::int64_t q = 0; q < BC; ++q) yr[q] = mr[q] * (T(1) - wn[q] * er[q]) + wn[q] * ar[q];
       }
     }
@@ -43,16 +44,20 @@ struct MemoryWriteKernel {
         const T *g = c.grad_y + off, *mr = mem + off, *er = e + i * BC, *ar = a + i * BC;
         if (gm) {
           T* gr = gm + off;
+#pragma GCC ivdep
           for (std::int64_t q = 0; q < BC; ++q) gr[q] += g[q] * (T(1) - wn[q] * er[q]);
         }
         if (gw)
+#pragma GCC ivdep
           for (std::int64_t q = 0; q < BC; ++q) acc[q] += g[q] * (ar[q] - mr[q] * er[q]);
         if (ge) {
           T* gr = ge + i * BC;
+#pragma GCC ivdep
           for (std::int64_t q = 0; q < BC; ++q) gr[q] -= wn[q] * g[q] * mr[q];
         }
         if (ga) {
           T* gr = ga + i * BC;
+#pragma GCC ivdep
           for (std::int64_t q = 0; q < BC; ++q) gr[q] += wn[q] * g[q];
         }
       }
