@@ -54,6 +54,7 @@ class Tape {
   // Leaves.
   // A value the caller owns; the tape keeps a pointer to it until clear(), no copy.
   Var input(const Tensor& value, bool requires_grad = false);
+  Var input(Tensor&& value, bool requires_grad = false) = delete;  // a temporary would dangle
   Var input(TensorView<const float> value, bool requires_grad = false);
   Var input(TensorView<const double> value, bool requires_grad = false);
   Var constant(Shape shape, double fill);  // a value held by the tape
