@@ -47,11 +47,13 @@ void run(const Options& o) {
   Tape& tape = trainer->tape();
   Unroller unroller(trainer->model(), tape);
   NoGrad no_grad(tape);
+  Sequence seq;  // outlives each run: the tape points into its frames
   for (std::int64_t size : sizes) {
     Rng rng(o.seed + std::uint64_t(size));
     double bits = 0, loss = 0, lo = 1e300, hi = 0;
     for (int k = 0; k < o.batches; ++k) {
-      const SequenceResult& r = unroller.run(task.sample_size(rng, size));
+      task.sample_size_into(rng, size, seq);
+      const SequenceResult& r = unroller.run(seq);
       bits += r.bits;
       loss += r.loss.item();
       lo = std::min(lo, r.bits);
