@@ -75,6 +75,17 @@ def run_one(matmem, out, name, args):
     return name, r.returncode, r.stdout.strip()
 
 
+def first_below(rows, threshold, window=1000):
+    """The first logged step at which the mean bit error over the last `window` steps is below threshold."""
+    for k in range(len(rows)):
+        if rows[k]["step"] < window:
+            continue
+        recent = [r["bits_per_sequence"] for r in rows[:k + 1] if r["step"] > rows[k]["step"] - window]
+        if sum(recent) / len(recent) < threshold:
+            return int(rows[k]["step"])
+    return None
+
+
 def summarize(plan, out, runs):
     lines = []
     if plan == "vector-ntm":
@@ -82,19 +93,15 @@ def summarize(plan, out, runs):
                   "|---|---|---|---|"]
         for name, _ in runs:
             rows = read_metrics(os.path.join(out, name, "metrics.csv"))
-            first, final = None, float("nan")
-            for k in range(len(rows)):
-                window = [r for r in rows[:k + 1] if r["step"] > rows[k]["step"] - 1000]
-                if rows[k]["step"] >= 1000:
-                    mean = sum(r["bits_per_sequence"] for r in window) / len(window)
-                    final = mean
-                    if first is None and mean < 1.0:
-                        first = int(rows[k]["step"])
+            first = first_below(rows, 1.0)
+            last = [r["bits_per_sequence"] for r in rows if rows and r["step"] > rows[-1]["step"] - 1000]
+            final = sum(last) / len(last) if last else float("nan")
             secs = rows[-1]["seconds"] if rows else float("nan")
             lines.append(f"| {name.split('seed')[-1]} | {first if first else 'not reached'} | {final:.2f} | {secs:.0f} |")
     else:
-        lines += ["| model | seed | steps | final bits/sequence (mean of last 1000 steps) | final loss | seconds |",
-                  "|---|---|---|---|---|---|"]
+        lines += ["| model | seed | steps | final bits/sequence (mean of last 1000 steps) | final loss | "
+                  "first step with a 1000-step mean < 1 bit | seconds |",
+                  "|---|---|---|---|---|---|---|"]
         for name, _ in runs:
             rows = read_metrics(os.path.join(out, name, "metrics.csv"))
             if not rows:
@@ -105,7 +112,7 @@ def summarize(plan, out, runs):
             loss = sum(r["loss"] for r in last) / len(last)
             model, seed = name.split("/")[1], name.split("seed")[-1]
             lines.append(f"| {model.replace('_', ' ')} | {seed} | {int(rows[-1]['step'])} | {bits:.2f} | {loss:.4f} | "
-                         f"{rows[-1]['seconds']:.0f} |")
+                         f"{first_below(rows, 1.0) or 'not reached'} | {rows[-1]['seconds']:.0f} |")
     text = "\n".join(lines)
     with open(os.path.join(out, f"{plan}.md"), "w") as f:
         f.write(text + "\n")
