@@ -45,6 +45,10 @@ Var mean(Var x);             // Σ / count -> [1,1,1]
 // --- memory addressing (NTM) ---------------------------------------------------------------------------------
 // cos(K, M_i) = <K, M_i>_F / (‖K‖_F ‖M_i‖_F + ε), ε = 1e-8.  K:[B,r,c], M:[B,N,r,c] -> [B,N]  (ops/cosine_similarity.cpp)
 Var cosine_similarity(Var key, Var memory);
+// The same for H keys in one pass over the memory: -> [B,H,N], row h for key h (take it with row()).
+Var cosine_similarity(std::span<const Var> keys, Var memory);
+// Row h of x:[B,H,N] -> [B,N]  (ops/row.cpp)
+Var row(Var x, std::int64_t h);
 // w̃_i = Σ_{j=-S..S} s_j w_{(i-j) mod N}.  w:[B,N], s:[B,2S+1] -> [B,N]  (ops/circular_shift.cpp)
 Var circular_shift(Var w, Var s);
 // w_i = (w̃_i + ε)^γ / Σ_k (w̃_k + ε)^γ, ε = 1e-12.  w̃:[B,N] (≥ 0), γ:[B,1] -> [B,N]  (ops/sharpen.cpp)

@@ -68,30 +68,45 @@ void MatNTM::step(Step& s) {
     terms[0] = {"x", h};
     nterms = 1;
   }
-  // 2–4. Heads address M_{t−1}; reads read it; writes then update it in order.
+  // 2–4. Heads address M_{t−1}; reads read it; writes then update it in order. Every head's projections
+  // are made in head order (so parameters are created, and initialised, in that order), then one
+  // cosine_similarity call compares all keys with M_{t−1} in a single pass over it.
   const Var m_prev = s.state("memory");
+  const std::size_t H = heads_.size();
+  struct Projections {
+    Var beta, gate, shift, gamma, erase, added;
+  };
+  std::array<Projections, 16> p;
+  std::array<Var, 16> keys;
+  const NamedTerm in[] = {{"h", h}};
+  for (std::size_t k = 0; k < H; ++k) {
+    const Head& head = heads_[k];
+    keys[k] = s.mat(head.key, in, c.slot_rows, c.slot_cols);
+    p[k].beta = softplus(s.mat(head.beta, in, 1, 1));
+    p[k].gate = sigmoid(s.mat(head.gate, in, 1, 1));
+    p[k].shift = softmax(s.mat(head.shift, in, 1, 2 * c.shift + 1));
+    p[k].gamma = affine(softplus(s.mat(head.gamma, in, 1, 1)), 1.0, 1.0);
+    if (head.write) {
+      p[k].erase = sigmoid(s.mat(head.erase, in, c.slot_rows, c.slot_cols));
+      p[k].added = s.mat(head.add, in, c.slot_rows, c.slot_cols);
+    }
+  }
+  const Var similarity = cosine_similarity(std::span<const Var>(keys.data(), H), m_prev);  // [B,H,N]
   Var m = m_prev;
   std::array<Var, 16> reads;
   int read = 0;
-  for (const Head& head : heads_) {
-    const NamedTerm in[] = {{"h", h}};
-    Var key = s.mat(head.key, in, c.slot_rows, c.slot_cols);
-    Var beta = softplus(s.mat(head.beta, in, 1, 1));
-    Var gate = sigmoid(s.mat(head.gate, in, 1, 1));
-    Var shift = softmax(s.mat(head.shift, in, 1, 2 * c.shift + 1));
-    Var gamma = affine(softplus(s.mat(head.gamma, in, 1, 1)), 1.0, 1.0);
-    Var wc = softmax(hadamard(beta, cosine_similarity(key, m_prev)));
-    Var wg = add(hadamard(gate, wc), hadamard(one_minus(gate), s.state(head.weighting)));
-    Var w = sharpen(circular_shift(wg, shift), gamma);
+  for (std::size_t k = 0; k < H; ++k) {
+    const Head& head = heads_[k];
+    Var wc = softmax(hadamard(p[k].beta, row(similarity, std::int64_t(k))));
+    Var wg = add(hadamard(p[k].gate, wc), hadamard(one_minus(p[k].gate), s.state(head.weighting)));
+    Var w = sharpen(circular_shift(wg, p[k].shift), p[k].gamma);
     s.next(head.weighting, w);
     if (!head.write) {
       reads[read] = memory_read(m_prev, w);
       s.next(reads_[read], reads[read]);
       ++read;
     } else {
-      Var erase = sigmoid(s.mat(head.erase, in, c.slot_rows, c.slot_cols));
-      Var added = s.mat(head.add, in, c.slot_rows, c.slot_cols);
-      m = memory_write(m, w, erase, added);
+      m = memory_write(m, w, p[k].erase, p[k].added);
     }
   }
   s.next("memory", m);

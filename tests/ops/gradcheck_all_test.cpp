@@ -19,7 +19,7 @@ void check_op(const OpEntry& entry, SampleSize size) {
 }  // namespace
 
 TEST_CASE("the registry holds every op of the spec", "[ops]") {
-  for (const char* name : {"bilinear", "mat", "add", "sub", "hadamard", "scale", "sigmoid", "tanh", "relu", "softplus",
+  for (const char* name : {"bilinear", "mat", "add", "sub", "hadamard", "scale", "sigmoid", "tanh", "relu", "softplus", "row",
                            "exp", "softmax", "sum", "cosine_similarity", "circular_shift", "sharpen", "memory_read",
                            "memory_write", "bce_with_logits", "mse", "softmax_cross_entropy"}) {
     INFO(name);
