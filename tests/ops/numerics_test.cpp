@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ops/ops.hpp"
+#include "ops/registry.hpp"
 
 using namespace matmem;
 
@@ -103,4 +104,34 @@ TEST_CASE("bilinear equals Uᵀ P V computed by hand for every batch item", "[op
           for (int c = 0; c < 3; ++c) expect += u.at(0, a, i) * p.at(b, a, c) * v.at(0, c, j);
         CHECK(y.value<double>().at(b, i, j) == Approx(expect));
       }
+}
+
+TEST_CASE("cosine similarity of several keys equals one call per key and passes gradcheck", "[ops][gradcheck]") {
+  for (SampleSize size : {SampleSize::small, SampleSize::large}) {
+    Rng rng(21);
+    const SampleDims d = sample_dims(size);
+    std::vector<GradcheckInput> in = {{"K1", random_tensor(rng, matrices(d.batch, d.mem_rows, d.mem_cols))},
+                                      {"K2", random_tensor(rng, matrices(d.batch, d.mem_rows, d.mem_cols))},
+                                      {"K3", random_tensor(rng, matrices(d.batch, d.mem_rows, d.mem_cols))},
+                                      {"M", random_tensor(rng, memory(d.batch, d.slots, d.mem_rows, d.mem_cols))}};
+    Tape tape(DType::f64);
+    std::vector<Var> v;
+    for (auto& x : in) v.push_back(tape.input(x.value));
+    const Var all = cosine_similarity(std::span<const Var>(v.data(), 3), v[3]);
+    REQUIRE(all.shape() == Shape{d.batch, 1, 3, d.slots});
+    for (int h = 0; h < 3; ++h) {
+      const Var one = cosine_similarity(v[h], v[3]);
+      const Var r = row(all, h);
+      for (std::int64_t k = 0; k < one.shape().numel(); ++k) CHECK(r.value<double>()[k] == Approx(one.value<double>()[k]));
+    }
+    GradcheckOptions opt;
+    opt.full_jacobian = size == SampleSize::small;
+    GradcheckReport report = gradcheck(
+        [](Tape&, std::span<const Var> x) {
+          return add(row(cosine_similarity(x.subspan(0, 3), x[3]), 0), row(cosine_similarity(x.subspan(0, 3), x[3]), 2));
+        },
+        in, nullptr, opt);
+    INFO(report.str());
+    CHECK(report.passed);
+  }
 }
