@@ -30,27 +30,4 @@ class Adam : public Optimizer {
   std::vector<State> state_;
 };
 
-// SGD with momentum, PyTorch's semantics (torch.optim.SGD, dampening 0, not Nesterov):
-//   g ← g + λ p;  μ > 0: b ← μ b + g (b starts at 0, so the first b is g), p ← p − lr b;  else p ← p − lr g.
-// State per parameter p: p/momentum_buffer.
-struct SGDOptions {
-  double lr = 1e-2, momentum = 0.9, weight_decay = 0;
-};
-
-class SGD : public Optimizer {
- public:
-  SGD(ParameterStore& params, SGDOptions options = {});
-  void step() override;
-  const char* name() const override { return "sgd"; }
-  std::map<std::string, Tensor*> state_tensors() override;
-
- private:
-  struct State {
-    Parameter* param;
-    Tensor momentum_buffer;
-  };
-  SGDOptions options_;
-  std::vector<State> state_;
-};
-
 }  // namespace matmem

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/training/adam.hpp"
+#include "models/training/sgd.hpp"
 #include "runtime/safetensors.hpp"
 #include "models/training/clip.hpp"
 #include "models/training/rmsprop.hpp"

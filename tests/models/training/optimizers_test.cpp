@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "models/training/adam.hpp"
+#include "models/training/sgd.hpp"
 #include "models/training/clip.hpp"
 
 using namespace matmem;
