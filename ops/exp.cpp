@@ -12,8 +12,6 @@ struct ExpDef {
   template <class T>
   static void f_n(const T* x, T* y, std::int64_t n) { ops::simd::exp(x, y, n); }
   template <class T>
-  static T f(T x) { return std::exp(x); }
-  template <class T>
   static T df(T, T y) { return y; }
 };
 template <class T>

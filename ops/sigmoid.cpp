@@ -11,13 +11,6 @@ namespace {
 struct SigmoidDef {
   template <class T>
   static void f_n(const T* x, T* y, std::int64_t n) { ops::simd::sigmoid(x, y, n); }
-  // Both branches exponentiate a non-positive number, so neither overflows.
-  template <class T>
-  static T f(T x) {
-    if (x >= 0) return T(1) / (T(1) + std::exp(-x));
-    const T e = std::exp(x);
-    return e / (T(1) + e);
-  }
   template <class T>
   static T df(T, T y) { return y * (T(1) - y); }
 };

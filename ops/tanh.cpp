@@ -12,8 +12,6 @@ struct TanhDef {
   template <class T>
   static void f_n(const T* x, T* y, std::int64_t n) { ops::simd::tanh(x, y, n); }
   template <class T>
-  static T f(T x) { return std::tanh(x); }
-  template <class T>
   static T df(T, T y) { return T(1) - y * y; }
 };
 template <class T>

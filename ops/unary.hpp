@@ -1,9 +1,9 @@
 // Internal: elementwise unary ops y = f(x) from a definition with the value and the derivative:
 //   struct Def { template <class T> static T f(T x); template <class T> static T df(T x, T y); };
 // df gets both x and y so a derivative can reuse the output (tanh: 1 - y², sigmoid: y (1 - y)).
-// A Def may also give `static void f_n(const T* x, T* y, n)`, a vectorised forward over an array
-// (ops/simd.hpp), and `static void df_n(const T* x, const T* y, const T* g, T* gx, n)` accumulating
-// gx += g · f'(x); the kernel then uses them instead of f and df.
+// Instead of f a Def may give `static void f_n(const T* x, T* y, n)`, a vectorised forward over an array
+// (ops/simd.hpp), and instead of df `static void df_n(const T* x, const T* y, const T* g, T* gx, n)`
+// accumulating gx += g · f'(x); the kernel uses whichever form the Def has.
 #pragma once
 #include <cstdint>
 
