@@ -2,17 +2,23 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
 
 #include "autodiff/parameters.hpp"
+#include "autodiff/profile.hpp"
 #include "runtime/error.hpp"
 
 namespace matmem {
 namespace {
 constexpr std::size_t kMaxArity = 64;
+using Clock = std::chrono::steady_clock;
+double ns_since(Clock::time_point t0) { return std::chrono::duration<double, std::nano>(Clock::now() - t0).count(); }
+// The profile's row for the backward pass's gradient zeroing (it has no kernels of its own).
+constexpr OpDef kZeroGrads{"(zero gradients)", nullptr, nullptr, nullptr, nullptr};
 std::atomic<std::uint64_t> next_epoch{1};
 }  // namespace
 
@@ -130,7 +136,13 @@ Var Tape::apply(const OpDef& op, std::span<const Var> in, Shape y_shape, OpAttrs
     c.y_shape = y_shape;
     c.saved = static_cast<T*>(n.saved);
     c.attrs = attrs;
-    op.forward<T>()(c);
+    if (profile_) {
+      const auto t0 = Clock::now();
+      op.forward<T>()(c);
+      profile_->add_forward(op, ns_since(t0), double((y_shape.numel() + saved) * esize));
+    } else {
+      op.forward<T>()(c);
+    }
     if (anomaly_) check_finite(c.y, y_shape, id, "produced");
   });
   return {this, id};
@@ -138,11 +150,35 @@ Var Tape::apply(const OpDef& op, std::span<const Var> in, Shape y_shape, OpAttrs
 
 void* Tape::ensure_grad(Node& n) {
   if (n.grad_live) return n.grad;
+  if (n.grad_released)
+    throw Error(fmt::format("the gradient of an op node with output {} was released after backward used it; "
+                            "call set_retain_grads(true) on the tape before backward to keep it",
+                            n.shape.str()));
   const std::size_t bytes = std::size_t(n.shape.numel()) * size_of(dtype_);
+  if (!n.grad) {
+    for (FreeList& f : free_grads_)
+      if (f.bytes == bytes && !f.buffers.empty()) {
+        n.grad = f.buffers.back();
+        f.buffers.pop_back();
+        break;
+      }
+  }
   if (!n.grad) n.grad = arena_.allocate<std::byte>(bytes);
   std::memset(n.grad, 0, bytes);
   n.grad_live = true;
   return n.grad;
+}
+
+void Tape::release_grad(Node& n) {
+  const std::size_t bytes = std::size_t(n.shape.numel()) * size_of(dtype_);
+  FreeList* list = nullptr;
+  for (FreeList& f : free_grads_)
+    if (f.bytes == bytes) list = &f;
+  if (!list) list = &free_grads_.emplace_back(FreeList{bytes, {}});
+  list->buffers.push_back(n.grad);
+  n.grad = nullptr;
+  n.grad_live = false;
+  n.grad_released = true;
 }
 
 template <class T>
@@ -153,6 +189,7 @@ void Tape::run_backward(std::uint32_t top) {
   for (std::int64_t k = top; k >= 0; --k) {
     Node& n = nodes_[k];
     if (!n.op || !n.requires_grad || !n.grad_live) continue;
+    const auto t0 = profile_ ? Clock::now() : Clock::time_point{};
     for (std::uint32_t a = 0; a < n.arity; ++a) {
       Node& in = nodes_[inputs_[n.first_input + a]];
       xv[a] = static_cast<const T*>(in.value);
@@ -169,11 +206,19 @@ void Tape::run_backward(std::uint32_t top) {
     c.grad_y = static_cast<const T*>(n.grad);
     c.saved = static_cast<T*>(n.saved);
     c.attrs = n.attrs;
-    n.op->backward<T>()(c);
+    if (profile_) {
+      const auto t1 = Clock::now();
+      profile_->add_backward(kZeroGrads, std::chrono::duration<double, std::nano>(t1 - t0).count());
+      n.op->backward<T>()(c);
+      profile_->add_backward(*n.op, ns_since(t1));
+    } else {
+      n.op->backward<T>()(c);
+    }
     if (anomaly_) {
       for (std::uint32_t a = 0; a < n.arity; ++a)
         if (gx[a]) check_finite(gx[a], xs[a], std::uint32_t(k), fmt::format("backward gave input {} a", a).c_str());
     }
+    if (!retain_grads_ && std::uint32_t(k) != top) release_grad(n);
   }
 }
 
@@ -195,13 +240,19 @@ void Tape::backward(Var y, const Tensor& seed) {
   if (seed.shape() != nodes_[y.id].shape || seed.dtype() != dtype_)
     throw ShapeError(fmt::format("backward: seed {} {} does not match output {} {}", seed.shape().str(),
                                  name_of(seed.dtype()), nodes_[y.id].shape.str(), name_of(dtype_)));
-  for (std::uint32_t k = 0; k <= y.id; ++k)
-    if (!nodes_[k].param) nodes_[k].grad_live = false;
+  for (std::uint32_t k = 0; k <= y.id; ++k) {
+    Node& n = nodes_[k];
+    if (n.param) continue;
+    if (n.grad && n.grad_released) n.grad = nullptr;
+    n.grad_live = false;
+    n.grad_released = false;
+  }
   std::memcpy(ensure_grad(nodes_[y.id]), seed.raw(), seed.bytes());
   dispatch(dtype_, [&](auto z) { run_backward<decltype(z)>(y.id); });
 }
 
 void Tape::clear() {
+  for (FreeList& f : free_grads_) f.buffers.clear();  // they pointed into the arena
   nodes_.clear();
   inputs_.clear();
   arena_.reset();

@@ -5,6 +5,10 @@
 // Backward: one reverse loop over the nodes from the output down; a node whose gradient was never
 // reached is skipped; input gradients are zeroed lazily the first time they are accumulated into, and
 // a parameter's gradient accumulates straight into the Parameter (so it survives clear()).
+// Once an op node's own backward has run, nothing reads its gradient again, so its buffer goes back to a
+// free list (by size) and the next gradient of that size reuses it: the backward pass of a long unroll
+// works in a few cache-hot gradient buffers instead of streaming a fresh one per node. Gradients of leaves
+// (inputs, parameters) are kept; set_retain_grads(true) keeps every op node's too (for inspection).
 // Nothing recurses: forward, backward and teardown are loops, so a 1000-step unroll is as safe as a short
 // one. clear() forgets every node but keeps the vectors' capacity and the arena's memory, so a training
 // loop reaches a steady state with no heap allocation per step.
@@ -25,6 +29,7 @@ namespace matmem {
 
 class Tape;
 struct Parameter;
+struct OpProfile;
 
 struct Var {
   Tape* tape = nullptr;
@@ -83,7 +88,13 @@ class Tape {
   // Anomaly mode: every op's output and every gradient it produces is checked for NaN/Inf; the first one
   // found throws NumericError naming the op and node.
   bool anomaly_mode() const { return anomaly_; }
+  // Keep the gradient of every op node after backward (default: released once consumed; reading one
+  // throws). Leaves' gradients are always kept.
+  bool retain_grads() const { return retain_grads_; }
+  void set_retain_grads(bool on) { retain_grads_ = on; }
   void set_anomaly_mode(bool on) { anomaly_ = on; }
+  // Times every kernel into `profile` (nullptr detaches); see autodiff/profile.hpp.
+  void set_profile(OpProfile* profile) { profile_ = profile; }
 
   // Introspection (gradcheck, bench, error messages).
   struct Node {
@@ -98,6 +109,7 @@ class Tape {
     Parameter* param = nullptr;  // set for parameter leaves
     bool requires_grad = false;
     bool grad_live = false;      // grad holds a valid (possibly zero) gradient in this backward pass
+    bool grad_released = false;  // its gradient buffer went back to the free list after its backward
   };
   std::size_t size() const { return nodes_.size(); }
   const Node& node(std::uint32_t id) const { return nodes_[id]; }
@@ -113,6 +125,7 @@ class Tape {
   friend struct Var;
   Var leaf(void* value, Shape shape, bool requires_grad);
   void* ensure_grad(Node& n);
+  void release_grad(Node& n);
   template <class T>
   void run_backward(std::uint32_t top);
   template <class T>
@@ -125,6 +138,14 @@ class Tape {
   std::uint64_t epoch_;  // identifies this tape's current pass; parameters cache their leaf by it
   bool grad_enabled_ = true;
   bool anomaly_ = false;
+  bool retain_grads_ = false;
+  OpProfile* profile_ = nullptr;
+  // Released gradient buffers by byte size (a handful of distinct sizes in practice); emptied by clear().
+  struct FreeList {
+    std::size_t bytes;
+    std::vector<void*> buffers;
+  };
+  std::vector<FreeList> free_grads_;
   Flops flops_;
   // Scratch for one op call (input shapes and pointers), sized once: no per-op initialisation cost.
   std::vector<Shape> call_shapes_;

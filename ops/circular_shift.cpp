@@ -6,6 +6,7 @@
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
+#include "ops/simd.hpp"
 
 namespace matmem {
 namespace {
@@ -41,11 +42,7 @@ struct CircularShiftKernel {
         for_each_run(k - S, N, [&](std::int64_t i0, std::int64_t j0, std::int64_t len) {
           if (gw)
             for (std::int64_t q = 0; q < len; ++q) gw[b * N + j0 + q] += s[k] * g[i0 + q];
-          if (gs) {
-            T acc = 0;
-            for (std::int64_t q = 0; q < len; ++q) acc += w[j0 + q] * g[i0 + q];
-            gs[b * K + k] += acc;
-          }
+          if (gs) gs[b * K + k] += ops::simd::dot(w + j0, g + i0, len);
         });
     }
   }

@@ -9,6 +9,8 @@
 #include <array>
 #include <cmath>
 
+#include <xsimd/xsimd.hpp>
+
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
@@ -19,56 +21,74 @@ namespace {
 constexpr double kEps = 1e-8;
 constexpr std::size_t kMaxKeys = 16;
 
-// saved layout (H keys, BC = B·c): dot [H·B·N], ‖M‖ [B·N], ‖K‖ [H·B], then scratch:
-// ea [H·N·BC] (g/D expanded over slot rows), ecm [N·BC] (Σ_h g d ‖K‖/(D² ‖M‖), expanded),
-// kcoef [H·BC], acc_d [H·BC], acc_m [BC].
+// saved: dot [H·B·N], ‖M‖ [B·N], ‖K‖ [H·B]; then backward scratch: a = g/D [H·B·N], cm = Σ_h g d ‖K‖/(D² ‖M‖)
+// [B·N], kc [H·B]; and per-slot rows of B·c: partial sums [(H+1)·BC], a and cm expanded over c [(H+1)·BC].
+// Nothing scales with N·r·c except the memory itself: every pass streams M (and grad_M) once.
 std::int64_t saved_size(std::int64_t H, const Shape& m) {
   const std::int64_t B = m.batch, N = m.slots, BC = B * m.cols;
-  return H * B * N + B * N + H * B + H * N * BC + N * BC + 3 * H * BC + BC;
+  return 2 * (H * B * N + B * N + H * B) + 2 * (H + 1) * BC;
 }
 
 template <class T>
 struct CosineSimilarityKernel {
+  using V = xsimd::batch<T>;
+  static constexpr std::int64_t W = V::size;
+
   static void forward(const OpCall<T>& c) {
     const int H = c.arity - 1;
     const Shape& m = c.x_shape[H];
     const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
     const T* mem = c.x[H];
     T *dot = c.saved, *nm = dot + H * B * N, *nk = nm + B * N;
-    T* acc_d = nk + H * B + H * N * BC + N * BC + H * BC;
-    T* acc_m = acc_d + H * BC;
-    std::fill(dot, dot + H * B * N + B * N, T(0));
+    T* sums = c.saved + 2 * (H * B * N + B * N + H * B);  // [sm | sd_1 .. sd_H], each BC
+    std::fill(dot, dot + H * B * N + B * N + H * B, T(0));
     for (std::int64_t n = 0; n < N; ++n) {
-      std::fill(acc_d, acc_d + H * BC + BC, T(0));
-      for (std::int64_t i = 0; i < R; ++i) {
-        const T* mr = mem + (n * R + i) * BC;
-#pragma GCC ivdep
-        for (std::int64_t q = 0; q < BC; ++q) acc_m[q] += mr[q] * mr[q];
+      const T* slot = mem + n * R * BC;
+      // Per column q of the slot's rows: Σ_i M², and Σ_i K_h M per head, accumulated in registers.
+      std::int64_t q = 0;
+      for (; q + W <= BC; q += W) {
+        V am(T(0));
+        for (std::int64_t i = 0; i < R; ++i) {
+          const V mv = V::load_unaligned(slot + i * BC + q);
+          am = xsimd::fma(mv, mv, am);
+        }
+        am.store_unaligned(sums + q);
         for (int h = 0; h < H; ++h) {
-          const T* kr = c.x[h] + i * BC;
-          T* ad = acc_d + h * BC;
-#pragma GCC ivdep
-          for (std::int64_t q = 0; q < BC; ++q) ad[q] += kr[q] * mr[q];
+          V ad(T(0));
+          for (std::int64_t i = 0; i < R; ++i)
+            ad = xsimd::fma(V::load_unaligned(c.x[h] + i * BC + q), V::load_unaligned(slot + i * BC + q), ad);
+          ad.store_unaligned(sums + (h + 1) * BC + q);
         }
       }
-      ops::reduce_to_slot(acc_m, B, N, C, n, nm);
-      for (int h = 0; h < H; ++h) ops::reduce_to_slot(acc_d + h * BC, B, N, C, n, dot + h * B * N);
+      for (; q < BC; ++q) {
+        T am = 0;
+        for (std::int64_t i = 0; i < R; ++i) am += slot[i * BC + q] * slot[i * BC + q];
+        sums[q] = am;
+        for (int h = 0; h < H; ++h) {
+          T ad = 0;
+          for (std::int64_t i = 0; i < R; ++i) ad += c.x[h][i * BC + q] * slot[i * BC + q];
+          sums[(h + 1) * BC + q] = ad;
+        }
+      }
+      ops::reduce_to_slot(sums, B, N, C, n, nm);
+      for (int h = 0; h < H; ++h) ops::reduce_to_slot(sums + (h + 1) * BC, B, N, C, n, dot + h * B * N);
     }
-    std::fill(nk, nk + H * B, T(0));
     for (int h = 0; h < H; ++h) {
-      std::fill(acc_d, acc_d + BC, T(0));
+      std::fill_n(sums, BC, T(0));
       for (std::int64_t i = 0; i < R; ++i)
-        for (std::int64_t q = 0; q < BC; ++q) acc_d[q] += c.x[h][i * BC + q] * c.x[h][i * BC + q];
-      ops::reduce_to_slot(acc_d, B, 1, C, 0, nk + h * B);
+        for (std::int64_t q = 0; q < BC; ++q) sums[q] += c.x[h][i * BC + q] * c.x[h][i * BC + q];
+      ops::reduce_to_slot(sums, B, 1, C, 0, nk + h * B);
     }
     for (std::int64_t q = 0; q < H * B; ++q) nk[q] = std::sqrt(nk[q]);
     for (std::int64_t q = 0; q < B * N; ++q) nm[q] = std::sqrt(nm[q]);
     for (int h = 0; h < H; ++h)
-      for (std::int64_t b = 0; b < B; ++b)
-        for (std::int64_t n = 0; n < N; ++n) {
-          const std::int64_t o = (h * B + b) * N + n;
-          c.y[o] = dot[o] / (nk[h * B + b] * nm[b * N + n] + T(kEps));
-        }
+      for (std::int64_t b = 0; b < B; ++b) {
+        const T kn = nk[h * B + b];
+        const T *d = dot + (h * B + b) * N, *mn = nm + b * N;
+        T* y = c.y + (h * B + b) * N;
+#pragma GCC ivdep
+        for (std::int64_t n = 0; n < N; ++n) y[n] = d[n] / (kn * mn[n] + T(kEps));
+      }
   }
 
   static void backward(const OpCall<T>& c) {
@@ -78,57 +98,61 @@ struct CosineSimilarityKernel {
     const T* mem = c.x[H];
     T* gm = c.grad_x[H];
     const T *dot = c.saved, *nm = dot + H * B * N, *nk = nm + B * N;
-    T* ea = c.saved + H * B * N + B * N + H * B;
-    T* ecm = ea + H * N * BC;
-    T* kcoef = ecm + N * BC;
-    std::fill(ecm, ecm + N * BC, T(0));
+    T* a = c.saved + H * B * N + B * N + H * B;
+    T* cm = a + H * B * N;
+    T* kc = cm + B * N;
+    T* ea = kc + H * B;  // a_h expanded over c [H·BC], then cm expanded [BC]
+    T* ecm = ea + H * BC;
+    // Per (h, b, n): a = g/D, and the norm terms' coefficients.
+    std::fill_n(cm, B * N, T(0));
     for (int h = 0; h < H; ++h)
       for (std::int64_t b = 0; b < B; ++b) {
         const T kn = nk[h * B + b];
-        T kc = 0;
+        T kcs = 0;
         for (std::int64_t n = 0; n < N; ++n) {
           const std::int64_t o = (h * B + b) * N + n, q = b * N + n;
           const T den = kn * nm[q] + T(kEps), g = c.grad_y[o];
-          const T a = g / den;
-          const T cm = nm[q] > 0 ? g * dot[o] * kn / (den * den * nm[q]) : T(0);
-          kc += kn > 0 ? g * dot[o] * nm[q] / (den * den * kn) : T(0);
-          T *ear = ea + (h * N + n) * BC + b * C, *ecr = ecm + n * BC + b * C;
-          for (std::int64_t j = 0; j < C; ++j) {
-            ear[j] = a;
-            ecr[j] += cm;
-          }
+          a[o] = g / den;
+          if (nm[q] > 0) cm[q] += g * dot[o] * kn / (den * den * nm[q]);
+          if (kn > 0) kcs += g * dot[o] * nm[q] / (den * den * kn);
         }
-        for (std::int64_t j = 0; j < C; ++j) kcoef[h * BC + b * C + j] = kc;
+        kc[h * B + b] = kcs;
       }
     for (std::int64_t n = 0; n < N; ++n) {
-      const T* cn = ecm + n * BC;
-      for (std::int64_t i = 0; i < R; ++i) {
-        const std::int64_t off = (n * R + i) * BC;
-        const T* mr = mem + off;
-        if (gm) {
-          T* gmr = gm + off;
-#pragma GCC ivdep
-          for (std::int64_t q = 0; q < BC; ++q) gmr[q] -= cn[q] * mr[q];
-        }
-        for (int h = 0; h < H; ++h) {
-          const T *an = ea + (h * N + n) * BC, *kr = c.x[h] + i * BC;
-          if (gm) {
-            T* gmr = gm + off;
-#pragma GCC ivdep
-            for (std::int64_t q = 0; q < BC; ++q) gmr[q] += an[q] * kr[q];
+      const T* slot = mem + n * R * BC;
+      T* gslot = gm ? gm + n * R * BC : nullptr;
+      for (int h = 0; h < H; ++h) ops::expand_slot(a + h * B * N, B, N, C, n, ea + h * BC);
+      ops::expand_slot(cm, B, N, C, n, ecm);
+      std::int64_t q = 0;
+      for (; q + W <= BC; q += W) {
+        const V e = V::load_unaligned(ecm + q);
+        for (std::int64_t i = 0; i < R; ++i) {
+          const V mv = V::load_unaligned(slot + i * BC + q);
+          V g = gslot ? V::load_unaligned(gslot + i * BC + q) - e * mv : V(T(0));
+          for (int h = 0; h < H; ++h) {
+            const V av = V::load_unaligned(ea + h * BC + q);
+            if (gslot) g = xsimd::fma(av, V::load_unaligned(c.x[h] + i * BC + q), g);
+            if (T* gk = c.grad_x[h]) xsimd::fma(av, mv, V::load_unaligned(gk + i * BC + q)).store_unaligned(gk + i * BC + q);
           }
-          if (T* gk = c.grad_x[h]) {
-            T* gkr = gk + i * BC;
-#pragma GCC ivdep
-            for (std::int64_t q = 0; q < BC; ++q) gkr[q] += an[q] * mr[q];
-          }
+          if (gslot) g.store_unaligned(gslot + i * BC + q);
         }
       }
+      for (; q < BC; ++q)
+        for (std::int64_t i = 0; i < R; ++i) {
+          const T mv = slot[i * BC + q];
+          if (gslot) gslot[i * BC + q] -= ecm[q] * mv;
+          for (int h = 0; h < H; ++h) {
+            if (gslot) gslot[i * BC + q] += ea[h * BC + q] * c.x[h][i * BC + q];
+            if (T* gk = c.grad_x[h]) gk[i * BC + q] += ea[h * BC + q] * mv;
+          }
+        }
     }
     for (int h = 0; h < H; ++h)
-      if (T* gk = c.grad_x[h])
+      if (T* gk = c.grad_x[h]) {
+        ops::expand_slot(kc + h * B, B, 1, C, 0, ea);
         for (std::int64_t i = 0; i < R; ++i)
-          for (std::int64_t q = 0; q < BC; ++q) gk[i * BC + q] -= kcoef[h * BC + q] * c.x[h][i * BC + q];
+          for (std::int64_t q = 0; q < BC; ++q) gk[i * BC + q] -= ea[q] * c.x[h][i * BC + q];
+      }
   }
 };
 

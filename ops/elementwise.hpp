@@ -52,4 +52,17 @@ inline void for_each_broadcast(const Shape& y, const Shape& a, const Shape& b, F
       }
 }
 
+// Calls f(o, oa, ob, ja, jb, len) for each run of y.cols results (one row of one batch item), where o, oa, ob
+// are the runs' starts in y, a and b and ja, jb (0 or 1) their strides along the run: a kernel can then
+// turn the gradient of an operand broadcast along the run (stride 0) into one SIMD reduction.
+template <class F>
+inline void for_each_broadcast_row(const Shape& y, const Shape& a, const Shape& b, F&& f) {
+  const Strides sa = strides_in(a, y), sb = strides_in(b, y);
+  std::int64_t o = 0;
+  for (std::int64_t n = 0; n < y.slots; ++n)
+    for (std::int64_t i = 0; i < y.rows; ++i)
+      for (std::int64_t bb = 0; bb < y.batch; ++bb, o += y.cols)
+        f(o, n * sa.n + i * sa.i + bb * sa.b, n * sb.n + i * sb.i + bb * sb.b, sa.j, sb.j, y.cols);
+}
+
 }  // namespace matmem::ops

@@ -11,41 +11,45 @@ namespace matmem {
 namespace {
 template <class T>
 struct MemoryReadKernel {
-  // saved: ew (N × B·c) then one slot's partial sums (B·c)
+  // saved: one slot's expanded weights and partial sums (2 × B·c)
   static void forward(const OpCall<T>& c) {
     const Shape& m = c.x_shape[0];
-    const std::int64_t B = m.batch, N = m.slots, R = m.rows, BC = B * m.cols;
+    const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
     const T* mem = c.x[0];
-    T* ew = c.saved;
-    ops::expand_per_slot(c.x[1], B, N, m.cols, ew);
+    T* wn = c.saved;
     std::fill(c.y, c.y + c.y_shape.numel(), T(0));
-    for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t n = 0; n < N; ++n) {
+      ops::expand_slot(c.x[1], B, N, C, n, wn);
       for (std::int64_t i = 0; i < R; ++i) {
         const T* mr = mem + (n * R + i) * BC;
-        const T* wn = ew + n * BC;
         T* yr = c.y + i * BC;
-        for (std::int64_t q = 0; q < BC; ++q) yr[q] += wn[q] * mr[q];
+        ops::simd_loop<T>(BC, [&](std::int64_t q, auto x) {
+          using X = decltype(x);
+          ops::store(yr + q, ops::load<X>(yr + q) + ops::load<X>(wn + q) * ops::load<X>(mr + q));
+        });
       }
+    }
   }
   static void backward(const OpCall<T>& c) {
     const Shape& m = c.x_shape[0];
-    const std::int64_t B = m.batch, N = m.slots, R = m.rows, BC = B * m.cols;
+    const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
     const T* mem = c.x[0];
     T *gm = c.grad_x[0], *gw = c.grad_x[1];
-    const T* ew = c.saved;
-    T* acc = c.saved + N * BC;
+    T *wn = c.saved, *acc = c.saved + BC;
     for (std::int64_t n = 0; n < N; ++n) {
-      const T* wn = ew + n * BC;
-      if (gw) std::fill(acc, acc + BC, T(0));
+      ops::expand_slot(c.x[1], B, N, C, n, wn);
+      std::fill_n(acc, BC, T(0));
       for (std::int64_t i = 0; i < R; ++i) {
         const T* gr = c.grad_y + i * BC;
         const std::int64_t off = (n * R + i) * BC;
-        if (gm)
-          for (std::int64_t q = 0; q < BC; ++q) gm[off + q] += wn[q] * gr[q];
-        if (gw)
-          for (std::int64_t q = 0; q < BC; ++q) acc[q] += gr[q] * mem[off + q];
+        ops::simd_loop<T>(BC, [&](std::int64_t q, auto x) {
+          using X = decltype(x);
+          const X g = ops::load<X>(gr + q);
+          if (gm) ops::store(gm + off + q, ops::load<X>(gm + off + q) + ops::load<X>(wn + q) * g);
+          if (gw) ops::store(acc + q, ops::load<X>(acc + q) + g * ops::load<X>(mem + off + q));
+        });
       }
-      if (gw) ops::reduce_to_slot(acc, B, N, m.cols, n, gw);
+      if (gw) ops::reduce_to_slot(acc, B, N, C, n, gw);
     }
   }
 };
@@ -61,8 +65,7 @@ Var memory_read(Var memory, Var w) {
   const Shape &m = memory.shape(), &ws = w.shape();
   if (!ops::is_weighting(ws) || ws.batch != m.batch || ws.cols != m.slots)
     ops::shape_error("memory_read", "memory must be [B,N,r,c] and w [B,N] with the same B and N", memory, w);
-  return memory.tape->apply(kOp, {memory, w}, matrices(m.batch, m.rows, m.cols), {},
-                            (m.slots + 1) * m.batch * m.cols);
+  return memory.tape->apply(kOp, {memory, w}, matrices(m.batch, m.rows, m.cols), {}, 2 * m.batch * m.cols);
 }
 
 OpEntry memory_read_entry() {

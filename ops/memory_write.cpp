@@ -11,57 +11,49 @@ namespace matmem {
 namespace {
 template <class T>
 struct MemoryWriteKernel {
-  // saved: ew (N × B·c) then one slot's partial sums (B·c)
+  // saved: one slot's expanded weights and partial sums (2 × B·c)
   static void forward(const OpCall<T>& c) {
     const Shape& m = c.x_shape[0];
-    const std::int64_t B = m.batch, N = m.slots, R = m.rows, BC = B * m.cols;
+    const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
     const T *mem = c.x[0], *e = c.x[2], *a = c.x[3];
-    T* ew = c.saved;
-    ops::expand_per_slot(c.x[1], B, N, m.cols, ew);
+    T* wn = c.saved;
     for (std::int64_t n = 0; n < N; ++n) {
-      const T* wn = ew + n * BC;
+      ops::expand_slot(c.x[1], B, N, C, n, wn);
       for (std::int64_t i = 0; i < R; ++i) {
         const std::int64_t off = (n * R + i) * BC;
         const T *er = e + i * BC, *ar = a + i * BC, *mr = mem + off;
         T* yr = c.y + off;
-#pragma GCC ivdep
-        for (std::int64_t q = 0; q < BC; ++q) yr[q] = mr[q] * (T(1) - wn[q] * er[q]) + wn[q] * ar[q];
+        ops::simd_loop<T>(BC, [&](std::int64_t q, auto x) {
+          using X = decltype(x);
+          const X mv = ops::load<X>(mr + q);
+          ops::store(yr + q, mv + ops::load<X>(wn + q) * (ops::load<X>(ar + q) - mv * ops::load<X>(er + q)));
+        });
       }
     }
   }
   static void backward(const OpCall<T>& c) {
     const Shape& m = c.x_shape[0];
-    const std::int64_t B = m.batch, N = m.slots, R = m.rows, BC = B * m.cols;
+    const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
     const T *mem = c.x[0], *e = c.x[2], *a = c.x[3];
     T *gm = c.grad_x[0], *gw = c.grad_x[1], *ge = c.grad_x[2], *ga = c.grad_x[3];
-    const T* ew = c.saved;
-    T* acc = c.saved + N * BC;
+    T *wn = c.saved, *acc = c.saved + BC;
     for (std::int64_t n = 0; n < N; ++n) {
-      const T* wn = ew + n * BC;
-      if (gw) std::fill(acc, acc + BC, T(0));
+      ops::expand_slot(c.x[1], B, N, C, n, wn);
+      std::fill_n(acc, BC, T(0));
       for (std::int64_t i = 0; i < R; ++i) {
         const std::int64_t off = (n * R + i) * BC;
         const T *g = c.grad_y + off, *mr = mem + off, *er = e + i * BC, *ar = a + i * BC;
-        if (gm) {
-          T* gr = gm + off;
-#pragma GCC ivdep
-          for (std::int64_t q = 0; q < BC; ++q) gr[q] += g[q] * (T(1) - wn[q] * er[q]);
-        }
-        if (gw)
-#pragma GCC ivdep
-          for (std::int64_t q = 0; q < BC; ++q) acc[q] += g[q] * (ar[q] - mr[q] * er[q]);
-        if (ge) {
-          T* gr = ge + i * BC;
-#pragma GCC ivdep
-          for (std::int64_t q = 0; q < BC; ++q) gr[q] -= wn[q] * g[q] * mr[q];
-        }
-        if (ga) {
-          T* gr = ga + i * BC;
-#pragma GCC ivdep
-          for (std::int64_t q = 0; q < BC; ++q) gr[q] += wn[q] * g[q];
-        }
+        ops::simd_loop<T>(BC, [&](std::int64_t q, auto x) {
+          using X = decltype(x);
+          const X gv = ops::load<X>(g + q), wv = ops::load<X>(wn + q), ev = ops::load<X>(er + q);
+          const X mv = ops::load<X>(mr + q);
+          if (gm) ops::store(gm + off + q, ops::load<X>(gm + off + q) + gv * (X(T(1)) - wv * ev));
+          if (gw) ops::store(acc + q, ops::load<X>(acc + q) + gv * (ops::load<X>(ar + q) - mv * ev));
+          if (ge) ops::store(ge + i * BC + q, ops::load<X>(ge + i * BC + q) - wv * gv * mv);
+          if (ga) ops::store(ga + i * BC + q, ops::load<X>(ga + i * BC + q) + wv * gv);
+        });
       }
-      if (gw) ops::reduce_to_slot(acc, B, N, m.cols, n, gw);
+      if (gw) ops::reduce_to_slot(acc, B, N, C, n, gw);
     }
   }
 };
@@ -83,7 +75,7 @@ Var memory_write(Var memory, Var w, Var erase, Var add) {
   const Shape slot = matrices(m.batch, m.rows, m.cols);
   if (erase.shape() != slot) ops::shape_error(op, "erase must be [B,r,c] like one slot of the memory", memory, erase);
   if (add.shape() != slot) ops::shape_error(op, "add must be [B,r,c] like one slot of the memory", memory, add);
-  return memory.tape->apply(kOp, {memory, w, erase, add}, m, {}, (m.slots + 1) * m.batch * m.cols);
+  return memory.tape->apply(kOp, {memory, w, erase, add}, m, {}, 2 * m.batch * m.cols);
 }
 
 OpEntry memory_write_entry() {

@@ -2,10 +2,9 @@
 // Computed as the softmax of u_i = γ log(w_i + ε), so large γ or tiny weights neither overflow nor give
 // 0/0, and with ε the gradient of 0^γ stays finite. With du_i = y_i (g_i - Σ_k g_k y_k):
 //   grad_w_i += du_i γ / (w_i + ε),   grad_γ += Σ_i du_i log(w_i + ε).
-// Saved: log(w + ε) [B,N].
+// Saved: log(w + ε) [B,N], then one row of backward scratch [N].
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
@@ -26,14 +25,11 @@ struct SharpenKernel {
       T *lw = c.saved + b * N, *y = c.y + b * N;
       for (std::int64_t i = 0; i < N; ++i) y[i] = w[i] + T(kEps);
       ops::simd::log(y, lw, N);
-      T m = -std::numeric_limits<T>::infinity();
-      for (std::int64_t i = 0; i < N; ++i) m = std::max(m, gamma * lw[i]);
-      for (std::int64_t i = 0; i < N; ++i) y[i] = gamma * lw[i] - m;
+      for (std::int64_t i = 0; i < N; ++i) y[i] = gamma * lw[i];
+      const T m = ops::simd::max(y, N);
+      for (std::int64_t i = 0; i < N; ++i) y[i] -= m;
       ops::simd::exp(y, y, N);
-      T total = 0;
-      for (std::int64_t i = 0; i < N; ++i) total += y[i];
-      const T inv = T(1) / total;
-      for (std::int64_t i = 0; i < N; ++i) y[i] *= inv;
+      ops::simd::scale(y, T(1) / ops::simd::sum(y, N), N);
     }
   }
   static void backward(const OpCall<T>& c) {
@@ -42,15 +38,12 @@ struct SharpenKernel {
     for (std::int64_t b = 0; b < B; ++b) {
       const T *w = c.x[0] + b * N, *y = c.y + b * N, *g = c.grad_y + b * N, *lw = c.saved + b * N;
       const T gamma = c.x[1][b];
-      T dot = 0;
-      for (std::int64_t i = 0; i < N; ++i) dot += g[i] * y[i];
-      T dgamma = 0;
-      for (std::int64_t i = 0; i < N; ++i) {
-        const T du = y[i] * (g[i] - dot);
-        if (gw) gw[b * N + i] += du * gamma / (w[i] + T(kEps));
-        dgamma += du * lw[i];
-      }
-      if (gg) gg[b] += dgamma;
+      const T dot = ops::simd::dot(g, y, N);
+      T* du = c.saved + B * N;  // one row of scratch
+      for (std::int64_t i = 0; i < N; ++i) du[i] = y[i] * (g[i] - dot);
+      if (gw)
+        for (std::int64_t i = 0; i < N; ++i) gw[b * N + i] += du[i] * gamma / (w[i] + T(kEps));
+      if (gg) gg[b] += ops::simd::dot(du, lw, N);
     }
   }
 };
@@ -63,7 +56,7 @@ Var sharpen(Var w, Var gamma) {
   const Shape &ws = w.shape(), &gs = gamma.shape();
   if (!ops::is_weighting(ws) || !ops::is_scalars(gs) || ws.batch != gs.batch)
     ops::shape_error("sharpen", "w must be [B,N] and gamma [B,1] with the same B", w, gamma);
-  return w.tape->apply(kOp, {w, gamma}, ws, {}, ws.numel());
+  return w.tape->apply(kOp, {w, gamma}, ws, {}, ws.numel() + ws.cols);
 }
 
 OpEntry sharpen_entry() {

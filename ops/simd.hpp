@@ -45,6 +45,56 @@ inline void softplus(const T* x, T* y, std::int64_t n) {
       [](T v) { return std::max(v, T(0)) + std::log1p(std::exp(-std::abs(v))); });
 }
 
+// Reductions. A scalar loop `s += x[k]` is one dependency chain (a few cycles per element, and GCC may not
+// reorder float sums); these keep one SIMD accumulator and reduce it at the end.
+template <class T>
+inline T sum(const T* x, std::int64_t n) {
+  using B = xsimd::batch<T>;
+  constexpr std::int64_t W = B::size;
+  B acc(T(0));
+  std::int64_t k = 0;
+  for (; k + W <= n; k += W) acc += B::load_unaligned(x + k);
+  T s = xsimd::hadd(acc);
+  for (; k < n; ++k) s += x[k];
+  return s;
+}
+template <class T>
+inline T dot(const T* x, const T* y, std::int64_t n) {
+  using B = xsimd::batch<T>;
+  constexpr std::int64_t W = B::size;
+  B acc(T(0));
+  std::int64_t k = 0;
+  for (; k + W <= n; k += W) acc = xsimd::fma(B::load_unaligned(x + k), B::load_unaligned(y + k), acc);
+  T s = xsimd::hadd(acc);
+  for (; k < n; ++k) s += x[k] * y[k];
+  return s;
+}
+template <class T>
+inline T max(const T* x, std::int64_t n) {  // n ≥ 1
+  using B = xsimd::batch<T>;
+  constexpr std::int64_t W = B::size;
+  std::int64_t k = 0;
+  T m = x[0];
+  if (n >= W) {
+    B acc = B::load_unaligned(x);
+    for (k = W; k + W <= n; k += W) acc = xsimd::max(acc, B::load_unaligned(x + k));
+    alignas(64) T lanes[W];
+    acc.store_aligned(lanes);
+    m = *std::max_element(lanes, lanes + W);
+  }
+  for (; k < n; ++k) m = std::max(m, x[k]);
+  return m;
+}
+// y[k] *= a
+template <class T>
+inline void scale(T* y, T a, std::int64_t n) {
+  using B = xsimd::batch<T>;
+  constexpr std::int64_t W = B::size;
+  std::int64_t k = 0;
+  for (; k + W <= n; k += W) (B::load_unaligned(y + k) * B(a)).store_unaligned(y + k);
+  for (; k < n; ++k) y[k] *= a;
+}
+
 // Calls f(k, tmp, m) over chunks of at most kChunk elements, with tmp[0..m) = sigmoid(x[k..k+m)).
 constexpr std::int64_t kChunk = 256;
 template <class T, class F>

@@ -1,21 +1,20 @@
 // Internal: helpers for ops over memories [B,N,r,c]. In matmem's layout (runtime/shape.hpp) row i of every
 // batch item of slot n is one contiguous run of B·c elements, q = b·c + j. A per-(b, n) scalar such as a
-// weighting w[b,n] is expanded once to ew[n·B·c + q] = w[b,n], after which every loop over a slot row is a
-// plain elementwise loop of length B·c that the compiler vectorises.
+// weighting w[b,n] is expanded for one slot at a time to e[q] = w[b,n] (B·c values, in L1), after which
+// every loop over a slot row is an elementwise loop of length B·c, run by simd_loop in SIMD chunks.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
+
+#include <xsimd/xsimd.hpp>
 
 namespace matmem::ops {
 
-// ew[n][b·c + j] = w[b·N + n]  (w: [B,N], ew: N × B·c)
+// e[b·c + j] = v[b·N + n]  (v: [B,N], e: B·c)
 template <class T>
-inline void expand_per_slot(const T* w, std::int64_t B, std::int64_t N, std::int64_t c, T* ew) {
-  for (std::int64_t n = 0; n < N; ++n)
-    for (std::int64_t b = 0; b < B; ++b) {
-      const T v = w[b * N + n];
-      T* out = ew + (n * B + b) * c;
-      for (std::int64_t j = 0; j < c; ++j) out[j] = v;
-    }
+inline void expand_slot(const T* v, std::int64_t B, std::int64_t N, std::int64_t c, std::int64_t n, T* e) {
+  for (std::int64_t b = 0; b < B; ++b) std::fill_n(e + b * c, c, v[b * N + n]);
 }
 
 // out[b·N + n] += Σ_j acc[b·c + j]  (acc: one slot's B·c partial sums)
@@ -26,6 +25,26 @@ inline void reduce_to_slot(const T* acc, std::int64_t B, std::int64_t N, std::in
     for (std::int64_t j = 0; j < c; ++j) s += acc[b * c + j];
     out[b * N + n] += s;
   }
+}
+
+// simd_loop<T>(n, f) calls f(q, X{}) over [0, n): X = xsimd::batch<T> on full chunks, then X = T on the tail,
+// so one generic body (using load<X> / store) serves both.
+template <class T, class F>
+inline void simd_loop(std::int64_t n, F&& f) {
+  using V = xsimd::batch<T>;
+  std::int64_t q = 0;
+  for (; q + std::int64_t(V::size) <= n; q += V::size) f(q, V{});
+  for (; q < n; ++q) f(q, T{});
+}
+template <class X, class T>
+inline X load(const T* p) {
+  if constexpr (std::is_same_v<X, T>) return *p;
+  else return X::load_unaligned(p);
+}
+template <class X, class T>
+inline void store(T* p, const X& v) {
+  if constexpr (std::is_same_v<X, T>) *p = v;
+  else v.store_unaligned(p);
 }
 
 }  // namespace matmem::ops

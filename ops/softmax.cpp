@@ -17,13 +17,10 @@ struct SoftmaxKernel {
     for (std::int64_t r = 0; r < rows; ++r) {
       const T* x = c.x[0] + r * n;
       T* y = c.y + r * n;
-      const T m = *std::max_element(x, x + n);
+      const T m = ops::simd::max(x, n);
       for (std::int64_t j = 0; j < n; ++j) y[j] = x[j] - m;
       ops::simd::exp(y, y, n);
-      T total = 0;
-      for (std::int64_t j = 0; j < n; ++j) total += y[j];
-      const T inv = T(1) / total;
-      for (std::int64_t j = 0; j < n; ++j) y[j] *= inv;
+      ops::simd::scale(y, T(1) / ops::simd::sum(y, n), n);
     }
   }
   static void backward(const OpCall<T>& c) {
@@ -32,8 +29,7 @@ struct SoftmaxKernel {
     for (std::int64_t r = 0; r < rows; ++r) {
       const T *y = c.y + r * n, *g = c.grad_y + r * n;
       T* gx = c.grad_x[0] + r * n;
-      T dot = 0;
-      for (std::int64_t j = 0; j < n; ++j) dot += g[j] * y[j];
+      const T dot = ops::simd::dot(g, y, n);
       for (std::int64_t j = 0; j < n; ++j) gx[j] += y[j] * (g[j] - dot);
     }
   }

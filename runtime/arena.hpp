@@ -28,10 +28,14 @@ class Arena {
   std::size_t block_count() const { return blocks_.size(); }
 
  private:
+  struct Free {
+    void operator()(std::byte* p) const;
+  };
   struct Block {
-    std::unique_ptr<std::byte[]> memory;
+    std::unique_ptr<std::byte[], Free> memory;
     std::size_t size;
   };
+  static Block make_block(std::size_t size);
   void* allocate_bytes(std::size_t bytes);
 
   std::vector<Block> blocks_;

@@ -4,12 +4,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <sys/resource.h>
 
+#include "autodiff/profile.hpp"
 #include "models/rnn/recurrent.hpp"
 #include "models/training/clip.hpp"
 #include "models/training/rmsprop.hpp"
@@ -32,6 +34,7 @@ struct Options {
   int repeats = 7;
   double seconds = 0.05;  // per measurement
   std::string csv;
+  bool profile = false;
 };
 
 struct Timing {
@@ -182,6 +185,29 @@ void report_row(const std::string& name, const StepTimes& t, std::int64_t batch,
                1e3 * double(batch) / mean, gflops, peak_rss_mib());
 }
 
+// Per-op table of `steps` profiled training steps: calls, forward and backward µs per step, share of the step.
+void print_profile(const std::string& name, const OpProfile& p, int steps, double step_ms) {
+  std::vector<OpProfile::Row> rows = p.rows;
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.forward_ns + a.backward_ns > b.forward_ns + b.backward_ns;
+  });
+  const double step_us = 1e3 * step_ms;
+  fmt::print("\n{}: where a step's {:.0f} µs go (mean of {} profiled steps; the timer adds its own cost)\n", name,
+             step_us, steps);
+  fmt::print("  {:<26} {:>10} {:>12} {:>12} {:>8} {:>10}\n", "op", "calls/step", "forward µs", "backward µs", "share",
+             "MiB/step");
+  double in_ops = 0;
+  for (const OpProfile::Row& r : rows) {
+    const double f = r.forward_ns / 1e3 / steps, b = r.backward_ns / 1e3 / steps;
+    in_ops += f + b;
+    fmt::print("  {:<26} {:>10.0f} {:>12.1f} {:>12.1f} {:>7.1f}% {:>10.2f}\n", r.name,
+               double(std::max(r.forward_calls, r.backward_calls)) / steps, f, b, 100 * (f + b) / step_us,
+               r.bytes / steps / (1 << 20));
+  }
+  fmt::print("  {:<26} {:>10} {:>25.1f} {:>7.1f}%\n", "(outside kernels)", "", step_us - in_ops,
+             100 * (step_us - in_ops) / step_us);
+}
+
 StepTimes time_trainer(Trainer& t, int warmup, int steps) {
   for (int k = 0; k < warmup; ++k) t.step();
   StepTimes out;
@@ -251,6 +277,7 @@ int bench_train(const Options& o) {
              "(1024^3) {:.1f} GFLOP/s\n", peak);
   fmt::print("{:<18} {:>6} {:>10} {:>9} {:>9} {:>11} {:>9} {:>9}\n", "config", "steps", "ms median", "ms min",
              "ms max", "sequences/s", "GFLOP/s", "RSS MiB");
+  std::vector<std::function<void()>> profiles;  // printed after the table
   for (const TrainBench& b : train_benches()) {
     if (!wanted(b.name)) continue;
     Config c;
@@ -264,10 +291,21 @@ int bench_train(const Options& o) {
     for (const std::string& kv : b.sets) c.set(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1), b.name);
     c.set("seed", "1", b.name);
     Trainer t(c);
-    report_row(b.name, time_trainer(t, o.warmup, o.steps), c.integer("batch"), csv);
+    const StepTimes times = time_trainer(t, o.warmup, o.steps);
+    report_row(b.name, times, c.integer("batch"), csv);
+    if (o.profile) {
+      OpProfile p;
+      t.tape().set_profile(&p);
+      const auto s = Clock::now();
+      for (int k = 0; k < o.steps; ++k) t.step();
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - s).count() / o.steps;
+      t.tape().set_profile(nullptr);
+      profiles.push_back([=] { print_profile(b.name, p, o.steps, ms); });
+    }
   }
   if (wanted("matrnn2-fixed")) report_row("matrnn2-fixed", time_matrnn_fixed(o.warmup, o.steps), 16, csv);
   if (csv) std::fclose(csv);
+  for (auto& print : profiles) print();
   for (const TrainBench& b : train_benches())
     if (wanted(b.name)) fmt::print("  {}: {}\n", b.name, b.about);
   if (wanted("matrnn2-fixed"))
@@ -357,6 +395,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--repeats", o->repeats, "Measurements per op (the median is reported)")->capture_default_str();
   cmd->add_option("--seconds", o->seconds, "Seconds per measurement")->capture_default_str();
   cmd->add_option("--csv", o->csv, "Also write the table to this CSV file");
+  cmd->add_flag("--profile", o->profile, "train: then time every op kind over as many steps and print where a step goes");
   cmd->callback([o] {
     if (o->what == "ops") bench_ops(*o);
     if (o->what == "train") bench_train(*o);
