@@ -88,22 +88,36 @@ TEST_CASE("circular shift moves weight by one slot and wraps around", "[ops]") {
   CHECK(z.value<double>()[3] == 1.0);
 }
 
-TEST_CASE("bilinear equals Uᵀ P V computed by hand for every batch item", "[ops]") {
-  Tape tape(DType::f64);
-  Tensor p(DType::f64, matrices(3, 2, 3)), u(DType::f64, parameter(2, 4)), v(DType::f64, parameter(3, 2));
-  for (std::int64_t k = 0; k < p.numel(); ++k) p.set(k, 0.1 * k - 0.7);
-  for (std::int64_t k = 0; k < u.numel(); ++k) u.set(k, 0.3 * k - 1.0);
-  for (std::int64_t k = 0; k < v.numel(); ++k) v.set(k, 0.2 - 0.15 * k);
-  Var y = bilinear(tape.input(p), tape.input(u), tape.input(v));
-  REQUIRE(y.shape() == matrices(3, 4, 2));
-  for (int b = 0; b < 3; ++b)
-    for (int i = 0; i < 4; ++i)
-      for (int j = 0; j < 2; ++j) {
-        double expect = 0;
-        for (int a = 0; a < 2; ++a)
-          for (int c = 0; c < 3; ++c) expect += u.at(0, a, i) * p.at(b, a, c) * v.at(0, c, j);
-        CHECK(y.value<double>().at(b, i, j) == Approx(expect));
-      }
+TEST_CASE("bilinear equals Uᵀ P V computed by hand, in both association orders, and passes gradcheck", "[ops]") {
+  // [r,c] -> [r',c']: 2x3 -> 4x2 is computed V first (P V, then Uᵀ), 5x4 -> 1x2 U first (Uᵀ P, then V).
+  struct Dims {
+    std::int64_t r, c, rp, cp;
+  };
+  for (const Dims d : {Dims{2, 3, 4, 2}, Dims{5, 4, 1, 2}}) {
+    INFO(d.r << "x" << d.c << " -> " << d.rp << "x" << d.cp);
+    Tape tape(DType::f64);
+    Tensor p(DType::f64, matrices(3, d.r, d.c)), u(DType::f64, parameter(d.r, d.rp)), v(DType::f64, parameter(d.c, d.cp));
+    for (std::int64_t k = 0; k < p.numel(); ++k) p.set(k, 0.1 * k - 0.7);
+    for (std::int64_t k = 0; k < u.numel(); ++k) u.set(k, 0.3 * k - 1.0);
+    for (std::int64_t k = 0; k < v.numel(); ++k) v.set(k, 0.2 - 0.15 * k);
+    Var y = bilinear(tape.input(p), tape.input(u), tape.input(v));
+    REQUIRE(y.shape() == matrices(3, d.rp, d.cp));
+    for (int b = 0; b < 3; ++b)
+      for (int i = 0; i < d.rp; ++i)
+        for (int j = 0; j < d.cp; ++j) {
+          double expect = 0;
+          for (int a = 0; a < d.r; ++a)
+            for (int c = 0; c < d.c; ++c) expect += u.at(0, a, i) * p.at(b, a, c) * v.at(0, c, j);
+          CHECK(y.value<double>().at(b, i, j) == Approx(expect));
+        }
+    GradcheckOptions opt;
+    opt.full_jacobian = true;
+    std::vector<GradcheckInput> in = {{"P", p}, {"U", u}, {"V", v}};
+    const GradcheckReport report =
+        gradcheck([](Tape&, std::span<const Var> x) { return bilinear(x[0], x[1], x[2]); }, in, nullptr, opt);
+    INFO(report.str());
+    CHECK(report.passed);
+  }
 }
 
 TEST_CASE("cosine similarity of several keys equals one call per key and passes gradcheck", "[ops][gradcheck]") {
