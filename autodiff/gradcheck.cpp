@@ -183,12 +183,12 @@ GradcheckReport gradcheck(const GradcheckFn& f, std::vector<GradcheckInput>& inp
       const OpDef* op = node.op;
       const Shape shape = node.shape;
       const OpAttrs attrs = node.attrs;
-      const std::int64_t saved = node.saved_count;
+      const std::int64_t saved = node.saved_count, scratch = node.scratch_count;
       GradcheckOptions o = opt;
       o.locate_op = false;
       o.full_jacobian = false;
       GradcheckReport r = gradcheck(
-          [&](Tape& t, std::span<const Var> xs) { return t.apply(*op, xs, shape, attrs, saved); }, sub, nullptr, o);
+          [&](Tape& t, std::span<const Var> xs) { return t.apply(*op, xs, shape, attrs, saved, scratch); }, sub, nullptr, o);
       if (!r.passed) {
         report.failing_op = fmt::format("{}: {}", tape.describe(k), r.failures.empty() ? "" : r.str());
         break;

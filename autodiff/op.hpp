@@ -10,7 +10,8 @@
 //
 // backward gets the inputs, the output, the upstream gradient and, through grad_x[k] == nullptr, which
 // inputs need no gradient. The tape sizes every buffer from the shapes it was given, so kernels never
-// allocate.
+// allocate: `saved` is the node's own (kept from forward to backward), `scratch` a temporary shared by all
+// calls (its contents are undefined on entry and dead on return; it takes no memory per node).
 #pragma once
 #include <cstdint>
 
@@ -36,6 +37,7 @@ struct OpCall {
   Shape y_shape;
   const T* grad_y = nullptr;       // upstream gradient, backward only
   T* saved = nullptr;              // op-private buffer written by forward for backward
+  T* scratch = nullptr;            // temporary for this call only
   OpAttrs attrs;
 
   TensorView<const T> in(int k) const { return {x[k], x_shape[k]}; }

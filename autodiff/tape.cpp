@@ -95,7 +95,14 @@ void Tape::check_finite(const T* data, const Shape& shape, std::uint32_t id, con
   }
 }
 
-Var Tape::apply(const OpDef& op, std::span<const Var> in, Shape y_shape, OpAttrs attrs, std::int64_t saved) {
+void* Tape::scratch(std::int64_t count) {
+  const std::size_t doubles = (std::size_t(count) * size_of(dtype_) + sizeof(double) - 1) / sizeof(double);
+  if (scratch_.size() < doubles) scratch_.resize(doubles);
+  return scratch_.data();
+}
+
+Var Tape::apply(const OpDef& op, std::span<const Var> in, Shape y_shape, OpAttrs attrs, std::int64_t saved,
+                std::int64_t scratch_count) {
   if (in.size() > kMaxArity) throw Error(fmt::format("{}: {} inputs, at most {}", op.name, in.size(), kMaxArity));
   Node n;
   n.op = &op;
@@ -113,6 +120,7 @@ Var Tape::apply(const OpDef& op, std::span<const Var> in, Shape y_shape, OpAttrs
   const std::size_t esize = size_of(dtype_);
   n.value = arena_.allocate<std::byte>(std::size_t(y_shape.numel()) * esize);
   n.saved_count = saved;
+  n.scratch_count = scratch_count;
   if (saved > 0) n.saved = arena_.allocate<std::byte>(std::size_t(saved) * esize);
   nodes_.push_back(n);
   const std::uint32_t id = std::uint32_t(nodes_.size() - 1);
@@ -135,6 +143,7 @@ Var Tape::apply(const OpDef& op, std::span<const Var> in, Shape y_shape, OpAttrs
     c.y = static_cast<T*>(n.value);
     c.y_shape = y_shape;
     c.saved = static_cast<T*>(n.saved);
+    c.scratch = scratch_count > 0 ? static_cast<T*>(scratch(scratch_count)) : nullptr;
     c.attrs = attrs;
     if (profile_) {
       const auto t0 = Clock::now();
@@ -205,6 +214,7 @@ void Tape::run_backward(std::uint32_t top) {
     c.y_shape = n.shape;
     c.grad_y = static_cast<const T*>(n.grad);
     c.saved = static_cast<T*>(n.saved);
+    c.scratch = n.scratch_count > 0 ? static_cast<T*>(scratch(n.scratch_count)) : nullptr;
     c.attrs = n.attrs;
     if (profile_) {
       const auto t1 = Clock::now();

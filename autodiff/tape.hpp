@@ -66,13 +66,14 @@ class Tape {
   // A parameter: one leaf per tape, reused on later calls; its gradient accumulates into p.grad.
   Var param(Parameter& p);
 
-  // Records an op node, allocates its output (and `saved` elements of private storage) and runs forward.
+  // Records an op node, allocates its output (and `saved` elements of private storage) and runs forward;
+  // forward and backward each get `scratch` elements of temporary storage shared by all nodes.
   // Op front-ends (ops/) check shapes first and call this.
   Var apply(const OpDef& op, std::span<const Var> inputs, Shape y_shape, OpAttrs attrs = {},
-            std::int64_t saved = 0);
+            std::int64_t saved = 0, std::int64_t scratch = 0);
   Var apply(const OpDef& op, std::initializer_list<Var> inputs, Shape y_shape, OpAttrs attrs = {},
-            std::int64_t saved = 0) {
-    return apply(op, std::span<const Var>(inputs.begin(), inputs.size()), y_shape, attrs, saved);
+            std::int64_t saved = 0, std::int64_t scratch = 0) {
+    return apply(op, std::span<const Var>(inputs.begin(), inputs.size()), y_shape, attrs, saved, scratch);
   }
 
   // Reverse pass from y. A one-element y is seeded with 1; otherwise pass `seed` (same shape as y).
@@ -105,6 +106,7 @@ class Tape {
     Shape shape;
     std::uint32_t first_input = 0, arity = 0;
     std::int64_t saved_count = 0;
+    std::int64_t scratch_count = 0;
     OpAttrs attrs;
     Parameter* param = nullptr;  // set for parameter leaves
     bool requires_grad = false;
@@ -125,6 +127,7 @@ class Tape {
   friend struct Var;
   Var leaf(void* value, Shape shape, bool requires_grad);
   void* ensure_grad(Node& n);
+  void* scratch(std::int64_t count);  // at least count elements, shared by every call
   void release_grad(Node& n);
   template <class T>
   void run_backward(std::uint32_t top);
@@ -151,7 +154,8 @@ class Tape {
   std::vector<Shape> call_shapes_;
   std::vector<const void*> call_values_;
   std::vector<void*> call_grads_;
-  Tensor unit_seed_;  // the seed of backward(y) for a one-element y
+  Tensor unit_seed_;
+  std::vector<double> scratch_;  // grows to the largest request, never shrinks (double: aligned for both dtypes)  // the seed of backward(y) for a one-element y
 };
 
 // RAII scope in which a tape records no gradients.

@@ -18,6 +18,7 @@
 // faster with OpenBLAS (its V-first GEMMs are (r B) x c' with r B = 240 rows and c' ≤ 6, a shape it runs
 // at a few GFLOP/s).
 // Whatever the batch size, a term costs two GEMMs forward and at most four backward.
+#include <algorithm>
 #include <array>
 
 #include "ops/check.hpp"
@@ -33,10 +34,12 @@ constexpr std::size_t kMaxTerms = 21;  // 3 k + 1 inputs must fit the tape's 64
 bool u_first(std::int64_t r, std::int64_t c, std::int64_t rp, std::int64_t cp) {
   return rp * c * (r + cp) <= r * cp * (c + rp);
 }
-// Saved per term, V first: Q̂ and a scratch for Ĥ, each r B c'; U first: T̂ and Ĥ, each r' B c, and Vᵀ.
+// Saved per term: Q̂ (r B c', V first) or T̂ (r' B c, U first). Scratch for backward: Ĥ, and Vᵀ (U first).
 std::int64_t term_saved(const Shape& p, const Shape& y) {
-  if (u_first(p.rows, p.cols, y.rows, y.cols)) return 2 * y.rows * y.batch * p.cols + p.cols * y.cols;
-  return 2 * p.rows * y.batch * y.cols;
+  return u_first(p.rows, p.cols, y.rows, y.cols) ? y.rows * y.batch * p.cols : p.rows * y.batch * y.cols;
+}
+std::int64_t term_scratch(const Shape& p, const Shape& y) {
+  return term_saved(p, y) + (u_first(p.rows, p.cols, y.rows, y.cols) ? p.cols * y.cols : 0);
 }
 
 template <class T>
@@ -82,7 +85,7 @@ struct BilinearKernel {
       const T *p = c.x[3 * t], *u = c.x[3 * t + 1], *v = c.x[3 * t + 2];
       T *gp = c.grad_x[3 * t], *gu = c.grad_x[3 * t + 1], *gv = c.grad_x[3 * t + 2];
       if (u_first(r, cc, rp, cp)) {
-        T *tq = saved, *h = saved + rp * B * cc, *vt = h + rp * B * cc;
+        T *tq = saved, *h = c.scratch, *vt = h + rp * B * cc;
         if (gv) blas::gemm<T>(true, false, cc, cp, rp * B, T(1), tq, cc, g, cp, T(1), gv, cp);
         if (gu || gp) {
           for (std::int64_t i = 0; i < cc; ++i)
@@ -92,7 +95,7 @@ struct BilinearKernel {
         if (gu) blas::gemm<T>(false, true, r, rp, B * cc, T(1), p, B * cc, h, B * cc, T(1), gu, rp);
         if (gp) blas::gemm<T>(false, false, r, B * cc, rp, T(1), u, rp, h, B * cc, T(1), gp, B * cc);
       } else {
-        T *q = saved, *h = saved + r * B * cp;
+        T *q = saved, *h = c.scratch;
         if (gu) blas::gemm<T>(false, true, r, rp, B * cp, T(1), q, B * cp, g, B * cp, T(1), gu, rp);
         if (gp || gv) blas::gemm<T>(false, false, r, B * cp, rp, T(1), u, rp, g, B * cp, T(0), h, B * cp);
         if (gp) blas::gemm<T>(false, true, r * B, cc, cp, T(1), h, cp, v, cp, T(1), gp, cc);
@@ -136,7 +139,7 @@ Var apply_terms(const OpDef& op, std::span<const MatTerm> terms, Var bias) {
   const Shape out = matrices(first.shape().batch, terms[0].u.shape().cols, terms[0].v.valid() ? terms[0].v.shape().cols : 0);
   std::array<Var, 3 * kMaxTerms + 1> in;
   std::size_t n = 0;
-  std::int64_t saved = 0;
+  std::int64_t saved = 0, scratch = 0;
   for (const MatTerm& t : terms) {
     ops::same_tape(name, first, t.p);
     ops::same_tape(name, t.p, t.u);
@@ -155,6 +158,7 @@ Var apply_terms(const OpDef& op, std::span<const MatTerm> terms, Var bias) {
     in[n++] = t.u;
     in[n++] = t.v;
     saved += term_saved(p, out);
+    scratch = std::max(scratch, term_scratch(p, out));
   }
   if (bias.valid()) {
     ops::same_tape(name, first, bias);
@@ -163,7 +167,7 @@ Var apply_terms(const OpDef& op, std::span<const MatTerm> terms, Var bias) {
                                    out.cols, out.str()));
     in[n++] = bias;
   }
-  return first.tape->apply(op, std::span<const Var>(in.data(), n), out, {}, saved);
+  return first.tape->apply(op, std::span<const Var>(in.data(), n), out, {}, saved, scratch);
 }
 
 }  // namespace

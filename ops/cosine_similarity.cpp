@@ -6,6 +6,7 @@
 //   grad_M_n += Σ_h g_{h,n} (K_h / D - d ‖K_h‖ / D² · M_n / ‖M_n‖)
 // At a zero norm the K/‖K‖ (or M_n/‖M_n‖) term is taken as 0 (its subgradient), so nothing divides by zero.
 // ‖M_n‖ is computed once for all heads, and backward updates grad_M in one pass for all heads.
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -21,12 +22,14 @@ namespace {
 constexpr double kEps = 1e-8;
 constexpr std::size_t kMaxKeys = 16;
 
-// saved: dot [H·B·N], ‖M‖ [B·N], ‖K‖ [H·B]; then backward scratch: a = g/D [H·B·N], cm = Σ_h g d ‖K‖/(D² ‖M‖)
-// [B·N], kc [H·B]; and per-slot rows of B·c: partial sums [(H+1)·BC], a and cm expanded over c [(H+1)·BC].
-// Nothing scales with N·r·c except the memory itself: every pass streams M (and grad_M) once.
-std::int64_t saved_size(std::int64_t H, const Shape& m) {
+// saved: dot [H·B·N], ‖M‖ [B·N], ‖K‖ [H·B].
+// scratch, forward: every slot's column sums [N·(H+1)·BC] then their per-(b) totals [N·(H+1)·B];
+// backward: a = g/D [H·B·N], cm = Σ_h g d ‖K‖/(D² ‖M‖) [B·N], kc [H·B], and one slot's a and cm expanded
+// over c [(H+1)·BC]. Nothing per node scales with the memory: each pass streams M (and grad_M) once.
+std::int64_t saved_size(std::int64_t H, const Shape& m) { return H * m.batch * m.slots + m.batch * m.slots + H * m.batch; }
+std::int64_t scratch_size(std::int64_t H, const Shape& m) {
   const std::int64_t B = m.batch, N = m.slots, BC = B * m.cols;
-  return 2 * (H * B * N + B * N + H * B) + 2 * (H + 1) * BC;
+  return std::max(N * (H + 1) * (BC + B), H * B * N + B * N + H * B + (H + 1) * BC);
 }
 
 template <class T>
@@ -34,50 +37,94 @@ struct CosineSimilarityKernel {
   using V = xsimd::batch<T>;
   static constexpr std::int64_t W = V::size;
 
+  // For every column q of one slot's R rows (each B·c long): sums[q] = Σ_i M² (if norms) and
+  // sums[(h + norms)·BC + q] = Σ_i K_h M for the first K keys (K ≥ 1 fixed at compile time, or 0 for one key
+  // given at run time). Two SIMD chunks at a time, so 2(K + 1) independent FMA chains hide the FMA latency.
+  template <int K>
+  static void slot_sums(const T* slot, const T* const* keys, std::int64_t R, std::int64_t BC, T* sums, bool norms) {
+    constexpr int H = K == 0 ? 1 : K;
+    const int o = norms ? 1 : 0;
+    std::int64_t q = 0;
+    for (; q + 2 * W <= BC; q += 2 * W) {
+      V am0(T(0)), am1(T(0));
+      V ad0[H], ad1[H];
+      for (int h = 0; h < H; ++h) ad0[h] = ad1[h] = V(T(0));
+      for (std::int64_t i = 0; i < R; ++i) {
+        const T* row = slot + i * BC + q;
+        const V m0 = V::load_unaligned(row), m1 = V::load_unaligned(row + W);
+        if (norms) {
+          am0 = xsimd::fma(m0, m0, am0);
+          am1 = xsimd::fma(m1, m1, am1);
+        }
+        for (int h = 0; h < H; ++h) {
+          const T* k = keys[h] + i * BC + q;
+          ad0[h] = xsimd::fma(V::load_unaligned(k), m0, ad0[h]);
+          ad1[h] = xsimd::fma(V::load_unaligned(k + W), m1, ad1[h]);
+        }
+      }
+      if (norms) {
+        am0.store_unaligned(sums + q);
+        am1.store_unaligned(sums + q + W);
+      }
+      for (int h = 0; h < H; ++h) {
+        ad0[h].store_unaligned(sums + (h + o) * BC + q);
+        ad1[h].store_unaligned(sums + (h + o) * BC + q + W);
+      }
+    }
+    for (; q < BC; ++q) {
+      T am = 0;
+      for (std::int64_t i = 0; i < R; ++i) am += slot[i * BC + q] * slot[i * BC + q];
+      if (norms) sums[q] = am;
+      for (int h = 0; h < H; ++h) {
+        T ad = 0;
+        for (std::int64_t i = 0; i < R; ++i) ad += keys[h][i * BC + q] * slot[i * BC + q];
+        sums[(h + o) * BC + q] = ad;
+      }
+    }
+  }
+  static void sums_1(const T* s, const T* const* k, std::int64_t R, std::int64_t BC, T* out) { slot_sums<1>(s, k, R, BC, out, true); }
+  static void sums_2(const T* s, const T* const* k, std::int64_t R, std::int64_t BC, T* out) { slot_sums<2>(s, k, R, BC, out, true); }
+  static void sums_3(const T* s, const T* const* k, std::int64_t R, std::int64_t BC, T* out) { slot_sums<3>(s, k, R, BC, out, true); }
+  static void sums_4(const T* s, const T* const* k, std::int64_t R, std::int64_t BC, T* out) { slot_sums<4>(s, k, R, BC, out, true); }
+  static constexpr void (*slot_sums_fixed[5])(const T*, const T* const*, std::int64_t, std::int64_t, T*) = {
+      nullptr, &sums_1, &sums_2, &sums_3, &sums_4};
+
   static void forward(const OpCall<T>& c) {
     const int H = c.arity - 1;
     const Shape& m = c.x_shape[H];
     const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
     const T* mem = c.x[H];
     T *dot = c.saved, *nm = dot + H * B * N, *nk = nm + B * N;
-    T* sums = c.saved + 2 * (H * B * N + B * N + H * B);  // [sm | sd_1 .. sd_H], each BC
-    std::fill(dot, dot + H * B * N + B * N + H * B, T(0));
+    T* sums = c.scratch;                        // slot n's sums at n·(H+1)·BC: [Σ M² | Σ K_1 M | …]
+    T* totals = c.scratch + N * (H + 1) * BC;   // group (n·(H+1) + k)·B + b
     for (std::int64_t n = 0; n < N; ++n) {
       const T* slot = mem + n * R * BC;
+      T* out = sums + n * (H + 1) * BC;
       // Per column q of the slot's rows: Σ_i M², and Σ_i K_h M per head, accumulated in registers.
-      std::int64_t q = 0;
-      for (; q + W <= BC; q += W) {
-        V am(T(0));
-        for (std::int64_t i = 0; i < R; ++i) {
-          const V mv = V::load_unaligned(slot + i * BC + q);
-          am = xsimd::fma(mv, mv, am);
+      if (H <= 4) {
+        slot_sums_fixed[H](slot, c.x, R, BC, out);
+      } else {
+        for (std::int64_t q = 0; q < BC; ++q) {
+          T am = 0;
+          for (std::int64_t i = 0; i < R; ++i) am += slot[i * BC + q] * slot[i * BC + q];
+          out[q] = am;
         }
-        am.store_unaligned(sums + q);
-        for (int h = 0; h < H; ++h) {
-          V ad(T(0));
-          for (std::int64_t i = 0; i < R; ++i)
-            ad = xsimd::fma(V::load_unaligned(c.x[h] + i * BC + q), V::load_unaligned(slot + i * BC + q), ad);
-          ad.store_unaligned(sums + (h + 1) * BC + q);
-        }
+        for (int h = 0; h < H; ++h) slot_sums<0>(slot, c.x + h, R, BC, out + (h + 1) * BC, false);
       }
-      for (; q < BC; ++q) {
-        T am = 0;
-        for (std::int64_t i = 0; i < R; ++i) am += slot[i * BC + q] * slot[i * BC + q];
-        sums[q] = am;
-        for (int h = 0; h < H; ++h) {
-          T ad = 0;
-          for (std::int64_t i = 0; i < R; ++i) ad += c.x[h][i * BC + q] * slot[i * BC + q];
-          sums[(h + 1) * BC + q] = ad;
-        }
-      }
-      ops::reduce_to_slot(sums, B, N, C, n, nm);
-      for (int h = 0; h < H; ++h) ops::reduce_to_slot(sums + (h + 1) * BC, B, N, C, n, dot + h * B * N);
     }
+    // Σ over each item's c columns, for all slots and quantities in one flat loop, then into [B,N] order.
+    ops::run_sums(sums, N * (H + 1) * B, C, totals);
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t b = 0; b < B; ++b) {
+        nm[b * N + n] = totals[(n * (H + 1)) * B + b];
+        for (int h = 0; h < H; ++h) dot[(h * B + b) * N + n] = totals[(n * (H + 1) + 1 + h) * B + b];
+      }
+    std::fill_n(nk, H * B, T(0));
     for (int h = 0; h < H; ++h) {
-      std::fill_n(sums, BC, T(0));
+      std::fill_n(sums, BC, T(0));  // (scratch reused)
       for (std::int64_t i = 0; i < R; ++i)
         for (std::int64_t q = 0; q < BC; ++q) sums[q] += c.x[h][i * BC + q] * c.x[h][i * BC + q];
-      ops::reduce_to_slot(sums, B, 1, C, 0, nk + h * B);
+      ops::reduce_to_slot(sums, B, 1, C, 0, nk + h * B, totals);
     }
     for (std::int64_t q = 0; q < H * B; ++q) nk[q] = std::sqrt(nk[q]);
     for (std::int64_t q = 0; q < B * N; ++q) nm[q] = std::sqrt(nm[q]);
@@ -98,7 +145,7 @@ struct CosineSimilarityKernel {
     const T* mem = c.x[H];
     T* gm = c.grad_x[H];
     const T *dot = c.saved, *nm = dot + H * B * N, *nk = nm + B * N;
-    T* a = c.saved + H * B * N + B * N + H * B;
+    T* a = c.scratch;
     T* cm = a + H * B * N;
     T* kc = cm + B * N;
     T* ea = kc + H * B;  // a_h expanded over c [H·BC], then cm expanded [BC]
@@ -179,7 +226,7 @@ Var cosine_similarity(std::span<const Var> keys, Var memory) {
   in[keys.size()] = memory;
   const auto H = std::int64_t(keys.size());
   return memory.tape->apply(kOp, std::span<const Var>(in.data(), keys.size() + 1),
-                            {m.batch, 1, H, m.slots}, {}, saved_size(H, m));
+                            {m.batch, 1, H, m.slots}, {}, saved_size(H, m), scratch_size(H, m));
 }
 
 Var cosine_similarity(Var key, Var memory) { return cosine_similarity(std::span<const Var>(&key, 1), memory); }

@@ -11,12 +11,12 @@ namespace matmem {
 namespace {
 template <class T>
 struct MemoryReadKernel {
-  // saved: one slot's expanded weights and partial sums (2 × B·c)
+  // scratch: one slot's expanded weights and partial sums (2 × B·c), their per-item totals (B)
   static void forward(const OpCall<T>& c) {
     const Shape& m = c.x_shape[0];
     const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
     const T* mem = c.x[0];
-    T* wn = c.saved;
+    T* wn = c.scratch;
     std::fill(c.y, c.y + c.y_shape.numel(), T(0));
     for (std::int64_t n = 0; n < N; ++n) {
       ops::expand_slot(c.x[1], B, N, C, n, wn);
@@ -35,7 +35,7 @@ struct MemoryReadKernel {
     const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
     const T* mem = c.x[0];
     T *gm = c.grad_x[0], *gw = c.grad_x[1];
-    T *wn = c.saved, *acc = c.saved + BC;
+    T *wn = c.scratch, *acc = c.scratch + BC;
     for (std::int64_t n = 0; n < N; ++n) {
       ops::expand_slot(c.x[1], B, N, C, n, wn);
       std::fill_n(acc, BC, T(0));
@@ -49,7 +49,7 @@ struct MemoryReadKernel {
           if (gw) ops::store(acc + q, ops::load<X>(acc + q) + g * ops::load<X>(mem + off + q));
         });
       }
-      if (gw) ops::reduce_to_slot(acc, B, N, C, n, gw);
+      if (gw) ops::reduce_to_slot(acc, B, N, C, n, gw, acc + BC);
     }
   }
 };
@@ -65,7 +65,7 @@ Var memory_read(Var memory, Var w) {
   const Shape &m = memory.shape(), &ws = w.shape();
   if (!ops::is_weighting(ws) || ws.batch != m.batch || ws.cols != m.slots)
     ops::shape_error("memory_read", "memory must be [B,N,r,c] and w [B,N] with the same B and N", memory, w);
-  return memory.tape->apply(kOp, {memory, w}, matrices(m.batch, m.rows, m.cols), {}, 2 * m.batch * m.cols);
+  return memory.tape->apply(kOp, {memory, w}, matrices(m.batch, m.rows, m.cols), {}, 0, 2 * m.batch * m.cols + m.batch);
 }
 
 OpEntry memory_read_entry() {

@@ -11,12 +11,12 @@ namespace matmem {
 namespace {
 template <class T>
 struct MemoryWriteKernel {
-  // saved: one slot's expanded weights and partial sums (2 × B·c)
+  // scratch: one slot's expanded weights and partial sums (2 × B·c), their per-item totals (B)
   static void forward(const OpCall<T>& c) {
     const Shape& m = c.x_shape[0];
     const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
     const T *mem = c.x[0], *e = c.x[2], *a = c.x[3];
-    T* wn = c.saved;
+    T* wn = c.scratch;
     for (std::int64_t n = 0; n < N; ++n) {
       ops::expand_slot(c.x[1], B, N, C, n, wn);
       for (std::int64_t i = 0; i < R; ++i) {
@@ -36,7 +36,7 @@ struct MemoryWriteKernel {
     const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
     const T *mem = c.x[0], *e = c.x[2], *a = c.x[3];
     T *gm = c.grad_x[0], *gw = c.grad_x[1], *ge = c.grad_x[2], *ga = c.grad_x[3];
-    T *wn = c.saved, *acc = c.saved + BC;
+    T *wn = c.scratch, *acc = c.scratch + BC;
     for (std::int64_t n = 0; n < N; ++n) {
       ops::expand_slot(c.x[1], B, N, C, n, wn);
       std::fill_n(acc, BC, T(0));
@@ -53,7 +53,7 @@ struct MemoryWriteKernel {
           if (ga) ops::store(ga + i * BC + q, ops::load<X>(ga + i * BC + q) + wv * gv);
         });
       }
-      if (gw) ops::reduce_to_slot(acc, B, N, C, n, gw);
+      if (gw) ops::reduce_to_slot(acc, B, N, C, n, gw, acc + BC);
     }
   }
 };
@@ -75,7 +75,7 @@ Var memory_write(Var memory, Var w, Var erase, Var add) {
   const Shape slot = matrices(m.batch, m.rows, m.cols);
   if (erase.shape() != slot) ops::shape_error(op, "erase must be [B,r,c] like one slot of the memory", memory, erase);
   if (add.shape() != slot) ops::shape_error(op, "add must be [B,r,c] like one slot of the memory", memory, add);
-  return memory.tape->apply(kOp, {memory, w, erase, add}, m, {}, 2 * m.batch * m.cols);
+  return memory.tape->apply(kOp, {memory, w, erase, add}, m, {}, 0, 2 * m.batch * m.cols + m.batch);
 }
 
 OpEntry memory_write_entry() {

@@ -2,7 +2,7 @@
 // Computed as the softmax of u_i = γ log(w_i + ε), so large γ or tiny weights neither overflow nor give
 // 0/0, and with ε the gradient of 0^γ stays finite. With du_i = y_i (g_i - Σ_k g_k y_k):
 //   grad_w_i += du_i γ / (w_i + ε),   grad_γ += Σ_i du_i log(w_i + ε).
-// Saved: log(w + ε) [B,N], then one row of backward scratch [N].
+// Saved: log(w + ε) [B,N]; scratch: one row [N].
 #include <algorithm>
 #include <cmath>
 
@@ -39,7 +39,7 @@ struct SharpenKernel {
       const T *w = c.x[0] + b * N, *y = c.y + b * N, *g = c.grad_y + b * N, *lw = c.saved + b * N;
       const T gamma = c.x[1][b];
       const T dot = ops::simd::dot(g, y, N);
-      T* du = c.saved + B * N;  // one row of scratch
+      T* du = c.scratch;  // one row
       for (std::int64_t i = 0; i < N; ++i) du[i] = y[i] * (g[i] - dot);
       if (gw)
         for (std::int64_t i = 0; i < N; ++i) gw[b * N + i] += du[i] * gamma / (w[i] + T(kEps));
@@ -56,7 +56,7 @@ Var sharpen(Var w, Var gamma) {
   const Shape &ws = w.shape(), &gs = gamma.shape();
   if (!ops::is_weighting(ws) || !ops::is_scalars(gs) || ws.batch != gs.batch)
     ops::shape_error("sharpen", "w must be [B,N] and gamma [B,1] with the same B", w, gamma);
-  return w.tape->apply(kOp, {w, gamma}, ws, {}, ws.numel() + ws.cols);
+  return w.tape->apply(kOp, {w, gamma}, ws, {}, ws.numel(), ws.cols);
 }
 
 OpEntry sharpen_entry() {

@@ -17,14 +17,36 @@ inline void expand_slot(const T* v, std::int64_t B, std::int64_t N, std::int64_t
   for (std::int64_t b = 0; b < B; ++b) std::fill_n(e + b * c, c, v[b * N + n]);
 }
 
-// out[b·N + n] += Σ_j acc[b·c + j]  (acc: one slot's B·c partial sums)
+// out[g] = Σ_j s[g·c + j] for g < groups: the totals of consecutive runs of c values (c = a matrix's columns,
+// rarely a SIMD width), one SIMD lane per run through gathers, so no scalar dependency chain per run.
 template <class T>
-inline void reduce_to_slot(const T* acc, std::int64_t B, std::int64_t N, std::int64_t c, std::int64_t n, T* out) {
-  for (std::int64_t b = 0; b < B; ++b) {
-    T s = 0;
-    for (std::int64_t j = 0; j < c; ++j) s += acc[b * c + j];
-    out[b * N + n] += s;
+inline void run_sums(const T* s, std::int64_t groups, std::int64_t c, T* out) {
+  using V = xsimd::batch<T>;
+  using I = xsimd::batch<xsimd::as_integer_t<T>>;
+  constexpr std::int64_t W = V::size;
+  alignas(64) xsimd::as_integer_t<T> lane[W];
+  for (std::int64_t l = 0; l < W; ++l) lane[l] = xsimd::as_integer_t<T>(l * c);
+  const I index = I::load_aligned(lane);
+  std::int64_t g = 0;
+  for (; g + W <= groups; g += W) {
+    const T* base = s + g * c;
+    V acc(T(0));
+    for (std::int64_t j = 0; j < c; ++j) acc += V::gather(base + j, index);
+    acc.store_unaligned(out + g);
   }
+  for (; g < groups; ++g) {
+    T t = 0;
+    for (std::int64_t j = 0; j < c; ++j) t += s[g * c + j];
+    out[g] = t;
+  }
+}
+
+// out[b·N + n] += Σ_j acc[b·c + j]  (acc: one slot's B·c partial sums; tmp: B values of scratch)
+template <class T>
+inline void reduce_to_slot(const T* acc, std::int64_t B, std::int64_t N, std::int64_t c, std::int64_t n, T* out,
+                           T* tmp) {
+  run_sums(acc, B, c, tmp);
+  for (std::int64_t b = 0; b < B; ++b) out[b * N + n] += tmp[b];
 }
 
 // simd_loop<T>(n, f) calls f(q, X{}) over [0, n): X = xsimd::batch<T> on full chunks, then X = T on the tail,
