@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "autodiff/parameters.hpp"
+#include "autodiff/profile.hpp"
 #include "ops/ops.hpp"
 #include "runtime/error.hpp"
 
@@ -117,4 +118,68 @@ TEST_CASE("backward of a non-scalar needs a seed of its shape", "[tape][errors]"
   Tensor x(DType::f32, matrices(2, 2, 2));
   Var y = tanh(tape.input(x, true));
   CHECK_THROWS_WITH(tape.backward(y), Contains("[2,2,2]") && Contains("seed"));
+}
+
+TEST_CASE("an op node's gradient buffer is reused once consumed, and reading it then is refused", "[tape][memory]") {
+  // y = Σ tanh(tanh(tanh(x))): the three tanh outputs have the same size, so after the outer two have run
+  // their backward their buffers serve the inner ones; the input's gradient must be exact all the same.
+  Tensor x(DType::f64, matrices(2, 3, 4));
+  for (std::int64_t k = 0; k < x.numel(); ++k) x.set(k, 0.1 * double(k) - 1.0);
+  auto run = [&](bool retain, Tensor* mid_grad) {
+    Tape tape(DType::f64);
+    tape.set_retain_grads(retain);
+    Var in = tape.input(x, true);
+    Var a = tanh(in), b = tanh(a), c = tanh(b);
+    tape.backward(sum(c));
+    if (retain) *mid_grad = b.grad_copy();
+    else CHECK_THROWS_WITH(b.grad_copy(), Contains("released") && Contains("set_retain_grads"));
+    return in.grad_copy();
+  };
+  Tensor mid;
+  const Tensor reused = run(false, nullptr), kept = run(true, &mid);
+  for (std::int64_t k = 0; k < x.numel(); ++k) {
+    const double t1 = std::tanh(x.get(k)), t2 = std::tanh(t1), t3 = std::tanh(t2);
+    const double d3 = 1 - t3 * t3, d2 = 1 - t2 * t2, d1 = 1 - t1 * t1;
+    CHECK(reused.get(k) == Approx(d3 * d2 * d1).epsilon(1e-12));
+    CHECK(kept.get(k) == reused.get(k));
+    CHECK(mid.get(k) == Approx(d3).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("a second backward on the same tape gives the same gradients as the first", "[tape][memory]") {
+  Tensor x(DType::f64, matrices(3, 2, 2));
+  for (std::int64_t k = 0; k < x.numel(); ++k) x.set(k, 0.2 * double(k) - 1.1);
+  Tape tape(DType::f64);
+  Var in = tape.input(x, true);
+  Var y = sum(hadamard(tanh(in), sigmoid(scale(in, 2.0))));
+  tape.backward(y);
+  const Tensor first = in.grad_copy();
+  tape.backward(y);
+  const Tensor second = in.grad_copy();
+  for (std::int64_t k = 0; k < x.numel(); ++k) CHECK(second.get(k) == first.get(k));
+}
+
+TEST_CASE("the op profile counts every forward and backward call by op", "[tape][profile]") {
+  Tensor x(DType::f32, matrices(2, 3, 3));
+  x.fill(0.5);
+  Tape tape(DType::f32);
+  OpProfile profile;
+  tape.set_profile(&profile);
+  Var in = tape.input(x, true);
+  Var y = sum(add(tanh(in), tanh(scale(in, 3.0))));
+  tape.backward(y);
+  tape.set_profile(nullptr);
+  tanh(in);  // not counted
+  auto row = [&](const std::string& name) {
+    for (const OpProfile::Row& r : profile.rows)
+      if (r.name == name) return r;
+    FAIL("no row " << name);
+    return OpProfile::Row{};
+  };
+  CHECK(row("tanh").forward_calls == 2);
+  CHECK(row("tanh").backward_calls == 2);
+  CHECK(row("scale").forward_calls == 1);
+  CHECK(row("sum").backward_calls == 1);
+  CHECK(row("tanh").bytes == 2.0 * 18 * 4);
+  CHECK(profile.total_ns() > 0);
 }

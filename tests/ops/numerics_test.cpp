@@ -5,6 +5,7 @@
 
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
+#include "ops/slots.hpp"
 
 using namespace matmem;
 
@@ -147,5 +148,42 @@ TEST_CASE("cosine similarity of several keys equals one call per key and passes 
         in, nullptr, opt);
     INFO(report.str());
     CHECK(report.passed);
+  }
+}
+
+TEST_CASE("run sums equal the scalar sums of every run, for run lengths around the SIMD width", "[ops]") {
+  for (std::int64_t c : {1, 2, 5, 6, 7, 16, 17}) {
+    for (std::int64_t groups : {1, 15, 16, 17, 40}) {
+      std::vector<float> s(static_cast<std::size_t>(groups * c)), out(static_cast<std::size_t>(groups));
+      for (std::size_t k = 0; k < s.size(); ++k) s[k] = float(int(k * 7 % 13) - 6);
+      ops::run_sums(s.data(), groups, c, out.data());
+      for (std::int64_t g = 0; g < groups; ++g) {
+        float expect = 0;
+        for (std::int64_t j = 0; j < c; ++j) expect += s[std::size_t(g * c + j)];
+        INFO("c " << c << " groups " << groups << " g " << g);
+        CHECK(out[std::size_t(g)] == expect);
+      }
+    }
+  }
+}
+
+TEST_CASE("cosine similarity of 1 to 6 keys (fixed-count and general kernels) equals one call per key", "[ops]") {
+  Rng rng(5);
+  const Shape ms = memory(3, 7, 2, 5);
+  const Tensor m = random_tensor(rng, ms);
+  std::vector<Tensor> k;
+  for (int h = 0; h < 6; ++h) k.push_back(random_tensor(rng, matrices(3, 2, 5)));
+  for (std::size_t keys = 1; keys <= 6; ++keys) {
+    INFO(keys << " keys");
+    Tape tape(DType::f64);
+    std::vector<Var> v;
+    for (std::size_t h = 0; h < keys; ++h) v.push_back(tape.input(k[h], true));
+    const Var mv = tape.input(m, true);
+    const Var all = cosine_similarity(std::span<const Var>(v.data(), keys), mv);
+    for (std::size_t h = 0; h < keys; ++h) {
+      const Var one = cosine_similarity(v[h], mv);
+      for (std::int64_t q = 0; q < one.shape().numel(); ++q)
+        CHECK(row(all, std::int64_t(h)).value<double>()[q] == Approx(one.value<double>()[q]).epsilon(1e-12));
+    }
   }
 }
