@@ -35,7 +35,7 @@ class Arena {
     std::unique_ptr<std::byte[], Free> memory;
     std::size_t size;
   };
-  static Block make_block(std::size_t size);
+  static Block make_block(std::size_t size, std::size_t reserved);  // throws Error when out of memory
   void* allocate_bytes(std::size_t bytes);
 
   std::vector<Block> blocks_;
