@@ -8,6 +8,11 @@
 //     static void backward(const OpCall<T>& c);  // reads c.x, c.y, c.grad_y, c.saved;
 //   };                                           // accumulates (+=, never =) into every c.grad_x[k] != nullptr
 //
+// An op made with make_op<K>(name, flops, /*assigns_fresh=*/true) may instead be handed an uninitialised
+// gradient buffer when it is the first to contribute to that input in a backward pass (c.fresh(k)); it
+// must then assign (=) every element of grad_x[k]. That saves zeroing the buffer and reading it back,
+// which for a memory-sized gradient is a whole pass over the memory.
+//
 // backward gets the inputs, the output, the upstream gradient and, through grad_x[k] == nullptr, which
 // inputs need no gradient. The tape sizes every buffer from the shapes it was given, so kernels never
 // allocate: `saved` is the node's own (kept from forward to backward), `scratch` a temporary shared by all
@@ -39,6 +44,9 @@ struct OpCall {
   T* saved = nullptr;              // op-private buffer written by forward for backward
   T* scratch = nullptr;            // temporary for this call only
   OpAttrs attrs;
+  std::uint64_t fresh_mask = 0;    // bit k: grad_x[k] is uninitialised, assign it (ops made assigns_fresh)
+
+  bool fresh(int k) const { return (fresh_mask >> k) & 1; }
 
   TensorView<const T> in(int k) const { return {x[k], x_shape[k]}; }
   TensorView<T> out() const { return {y, y_shape}; }
@@ -58,6 +66,7 @@ struct OpDef {
   Kernel<float> forward_f32, backward_f32;
   Kernel<double> forward_f64, backward_f64;
   FlopsFn flops = nullptr;
+  bool assigns_fresh = false;  // backward honours OpCall::fresh (see above)
 
   template <class T>
   Kernel<T> forward() const {
@@ -70,8 +79,9 @@ struct OpDef {
 };
 
 template <template <class> class K>
-constexpr OpDef make_op(const char* name, FlopsFn flops = nullptr) {
-  return {name, &K<float>::forward, &K<float>::backward, &K<double>::forward, &K<double>::backward, flops};
+constexpr OpDef make_op(const char* name, FlopsFn flops = nullptr, bool assigns_fresh = false) {
+  return {name, &K<float>::forward, &K<float>::backward, &K<double>::forward, &K<double>::backward, flops,
+          assigns_fresh};
 }
 
 }  // namespace matmem

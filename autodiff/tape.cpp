@@ -1,5 +1,6 @@
 #include "autodiff/tape.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -164,17 +165,22 @@ void* Tape::ensure_grad(Node& n) {
                             "call set_retain_grads(true) on the tape before backward to keep it",
                             n.shape.str()));
   const std::size_t bytes = std::size_t(n.shape.numel()) * size_of(dtype_);
-  if (!n.grad) {
-    for (FreeList& f : free_grads_)
-      if (f.bytes == bytes && !f.buffers.empty()) {
-        n.grad = f.buffers.back();
-        f.buffers.pop_back();
-        break;
-      }
-  }
-  if (!n.grad) n.grad = arena_.allocate<std::byte>(bytes);
+  grad_buffer(n);
   std::memset(n.grad, 0, bytes);
   n.grad_live = true;
+  return n.grad;
+}
+
+void* Tape::grad_buffer(Node& n) {
+  if (n.grad) return n.grad;
+  const std::size_t bytes = std::size_t(n.shape.numel()) * size_of(dtype_);
+  for (FreeList& f : free_grads_)
+    if (f.bytes == bytes && !f.buffers.empty()) {
+      n.grad = f.buffers.back();
+      f.buffers.pop_back();
+      return n.grad;
+    }
+  n.grad = arena_.allocate<std::byte>(bytes);
   return n.grad;
 }
 
@@ -199,11 +205,24 @@ void Tape::run_backward(std::uint32_t top) {
     Node& n = nodes_[k];
     if (!n.op || !n.requires_grad || !n.grad_live) continue;
     const auto t0 = profile_ ? Clock::now() : Clock::time_point{};
+    std::uint64_t fresh = 0;
     for (std::uint32_t a = 0; a < n.arity; ++a) {
-      Node& in = nodes_[inputs_[n.first_input + a]];
+      const std::uint32_t id = inputs_[n.first_input + a];
+      Node& in = nodes_[id];
       xv[a] = static_cast<const T*>(in.value);
       xs[a] = in.shape;
-      gx[a] = in.requires_grad ? static_cast<T*>(ensure_grad(in)) : nullptr;
+      gx[a] = nullptr;
+      if (!in.requires_grad) continue;
+      // First contribution to this input's gradient, from an op that can assign it: skip the zeroing
+      // (unless the input appears twice among this node's inputs, where the second would see garbage).
+      if (n.op->assigns_fresh && !in.grad_live && !in.grad_released && !in.param &&
+          std::count(inputs_.begin() + n.first_input, inputs_.begin() + n.first_input + n.arity, id) == 1) {
+        gx[a] = static_cast<T*>(grad_buffer(in));
+        in.grad_live = true;
+        fresh |= std::uint64_t(1) << a;
+      } else {
+        gx[a] = static_cast<T*>(ensure_grad(in));
+      }
     }
     OpCall<T> c;
     c.arity = int(n.arity);
@@ -216,6 +235,7 @@ void Tape::run_backward(std::uint32_t top) {
     c.saved = static_cast<T*>(n.saved);
     c.scratch = n.scratch_count > 0 ? static_cast<T*>(scratch(n.scratch_count)) : nullptr;
     c.attrs = n.attrs;
+    c.fresh_mask = fresh;
     if (profile_) {
       const auto t1 = Clock::now();
       profile_->add_backward(kZeroGrads, std::chrono::duration<double, std::nano>(t1 - t0).count());

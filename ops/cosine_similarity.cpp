@@ -15,6 +15,7 @@
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
+#include "ops/simd.hpp"
 #include "ops/slots.hpp"
 
 namespace matmem {
@@ -24,12 +25,12 @@ constexpr std::size_t kMaxKeys = 16;
 
 // saved: dot [H·B·N], ‖M‖ [B·N], ‖K‖ [H·B].
 // scratch, forward: every slot's column sums [N·(H+1)·BC] then their per-(b) totals [N·(H+1)·B];
-// backward: a = g/D [H·B·N], cm = Σ_h g d ‖K‖/(D² ‖M‖) [B·N], kc [H·B], and one slot's a and cm expanded
-// over c [(H+1)·BC]. Nothing per node scales with the memory: each pass streams M (and grad_M) once.
+// backward: a = g/D [H·B·N], cm = Σ_h g d ‖K‖/(D² ‖M‖) [B·N], kc [H·B], one slot's a and cm expanded
+// over c [(H+1)·BC], and one row of kc terms [N]. Nothing per node scales with the memory: each pass streams M (and grad_M) once.
 std::int64_t saved_size(std::int64_t H, const Shape& m) { return H * m.batch * m.slots + m.batch * m.slots + H * m.batch; }
 std::int64_t scratch_size(std::int64_t H, const Shape& m) {
   const std::int64_t B = m.batch, N = m.slots, BC = B * m.cols;
-  return std::max(N * (H + 1) * (BC + B), H * B * N + B * N + H * B + (H + 1) * BC);
+  return std::max(N * (H + 1) * (BC + B), H * B * N + B * N + H * B + (H + 1) * BC + N);
 }
 
 template <class T>
@@ -150,26 +151,30 @@ struct CosineSimilarityKernel {
     T* kc = cm + B * N;
     T* ea = kc + H * B;  // a_h expanded over c [H·BC], then cm expanded [BC]
     T* ecm = ea + H * BC;
-    // Per (h, b, n): a = g/D, and the norm terms' coefficients.
+    T* kt = ecm + BC;    // one row's kc terms [N]
+    // Per (h, b, n): a = g/D, and the norm terms' coefficients (branch-free loops over n, so they vectorise).
     std::fill_n(cm, B * N, T(0));
     for (int h = 0; h < H; ++h)
       for (std::int64_t b = 0; b < B; ++b) {
-        const T kn = nk[h * B + b];
-        T kcs = 0;
+        const T kn = nk[h * B + b], inv_kn = kn > 0 ? T(1) / kn : T(0);
+        const T *gy = c.grad_y + (h * B + b) * N, *d = dot + (h * B + b) * N, *mn = nm + b * N;
+        T *ar = a + (h * B + b) * N, *cmr = cm + b * N;
+#pragma GCC ivdep
         for (std::int64_t n = 0; n < N; ++n) {
-          const std::int64_t o = (h * B + b) * N + n, q = b * N + n;
-          const T den = kn * nm[q] + T(kEps), g = c.grad_y[o];
-          a[o] = g / den;
-          if (nm[q] > 0) cm[q] += g * dot[o] * kn / (den * den * nm[q]);
-          if (kn > 0) kcs += g * dot[o] * nm[q] / (den * den * kn);
+          const T den = kn * mn[n] + T(kEps);
+          const T t = gy[n] * d[n] / (den * den);
+          ar[n] = gy[n] / den;
+          cmr[n] += mn[n] > 0 ? t * kn / mn[n] : T(0);
+          kt[n] = t * mn[n] * inv_kn;
         }
-        kc[h * B + b] = kcs;
+        kc[h * B + b] = ops::simd::sum(kt, N);
       }
+    const ops::SlotExpander<T> expand(B, N, C);
     for (std::int64_t n = 0; n < N; ++n) {
       const T* slot = mem + n * R * BC;
       T* gslot = gm ? gm + n * R * BC : nullptr;
-      for (int h = 0; h < H; ++h) ops::expand_slot(a + h * B * N, B, N, C, n, ea + h * BC);
-      ops::expand_slot(cm, B, N, C, n, ecm);
+      for (int h = 0; h < H; ++h) expand(a + h * B * N, n, ea + h * BC);
+      expand(cm, n, ecm);
       std::int64_t q = 0;
       for (; q + W <= BC; q += W) {
         const V e = V::load_unaligned(ecm + q);

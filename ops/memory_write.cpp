@@ -2,6 +2,8 @@
 //   M:[B,N,r,c], w:[B,N], E (erase), A (add):[B,r,c] -> [B,N,r,c]
 //   grad_M_n += G_n ⊙ (1 - w_n E),  grad_w_n += <G_n, A - M_n ⊙ E>_F,
 //   grad_E   -= Σ_n w_n G_n ⊙ M_n,  grad_A   += Σ_n w_n G_n
+// As the first contributor to grad_M (in the NTM: always, it is M_{t−1}'s last consumer) it assigns
+// grad_M instead of zeroing and accumulating: one pass over the memory fewer.
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
@@ -17,8 +19,9 @@ struct MemoryWriteKernel {
     const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
     const T *mem = c.x[0], *e = c.x[2], *a = c.x[3];
     T* wn = c.scratch;
+    const ops::SlotExpander<T> expand(B, N, C);
     for (std::int64_t n = 0; n < N; ++n) {
-      ops::expand_slot(c.x[1], B, N, C, n, wn);
+      expand(c.x[1], n, wn);
       for (std::int64_t i = 0; i < R; ++i) {
         const std::int64_t off = (n * R + i) * BC;
         const T *er = e + i * BC, *ar = a + i * BC, *mr = mem + off;
@@ -37,8 +40,14 @@ struct MemoryWriteKernel {
     const T *mem = c.x[0], *e = c.x[2], *a = c.x[3];
     T *gm = c.grad_x[0], *gw = c.grad_x[1], *ge = c.grad_x[2], *ga = c.grad_x[3];
     T *wn = c.scratch, *acc = c.scratch + BC;
+    const ops::SlotExpander<T> expand(B, N, C);
+    // A fresh (uninitialised) grad_M is assigned in the pass below; the small ones are zeroed first.
+    const bool assign_m = c.fresh(0);
+    if (gw && c.fresh(1)) std::fill_n(gw, B * N, T(0));
+    if (ge && c.fresh(2)) std::fill_n(ge, R * BC, T(0));
+    if (ga && c.fresh(3)) std::fill_n(ga, R * BC, T(0));
     for (std::int64_t n = 0; n < N; ++n) {
-      ops::expand_slot(c.x[1], B, N, C, n, wn);
+      expand(c.x[1], n, wn);
       std::fill_n(acc, BC, T(0));
       for (std::int64_t i = 0; i < R; ++i) {
         const std::int64_t off = (n * R + i) * BC;
@@ -47,7 +56,10 @@ struct MemoryWriteKernel {
           using X = decltype(x);
           const X gv = ops::load<X>(g + q), wv = ops::load<X>(wn + q), ev = ops::load<X>(er + q);
           const X mv = ops::load<X>(mr + q);
-          if (gm) ops::store(gm + off + q, ops::load<X>(gm + off + q) + gv * (X(T(1)) - wv * ev));
+          if (gm) {
+            const X d = gv * (X(T(1)) - wv * ev);
+            ops::store(gm + off + q, assign_m ? d : ops::load<X>(gm + off + q) + d);
+          }
           if (gw) ops::store(acc + q, ops::load<X>(acc + q) + gv * (ops::load<X>(ar + q) - mv * ev));
           if (ge) ops::store(ge + i * BC + q, ops::load<X>(ge + i * BC + q) - wv * gv * mv);
           if (ga) ops::store(ga + i * BC + q, ops::load<X>(ga + i * BC + q) + wv * gv);
@@ -61,7 +73,7 @@ Flops flops(const Shape* x, int, const Shape&, const OpAttrs&) {
   const double f = 4.0 * double(x[0].numel());
   return {f, 2.5 * f};
 }
-constexpr OpDef kOp = make_op<MemoryWriteKernel>("memory_write", flops);
+constexpr OpDef kOp = make_op<MemoryWriteKernel>("memory_write", flops, /*assigns_fresh=*/true);
 }  // namespace
 
 Var memory_write(Var memory, Var w, Var erase, Var add) {

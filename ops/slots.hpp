@@ -17,6 +17,34 @@ inline void expand_slot(const T* v, std::int64_t B, std::int64_t N, std::int64_t
   for (std::int64_t b = 0; b < B; ++b) std::fill_n(e + b * c, c, v[b * N + n]);
 }
 
+// The same expansion for slot after slot of one [B,N] array, one SIMD gather per chunk of B·c: the gather
+// indices ((q / c)·N) are computed once. Rows longer than kMaxChunks SIMD chunks fall back to expand_slot.
+template <class T>
+class SlotExpander {
+ public:
+  using V = xsimd::batch<T>;
+  using I = xsimd::batch<xsimd::as_integer_t<T>>;
+  static constexpr std::int64_t W = V::size, kMaxChunks = 32;
+
+  SlotExpander(std::int64_t B, std::int64_t N, std::int64_t c) : B_(B), N_(N), c_(c), chunks_((B * c) / W) {
+    if (chunks_ > kMaxChunks) return;
+    alignas(64) xsimd::as_integer_t<T> lane[W];
+    for (std::int64_t k = 0; k < chunks_; ++k) {
+      for (std::int64_t l = 0; l < W; ++l) lane[l] = xsimd::as_integer_t<T>((k * W + l) / c * N);
+      index_[k] = I::load_aligned(lane);
+    }
+  }
+  void operator()(const T* v, std::int64_t n, T* e) const {
+    if (chunks_ > kMaxChunks) return expand_slot(v, B_, N_, c_, n, e);
+    for (std::int64_t k = 0; k < chunks_; ++k) V::gather(v + n, index_[k]).store_unaligned(e + k * W);
+    for (std::int64_t q = chunks_ * W; q < B_ * c_; ++q) e[q] = v[q / c_ * N_ + n];
+  }
+
+ private:
+  std::int64_t B_, N_, c_, chunks_;
+  I index_[kMaxChunks];
+};
+
 // out[g] = Σ_j s[g·c + j] for g < groups: the totals of consecutive runs of c values (c = a matrix's columns,
 // rarely a SIMD width), one SIMD lane per run through gathers, so no scalar dependency chain per run.
 template <class T>

@@ -183,3 +183,40 @@ TEST_CASE("the op profile counts every forward and backward call by op", "[tape]
   CHECK(row("tanh").bytes == 2.0 * 18 * 4);
   CHECK(profile.total_ns() > 0);
 }
+
+namespace {
+// y = x0 + x1; backward assigns a fresh input gradient and adds to a live one.
+template <class T>
+struct AssigningAddKernel {
+  static void forward(const OpCall<T>& c) {
+    for (std::int64_t k = 0; k < c.y_shape.numel(); ++k) c.y[k] = c.x[0][k] + c.x[1][k];
+  }
+  static void backward(const OpCall<T>& c) {
+    for (int a = 0; a < 2; ++a)
+      if (T* g = c.grad_x[a])
+        for (std::int64_t k = 0; k < c.y_shape.numel(); ++k) g[k] = c.fresh(a) ? c.grad_y[k] : g[k] + c.grad_y[k];
+  }
+};
+constexpr OpDef kAssigningAdd = make_op<AssigningAddKernel>("assigning_add", nullptr, /*assigns_fresh=*/true);
+}  // namespace
+
+TEST_CASE("an op that assigns fresh gradients gets one only as the first contributor, once per input", "[tape]") {
+  Tensor x(DType::f64, matrices(1, 1, 3));
+  x.fill(0.5);
+  Tensor ones(DType::f64, matrices(1, 1, 3));
+  ones.fill(1.0);
+  Tape tape(DType::f64);
+  Var a = tape.input(x, true), b = tape.input(ones, true);
+  // d/da of (a + a) + 3a: the later `scale` contributes first, so the op adds; and a appears twice, so
+  // neither of its slots may be handed an uninitialised buffer.
+  Var twice = tape.apply(kAssigningAdd, {a, a}, a.shape());
+  Var y = sum(add(add(twice, scale(a, 3.0)), tape.apply(kAssigningAdd, {b, b}, b.shape())));
+  tape.backward(y);
+  for (int k = 0; k < 3; ++k) CHECK(a.grad<double>()[k] == 5.0);
+  for (int k = 0; k < 3; ++k) CHECK(b.grad<double>()[k] == 2.0);
+  // b + a as the only consumer: each is fresh, assigned once.
+  Tape t2(DType::f64);
+  Var a2 = t2.input(x, true), b2 = t2.input(ones, true);
+  t2.backward(sum(t2.apply(kAssigningAdd, {a2, b2}, a2.shape())));
+  for (int k = 0; k < 3; ++k) CHECK(a2.grad<double>()[k] == 1.0);
+}

@@ -187,3 +187,27 @@ TEST_CASE("cosine similarity of 1 to 6 keys (fixed-count and general kernels) eq
     }
   }
 }
+
+TEST_CASE("memory_write's gradients are right whether it assigns a fresh grad_M or adds to one", "[ops][gradcheck]") {
+  Rng rng(9);
+  std::vector<GradcheckInput> in = {{"M", random_tensor(rng, memory(3, 5, 2, 3))},
+                                    {"w", random_tensor(rng, weighting(3, 5), 0.0, 1.0)},
+                                    {"E", random_tensor(rng, matrices(3, 2, 3), 0.0, 1.0)},
+                                    {"A", random_tensor(rng, matrices(3, 2, 3))}};
+  GradcheckOptions opt;
+  opt.full_jacobian = true;
+  // First contributor to every input's gradient: grad_M is assigned.
+  GradcheckReport first = gradcheck(
+      [](Tape&, std::span<const Var> x) { return memory_write(x[0], x[1], x[2], x[3]); }, in, nullptr, opt);
+  INFO(first.str());
+  CHECK(first.passed);
+  // A later consumer of M runs its backward first, so memory_write adds to a live grad_M.
+  GradcheckReport later = gradcheck(
+      [](Tape&, std::span<const Var> x) {
+        const Var m = memory_write(x[0], x[1], x[2], x[3]);
+        return add(m, hadamard(x[0], x[0]));
+      },
+      in, nullptr, opt);
+  INFO(later.str());
+  CHECK(later.passed);
+}
