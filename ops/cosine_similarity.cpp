@@ -169,12 +169,11 @@ struct CosineSimilarityKernel {
         }
         kc[h * B + b] = ops::simd::sum(kt, N);
       }
-    const ops::SlotExpander<T> expand(B, N, C);
     for (std::int64_t n = 0; n < N; ++n) {
       const T* slot = mem + n * R * BC;
       T* gslot = gm ? gm + n * R * BC : nullptr;
-      for (int h = 0; h < H; ++h) expand(a + h * B * N, n, ea + h * BC);
-      expand(cm, n, ecm);
+      for (int h = 0; h < H; ++h) ops::expand_slot(a + h * B * N, B, N, C, n, ea + h * BC);
+      ops::expand_slot(cm, B, N, C, n, ecm);
       std::int64_t q = 0;
       for (; q + W <= BC; q += W) {
         const V e = V::load_unaligned(ecm + q);

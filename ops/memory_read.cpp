@@ -17,10 +17,9 @@ struct MemoryReadKernel {
     const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
     const T* mem = c.x[0];
     T* wn = c.scratch;
-    const ops::SlotExpander<T> expand(B, N, C);
     std::fill(c.y, c.y + c.y_shape.numel(), T(0));
     for (std::int64_t n = 0; n < N; ++n) {
-      expand(c.x[1], n, wn);
+      ops::expand_slot(c.x[1], B, N, C, n, wn);
       for (std::int64_t i = 0; i < R; ++i) {
         const T* mr = mem + (n * R + i) * BC;
         T* yr = c.y + i * BC;
@@ -37,9 +36,8 @@ struct MemoryReadKernel {
     const T* mem = c.x[0];
     T *gm = c.grad_x[0], *gw = c.grad_x[1];
     T *wn = c.scratch, *acc = c.scratch + BC;
-    const ops::SlotExpander<T> expand(B, N, C);
     for (std::int64_t n = 0; n < N; ++n) {
-      expand(c.x[1], n, wn);
+      ops::expand_slot(c.x[1], B, N, C, n, wn);
       std::fill_n(acc, BC, T(0));
       for (std::int64_t i = 0; i < R; ++i) {
         const T* gr = c.grad_y + i * BC;

@@ -19,9 +19,8 @@ struct MemoryWriteKernel {
     const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
     const T *mem = c.x[0], *e = c.x[2], *a = c.x[3];
     T* wn = c.scratch;
-    const ops::SlotExpander<T> expand(B, N, C);
     for (std::int64_t n = 0; n < N; ++n) {
-      expand(c.x[1], n, wn);
+      ops::expand_slot(c.x[1], B, N, C, n, wn);
       for (std::int64_t i = 0; i < R; ++i) {
         const std::int64_t off = (n * R + i) * BC;
         const T *er = e + i * BC, *ar = a + i * BC, *mr = mem + off;
@@ -40,14 +39,13 @@ struct MemoryWriteKernel {
     const T *mem = c.x[0], *e = c.x[2], *a = c.x[3];
     T *gm = c.grad_x[0], *gw = c.grad_x[1], *ge = c.grad_x[2], *ga = c.grad_x[3];
     T *wn = c.scratch, *acc = c.scratch + BC;
-    const ops::SlotExpander<T> expand(B, N, C);
     // A fresh (uninitialised) grad_M is assigned in the pass below; the small ones are zeroed first.
     const bool assign_m = c.fresh(0);
     if (gw && c.fresh(1)) std::fill_n(gw, B * N, T(0));
     if (ge && c.fresh(2)) std::fill_n(ge, R * BC, T(0));
     if (ga && c.fresh(3)) std::fill_n(ga, R * BC, T(0));
     for (std::int64_t n = 0; n < N; ++n) {
-      expand(c.x[1], n, wn);
+      ops::expand_slot(c.x[1], B, N, C, n, wn);
       std::fill_n(acc, BC, T(0));
       for (std::int64_t i = 0; i < R; ++i) {
         const std::int64_t off = (n * R + i) * BC;

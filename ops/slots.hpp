@@ -17,50 +17,27 @@ inline void expand_slot(const T* v, std::int64_t B, std::int64_t N, std::int64_t
   for (std::int64_t b = 0; b < B; ++b) std::fill_n(e + b * c, c, v[b * N + n]);
 }
 
-// The same expansion for slot after slot of one [B,N] array, one SIMD gather per chunk of B·c: the gather
-// indices ((q / c)·N) are computed once. Rows longer than kMaxChunks SIMD chunks fall back to expand_slot.
-template <class T>
-class SlotExpander {
- public:
-  using V = xsimd::batch<T>;
-  using I = xsimd::batch<xsimd::as_integer_t<T>>;
-  static constexpr std::int64_t W = V::size, kMaxChunks = 32;
-
-  SlotExpander(std::int64_t B, std::int64_t N, std::int64_t c) : B_(B), N_(N), c_(c), chunks_((B * c) / W) {
-    if (chunks_ > kMaxChunks) return;
-    alignas(64) xsimd::as_integer_t<T> lane[W];
-    for (std::int64_t k = 0; k < chunks_; ++k) {
-      for (std::int64_t l = 0; l < W; ++l) lane[l] = xsimd::as_integer_t<T>((k * W + l) / c * N);
-      index_[k] = I::load_aligned(lane);
-    }
-  }
-  void operator()(const T* v, std::int64_t n, T* e) const {
-    if (chunks_ > kMaxChunks) return expand_slot(v, B_, N_, c_, n, e);
-    for (std::int64_t k = 0; k < chunks_; ++k) V::gather(v + n, index_[k]).store_unaligned(e + k * W);
-    for (std::int64_t q = chunks_ * W; q < B_ * c_; ++q) e[q] = v[q / c_ * N_ + n];
-  }
-
- private:
-  std::int64_t B_, N_, c_, chunks_;
-  I index_[kMaxChunks];
-};
-
-// out[g] = Σ_j s[g·c + j] for g < groups: the totals of consecutive runs of c values (c = a matrix's columns,
-// rarely a SIMD width), one SIMD lane per run through gathers, so no scalar dependency chain per run.
+// out[g] = Σ_j s[g·c + j] for g < groups: the totals of consecutive runs of c values (c = a matrix's
+// columns). Scalar on purpose: c is rarely a SIMD width, and SIMD gathers are slow on CPUs with the
+// gather-data-sampling mitigation (measured slower than this loop on the reference machine).
 template <class T>
 inline void run_sums(const T* s, std::int64_t groups, std::int64_t c, T* out) {
-  using V = xsimd::batch<T>;
-  using I = xsimd::batch<xsimd::as_integer_t<T>>;
-  constexpr std::int64_t W = V::size;
-  alignas(64) xsimd::as_integer_t<T> lane[W];
-  for (std::int64_t l = 0; l < W; ++l) lane[l] = xsimd::as_integer_t<T>(l * c);
-  const I index = I::load_aligned(lane);
   std::int64_t g = 0;
-  for (; g + W <= groups; g += W) {
-    const T* base = s + g * c;
-    V acc(T(0));
-    for (std::int64_t j = 0; j < c; ++j) acc += V::gather(base + j, index);
-    acc.store_unaligned(out + g);
+  for (; g + 8 <= groups; g += 8) {  // eight runs at once: eight independent add chains
+    const T* p = s + g * c;
+    T t0 = 0, t1 = 0, t2 = 0, t3 = 0, t4 = 0, t5 = 0, t6 = 0, t7 = 0;
+    for (std::int64_t j = 0; j < c; ++j) {
+      t0 += p[j];
+      t1 += p[c + j];
+      t2 += p[2 * c + j];
+      t3 += p[3 * c + j];
+      t4 += p[4 * c + j];
+      t5 += p[5 * c + j];
+      t6 += p[6 * c + j];
+      t7 += p[7 * c + j];
+    }
+    out[g] = t0, out[g + 1] = t1, out[g + 2] = t2, out[g + 3] = t3;
+    out[g + 4] = t4, out[g + 5] = t5, out[g + 6] = t6, out[g + 7] = t7;
   }
   for (; g < groups; ++g) {
     T t = 0;
