@@ -6,19 +6,11 @@
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
+#include "ops/shift.hpp"
 #include "ops/simd.hpp"
 
 namespace matmem {
 namespace {
-// For a shift d = k − S, y_i += s_k w_{(i−d) mod N}: two contiguous runs, i < d' and i ≥ d' with
-// d' = d mod N, so the inner loops have no modulo and vectorise. f(i0, j0, len) visits y[i0..] and w[j0..].
-template <class F>
-inline void for_each_run(std::int64_t d, std::int64_t N, F&& f) {
-  const std::int64_t dm = ((d % N) + N) % N;
-  f(dm, 0, N - dm);      // i = dm..N-1 reads j = 0..N-1-dm
-  if (dm) f(0, N - dm, dm);  // i = 0..dm-1 reads j = N-dm..N-1
-}
-
 template <class T>
 struct CircularShiftKernel {
   static void forward(const OpCall<T>& c) {
@@ -28,7 +20,7 @@ struct CircularShiftKernel {
       const T *w = c.x[0] + b * N, *s = c.x[1] + b * K;
       T* y = c.y + b * N;
       for (std::int64_t k = 0; k < K; ++k)
-        for_each_run(k - S, N, [&](std::int64_t i0, std::int64_t j0, std::int64_t len) {
+        ops::for_each_run(k - S, N, [&](std::int64_t i0, std::int64_t j0, std::int64_t len) {
           for (std::int64_t q = 0; q < len; ++q) y[i0 + q] += s[k] * w[j0 + q];
         });
     }
@@ -39,7 +31,7 @@ struct CircularShiftKernel {
     for (std::int64_t b = 0; b < B; ++b) {
       const T *w = c.x[0] + b * N, *s = c.x[1] + b * K, *g = c.grad_y + b * N;
       for (std::int64_t k = 0; k < K; ++k)
-        for_each_run(k - S, N, [&](std::int64_t i0, std::int64_t j0, std::int64_t len) {
+        ops::for_each_run(k - S, N, [&](std::int64_t i0, std::int64_t j0, std::int64_t len) {
           if (gw)
             for (std::int64_t q = 0; q < len; ++q) gw[b * N + j0 + q] += s[k] * g[i0 + q];
           if (gs) gs[b * K + k] += ops::simd::dot(w + j0, g + i0, len);

@@ -53,6 +53,10 @@ Var row(Var x, std::int64_t h);
 Var circular_shift(Var w, Var s);
 // w_i = (w̃_i + ε)^γ / Σ_k (w̃_k + ε)^γ, ε = 1e-12.  w̃:[B,N] (≥ 0), γ:[B,1] -> [B,N]  (ops/sharpen.cpp)
 Var sharpen(Var w, Var gamma);
+// One NTM head's weighting from its similarities in one kernel (ops/ntm_addressing.cpp):
+//   sharpen(circular_shift(g softmax(β K_h) + (1 − g) w_prev, s), γ),  K_h = row `head` of similarity [B,H,N];
+//   β, g, γ:[B,1], s:[B,2S+1], w_prev:[B,N] -> [B,N]. Equal to the composed ops, which remain for other uses.
+Var ntm_addressing(Var similarity, std::int64_t head, Var beta, Var gate, Var shift, Var gamma, Var w_prev);
 // R = Σ_i w_i M_i.  M:[B,N,r,c], w:[B,N] -> [B,r,c]  (ops/memory_read.cpp)
 Var memory_read(Var memory, Var w);
 // M'_i = M_i ⊙ (1 - w_i E) + w_i A.  M:[B,N,r,c], w:[B,N], E, A:[B,r,c] -> [B,N,r,c]  (ops/memory_write.cpp)

@@ -97,9 +97,9 @@ void MatNTM::step(Step& s) {
   int read = 0;
   for (std::size_t k = 0; k < H; ++k) {
     const Head& head = heads_[k];
-    Var wc = softmax(hadamard(p[k].beta, row(similarity, std::int64_t(k))));
-    Var wg = add(hadamard(p[k].gate, wc), hadamard(one_minus(p[k].gate), s.state(head.weighting)));
-    Var w = sharpen(circular_shift(wg, p[k].shift), p[k].gamma);
+    // w = sharpen(circular_shift(g softmax(β K_k) + (1 − g) w_{t−1}, s), γ), as one fused op.
+    Var w = ntm_addressing(similarity, std::int64_t(k), p[k].beta, p[k].gate, p[k].shift, p[k].gamma,
+                           s.state(head.weighting));
     s.next(head.weighting, w);
     if (!head.write) {
       reads[read] = memory_read(m_prev, w);

@@ -211,3 +211,37 @@ TEST_CASE("memory_write's gradients are right whether it assigns a fresh grad_M 
   INFO(later.str());
   CHECK(later.passed);
 }
+
+TEST_CASE("ntm_addressing equals the composed ops it fuses, in values and in every gradient", "[ops]") {
+  for (SampleSize size : {SampleSize::small, SampleSize::large}) {
+    Rng rng(17);
+    const OpSample sample = find_op("ntm_addressing")->sample(rng, size);
+    auto run = [&](bool fused, std::vector<Tensor>& grads) {
+      Tape tape(DType::f64);
+      std::vector<Var> x;
+      for (const GradcheckInput& in : sample.inputs) x.push_back(tape.input(in.value, true));
+      Var w;
+      if (fused) {
+        w = ntm_addressing(x[0], 1, x[1], x[2], x[3], x[4], x[5]);
+      } else {
+        const Var wc = softmax(hadamard(x[1], row(x[0], 1)));
+        const Var wg = add(hadamard(x[2], wc), hadamard(one_minus(x[2]), x[5]));
+        w = sharpen(circular_shift(wg, x[3]), x[4]);
+      }
+      Tensor seed(DType::f64, w.shape());
+      Rng srng(3);
+      for (std::int64_t k = 0; k < seed.numel(); ++k) seed.set(k, srng.normal());
+      tape.backward(w, seed);
+      for (const Var& v : x) grads.push_back(v.grad_copy());
+      return w.value_copy();
+    };
+    std::vector<Tensor> gf, gc;
+    const Tensor wf = run(true, gf), wc = run(false, gc);
+    for (std::int64_t k = 0; k < wf.numel(); ++k) CHECK(wf.get(k) == Approx(wc.get(k)).epsilon(1e-12).margin(1e-15));
+    for (std::size_t t = 0; t < gf.size(); ++t) {
+      INFO(sample.inputs[t].name);
+      for (std::int64_t k = 0; k < gf[t].numel(); ++k)
+        CHECK(gf[t].get(k) == Approx(gc[t].get(k)).epsilon(1e-10).margin(1e-12));
+    }
+  }
+}
