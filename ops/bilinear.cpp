@@ -31,6 +31,10 @@ namespace {
 
 constexpr std::size_t kMaxTerms = 21;  // 3 k + 1 inputs must fit the tape's 64
 
+// Up to this many elements V is transposed into scratch so that Ĝ Vᵀ is an NN GEMM (OpenBLAS's small-matrix
+// kernels); larger ones (a vector model's 100x400 V) go straight to an NT GEMM.
+constexpr std::int64_t kTransposeV = 1024;
+
 bool u_first(std::int64_t r, std::int64_t c, std::int64_t rp, std::int64_t cp) {
   return rp * c * (r + cp) <= r * cp * (c + rp);
 }
@@ -39,7 +43,8 @@ std::int64_t term_saved(const Shape& p, const Shape& y) {
   return u_first(p.rows, p.cols, y.rows, y.cols) ? y.rows * y.batch * p.cols : p.rows * y.batch * y.cols;
 }
 std::int64_t term_scratch(const Shape& p, const Shape& y) {
-  return term_saved(p, y) + (u_first(p.rows, p.cols, y.rows, y.cols) ? p.cols * y.cols : 0);
+  const bool vt = u_first(p.rows, p.cols, y.rows, y.cols) && p.cols * y.cols <= kTransposeV;
+  return term_saved(p, y) + (vt ? p.cols * y.cols : 0);
 }
 
 template <class T>
@@ -88,9 +93,13 @@ struct BilinearKernel {
         T *tq = saved, *h = c.scratch, *vt = h + rp * B * cc;
         if (gv) blas::gemm<T>(true, false, cc, cp, rp * B, T(1), tq, cc, g, cp, T(1), gv, cp);
         if (gu || gp) {
-          for (std::int64_t i = 0; i < cc; ++i)
-            for (std::int64_t j = 0; j < cp; ++j) vt[j * cc + i] = v[i * cp + j];
-          blas::gemm<T>(false, false, rp * B, cc, cp, T(1), g, cp, vt, cc, T(0), h, cc);
+          if (cc * cp <= kTransposeV) {  // a small V: transposed copy, NN GEMM
+            for (std::int64_t i = 0; i < cc; ++i)
+              for (std::int64_t j = 0; j < cp; ++j) vt[j * cc + i] = v[i * cp + j];
+            blas::gemm<T>(false, false, rp * B, cc, cp, T(1), g, cp, vt, cc, T(0), h, cc);
+          } else {
+            blas::gemm<T>(false, true, rp * B, cc, cp, T(1), g, cp, v, cp, T(0), h, cc);
+          }
         }
         if (gu) blas::gemm<T>(false, true, r, rp, B * cc, T(1), p, B * cc, h, B * cc, T(1), gu, rp);
         if (gp) blas::gemm<T>(false, false, r, B * cc, rp, T(1), u, rp, h, B * cc, T(1), gp, B * cc);

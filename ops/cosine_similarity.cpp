@@ -72,6 +72,18 @@ struct CosineSimilarityKernel {
         ad1[h].store_unaligned(sums + (h + o) * BC + q + W);
       }
     }
+    for (; q + W <= BC; q += W) {  // one chunk left
+      V am(T(0));
+      V ad[H];
+      for (int h = 0; h < H; ++h) ad[h] = V(T(0));
+      for (std::int64_t i = 0; i < R; ++i) {
+        const V m0 = V::load_unaligned(slot + i * BC + q);
+        if (norms) am = xsimd::fma(m0, m0, am);
+        for (int h = 0; h < H; ++h) ad[h] = xsimd::fma(V::load_unaligned(keys[h] + i * BC + q), m0, ad[h]);
+      }
+      if (norms) am.store_unaligned(sums + q);
+      for (int h = 0; h < H; ++h) ad[h].store_unaligned(sums + (h + o) * BC + q);
+    }
     for (; q < BC; ++q) {
       T am = 0;
       for (std::int64_t i = 0; i < R; ++i) am += slot[i * BC + q] * slot[i * BC + q];
