@@ -26,8 +26,11 @@ constexpr std::size_t kMaxKeys = 16;
 // saved: dot [H·B·N], ‖M‖ [B·N], ‖K‖ [H·B].
 // scratch, forward: every slot's column sums [N·(H+1)·BC] then their per-(b) totals [N·(H+1)·B];
 // backward: a = g/D [H·B·N], cm = Σ_h g d ‖K‖/(D² ‖M‖) [B·N], kc [H·B], one slot's a and cm expanded
-// over c [(H+1)·BC], and one row of kc terms [N]. Nothing per node scales with the memory: each pass streams M (and grad_M) once.
-std::int64_t saved_size(std::int64_t H, const Shape& m) { return H * m.batch * m.slots + m.batch * m.slots + H * m.batch; }
+// over c [(H+1)·BC], and one row of kc terms [N]. Nothing kept per node scales with the memory, and each
+// pass streams M (and grad_M) once.
+std::int64_t saved_size(std::int64_t H, const Shape& m) {
+  return H * m.batch * m.slots + m.batch * m.slots + H * m.batch;
+}
 std::int64_t scratch_size(std::int64_t H, const Shape& m) {
   const std::int64_t B = m.batch, N = m.slots, BC = B * m.cols;
   return std::max(N * (H + 1) * (BC + B), H * B * N + B * N + H * B + (H + 1) * BC + N);
@@ -95,12 +98,6 @@ struct CosineSimilarityKernel {
       }
     }
   }
-  static void sums_1(const T* s, const T* const* k, std::int64_t R, std::int64_t BC, T* out) { slot_sums<1>(s, k, R, BC, out, true); }
-  static void sums_2(const T* s, const T* const* k, std::int64_t R, std::int64_t BC, T* out) { slot_sums<2>(s, k, R, BC, out, true); }
-  static void sums_3(const T* s, const T* const* k, std::int64_t R, std::int64_t BC, T* out) { slot_sums<3>(s, k, R, BC, out, true); }
-  static void sums_4(const T* s, const T* const* k, std::int64_t R, std::int64_t BC, T* out) { slot_sums<4>(s, k, R, BC, out, true); }
-  static constexpr void (*slot_sums_fixed[5])(const T*, const T* const*, std::int64_t, std::int64_t, T*) = {
-      nullptr, &sums_1, &sums_2, &sums_3, &sums_4};
 
   static void forward(const OpCall<T>& c) {
     const int H = c.arity - 1;
@@ -114,15 +111,18 @@ struct CosineSimilarityKernel {
       const T* slot = mem + n * R * BC;
       T* out = sums + n * (H + 1) * BC;
       // Per column q of the slot's rows: Σ_i M², and Σ_i K_h M per head, accumulated in registers.
-      if (H <= 4) {
-        slot_sums_fixed[H](slot, c.x, R, BC, out);
-      } else {
-        for (std::int64_t q = 0; q < BC; ++q) {
-          T am = 0;
-          for (std::int64_t i = 0; i < R; ++i) am += slot[i * BC + q] * slot[i * BC + q];
-          out[q] = am;
-        }
-        for (int h = 0; h < H; ++h) slot_sums<0>(slot, c.x + h, R, BC, out + (h + 1) * BC, false);
+      switch (H) {
+        case 1: slot_sums<1>(slot, c.x, R, BC, out, true); break;
+        case 2: slot_sums<2>(slot, c.x, R, BC, out, true); break;
+        case 3: slot_sums<3>(slot, c.x, R, BC, out, true); break;
+        case 4: slot_sums<4>(slot, c.x, R, BC, out, true); break;
+        default:  // more keys: the norms, then one key at a time
+          for (std::int64_t q = 0; q < BC; ++q) {
+            T am = 0;
+            for (std::int64_t i = 0; i < R; ++i) am += slot[i * BC + q] * slot[i * BC + q];
+            out[q] = am;
+          }
+          for (int h = 0; h < H; ++h) slot_sums<0>(slot, c.x + h, R, BC, out + (h + 1) * BC, false);
       }
     }
     // Σ over each item's c columns, for all slots and quantities in one flat loop, then into [B,N] order.
@@ -195,7 +195,10 @@ struct CosineSimilarityKernel {
           for (int h = 0; h < H; ++h) {
             const V av = V::load_unaligned(ea + h * BC + q);
             if (gslot) g = xsimd::fma(av, V::load_unaligned(c.x[h] + i * BC + q), g);
-            if (T* gk = c.grad_x[h]) xsimd::fma(av, mv, V::load_unaligned(gk + i * BC + q)).store_unaligned(gk + i * BC + q);
+            if (T* gk = c.grad_x[h]) {
+              T* gr = gk + i * BC + q;
+              xsimd::fma(av, mv, V::load_unaligned(gr)).store_unaligned(gr);
+            }
           }
           if (gslot) g.store_unaligned(gslot + i * BC + q);
         }

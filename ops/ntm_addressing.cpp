@@ -120,7 +120,8 @@ Var ntm_addressing(Var similarity, std::int64_t head, Var beta, Var gate, Var sh
   for (const Var& v : {beta, gate, gamma})
     if (v.shape() != scalars(k.batch))
       ops::shape_error(op, "beta, gate and gamma must be per-item scalars [B,1]", similarity, v);
-  if (w_prev.shape() != w) ops::shape_error(op, "the previous weighting must be [B,N] like a similarity row", similarity, w_prev);
+  if (w_prev.shape() != w)
+    ops::shape_error(op, "the previous weighting must be [B,N] like a similarity row", similarity, w_prev);
   const Shape& s = shift.shape();
   if (!ops::is_weighting(s) || s.batch != k.batch || s.cols % 2 == 0 || s.cols > k.cols)
     ops::shape_error(op, "the shift weighting must be [B,2S+1] with 2S+1 ≤ N", similarity, shift);

@@ -40,7 +40,8 @@ std::vector<OpEntry>& entries() {
       bilinear_entry(),  mat_entry(),     add_entry(),     sub_entry(),          hadamard_entry(),
       scale_entry(),     sigmoid_entry(), tanh_entry(),    relu_entry(),         softplus_entry(),
       exp_entry(),       softmax_entry(), sum_entry(),     cosine_similarity_entry(),
-      row_entry(), circular_shift_entry(), sharpen_entry(), ntm_addressing_entry(), memory_read_entry(), memory_write_entry(),
+      row_entry(), circular_shift_entry(), sharpen_entry(), ntm_addressing_entry(), memory_read_entry(),
+      memory_write_entry(),
       bce_with_logits_entry(), mse_entry(), softmax_cross_entropy_entry()};
   return all;
 }
