@@ -11,7 +11,7 @@
 namespace matmem {
 
 // Sizes for sample inputs:
-//   small — odd sizes below any SIMD width (scalar tails only);
+//   small — odd sizes below any SIMD width (tails only: scalar loops, or one padded SIMD chunk);
 //   large — sizes past several SIMD widths and not multiples of them (vector bodies and their tails);
 //   paper — the paper's shapes (batch 16, 15x15 hidden, 120 slots of 6x6), for the bench.
 enum class SampleSize { small, large, paper };
