@@ -164,33 +164,32 @@ void* Tape::ensure_grad(Node& n) {
     throw Error(fmt::format("the gradient of an op node with output {} was released after backward used it; "
                             "call set_retain_grads(true) on the tape before backward to keep it",
                             n.shape.str()));
-  const std::size_t bytes = std::size_t(n.shape.numel()) * size_of(dtype_);
-  grad_buffer(n);
-  std::memset(n.grad, 0, bytes);
+  std::memset(grad_buffer(n), 0, std::size_t(n.shape.numel()) * size_of(dtype_));
   n.grad_live = true;
   return n.grad;
 }
 
-void* Tape::grad_buffer(Node& n) {
-  if (n.grad) return n.grad;
+std::vector<void*>& Tape::free_grads(const Node& n) {
   const std::size_t bytes = std::size_t(n.shape.numel()) * size_of(dtype_);
   for (FreeList& f : free_grads_)
-    if (f.bytes == bytes && !f.buffers.empty()) {
-      n.grad = f.buffers.back();
-      f.buffers.pop_back();
-      return n.grad;
-    }
-  n.grad = arena_.allocate<std::byte>(bytes);
+    if (f.bytes == bytes) return f.buffers;
+  return free_grads_.emplace_back(FreeList{bytes, {}}).buffers;
+}
+
+void* Tape::grad_buffer(Node& n) {
+  if (n.grad) return n.grad;
+  std::vector<void*>& free = free_grads(n);
+  if (free.empty()) {
+    n.grad = arena_.allocate<std::byte>(std::size_t(n.shape.numel()) * size_of(dtype_));
+  } else {
+    n.grad = free.back();
+    free.pop_back();
+  }
   return n.grad;
 }
 
 void Tape::release_grad(Node& n) {
-  const std::size_t bytes = std::size_t(n.shape.numel()) * size_of(dtype_);
-  FreeList* list = nullptr;
-  for (FreeList& f : free_grads_)
-    if (f.bytes == bytes) list = &f;
-  if (!list) list = &free_grads_.emplace_back(FreeList{bytes, {}});
-  list->buffers.push_back(n.grad);
+  free_grads(n).push_back(n.grad);
   n.grad = nullptr;
   n.grad_live = false;
   n.grad_released = true;

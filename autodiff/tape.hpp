@@ -128,6 +128,7 @@ class Tape {
   Var leaf(void* value, Shape shape, bool requires_grad);
   void* ensure_grad(Node& n);
   void* grad_buffer(Node& n);  // a buffer for n's gradient (reused if one is free), not zeroed
+  std::vector<void*>& free_grads(const Node& n);  // the free list of n's gradient size
   void* scratch(std::int64_t count);  // at least count elements, shared by every call
   void release_grad(Node& n);
   template <class T>
