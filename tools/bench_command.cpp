@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <memory>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -36,6 +37,16 @@ struct Options {
   std::string csv;
   bool profile = false;
 };
+
+// The --csv file with its header line, or none; closed when it goes out of scope.
+using CsvFile = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
+CsvFile open_csv(const std::string& path, const char* header) {
+  if (path.empty()) return {nullptr, &std::fclose};
+  CsvFile f(std::fopen(path.c_str(), "w"), &std::fclose);
+  if (!f) throw Error(fmt::format("bench: cannot write {}", path));
+  fmt::print(f.get(), "{}\n", header);
+  return f;
+}
 
 struct Timing {
   double median_us, min_us;
@@ -69,12 +80,8 @@ std::string shapes_of(const OpSample& s) {
 }
 
 int bench_ops(const Options& o) {
-  std::FILE* csv = nullptr;
-  if (!o.csv.empty()) {
-    csv = std::fopen(o.csv.c_str(), "w");
-    if (!csv) throw Error(fmt::format("bench: cannot write {}", o.csv));
-    fmt::print(csv, "op,inputs,median_us,min_us,gflops\n");
-  }
+  const CsvFile file = open_csv(o.csv, "op,inputs,median_us,min_us,gflops");
+  std::FILE* csv = file.get();
   fmt::print("{:<22} {:<44} {:>10} {:>10} {:>8}\n", "op (float32, fwd+bwd)", "inputs", "median µs", "min µs",
              "GFLOP/s");
   for (const OpEntry& e : op_registry()) {
@@ -118,11 +125,9 @@ int bench_ops(const Options& o) {
       o.repeats, o.seconds);
   fmt::print("tape overhead: {:.1f} ns per op (forward + backward of `scale` on one element, chain of {})\n",
              t.median_us * 1e3 / kChain, kChain);
-  if (csv) {
+  if (csv)
     fmt::print(csv, "tape_overhead_ns_per_op,[1,1,1],{:.4f},{:.4f},0\n", t.median_us * 1e3 / kChain,
                t.min_us * 1e3 / kChain);
-    std::fclose(csv);
-  }
   return 0;
 }
 // --- bench train ---------------------------------------------------------------------------------------------
@@ -167,16 +172,33 @@ double sgemm_peak_gflops() {
 struct StepTimes {
   std::vector<double> ms;
   double flops = 0;  // per step, mean
-  double sequences = 0;
+  double mean_ms() const {
+    double total = 0;
+    for (double x : ms) total += x;
+    return total / double(ms.size());
+  }
 };
+
+// `warmup` untimed calls of step(), then `steps` timed ones with the FLOPs the tape recorded for each.
+template <class F>
+StepTimes time_steps(F&& step, const Tape& tape, int warmup, int steps) {
+  for (int k = 0; k < warmup; ++k) step();
+  StepTimes out;
+  for (int k = 0; k < steps; ++k) {
+    const auto s = Clock::now();
+    step();
+    out.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
+    out.flops += tape.flops().forward + tape.flops().backward;
+  }
+  out.flops /= steps;
+  return out;
+}
 
 void report_row(const std::string& name, const StepTimes& t, std::int64_t batch, std::FILE* csv) {
   std::vector<double> v = t.ms;
   std::sort(v.begin(), v.end());
   const double med = v[v.size() / 2];
-  double mean = 0;
-  for (double x : v) mean += x;
-  mean /= double(v.size());
+  const double mean = t.mean_ms();
   const double gflops = t.flops / (mean * 1e6);
   fmt::print("{:<18} {:>6} {:>10.3f} {:>9.3f} {:>9.3f} {:>11.1f} {:>9.2f} {:>9.1f}\n", name, v.size(), med, v.front(),
              v.back(), 1e3 * double(batch) / mean, gflops, peak_rss_mib());
@@ -209,16 +231,7 @@ void print_profile(const std::string& name, const OpProfile& p, int steps, doubl
 }
 
 StepTimes time_trainer(Trainer& t, int warmup, int steps) {
-  for (int k = 0; k < warmup; ++k) t.step();
-  StepTimes out;
-  for (int k = 0; k < steps; ++k) {
-    const auto s = Clock::now();
-    t.step();
-    out.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
-    out.flops += t.tape().flops().forward + t.tape().flops().backward;
-  }
-  out.flops /= steps;
-  return out;
+  return time_steps([&] { t.step(); }, t.tape(), warmup, steps);
 }
 
 // The fixed step of the C++-peer comparison: a 2-layer MatRNN (6x5 in, 15x15 x2, 5x5 out), batch 16, 21 steps
@@ -250,25 +263,12 @@ StepTimes time_matrnn_fixed(int warmup, int steps) {
     tape.backward(r.loss);
     opt.step();
   };
-  for (int k = 0; k < warmup; ++k) step();
-  StepTimes out;
-  for (int k = 0; k < steps; ++k) {
-    const auto s = Clock::now();
-    step();
-    out.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
-    out.flops += tape.flops().forward + tape.flops().backward;
-  }
-  out.flops /= steps;
-  return out;
+  return time_steps(step, tape, warmup, steps);
 }
 
 int bench_train(const Options& o) {
-  std::FILE* csv = nullptr;
-  if (!o.csv.empty()) {
-    csv = std::fopen(o.csv.c_str(), "w");
-    if (!csv) throw Error(fmt::format("bench: cannot write {}", o.csv));
-    fmt::print(csv, "config,steps,ms_median,ms_min,ms_max,sequences_per_s,gflops,peak_rss_mib\n");
-  }
+  const CsvFile file = open_csv(o.csv, "config,steps,ms_median,ms_min,ms_max,sequences_per_s,gflops,peak_rss_mib");
+  std::FILE* csv = file.get();
   auto wanted = [&](const std::string& name) {
     return o.configs.empty() || std::find(o.configs.begin(), o.configs.end(), name) != o.configs.end();
   };
@@ -296,15 +296,12 @@ int bench_train(const Options& o) {
     if (o.profile) {
       OpProfile p;
       t.tape().set_profile(&p);
-      const auto s = Clock::now();
-      for (int k = 0; k < o.steps; ++k) t.step();
-      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - s).count() / o.steps;
+      const double ms = time_trainer(t, 0, o.steps).mean_ms();
       t.tape().set_profile(nullptr);
       profiles.push_back([=] { print_profile(b.name, p, o.steps, ms); });
     }
   }
   if (wanted("matrnn2-fixed")) report_row("matrnn2-fixed", time_matrnn_fixed(o.warmup, o.steps), 16, csv);
-  if (csv) std::fclose(csv);
   for (auto& print : profiles) print();
   for (const TrainBench& b : train_benches())
     if (wanted(b.name)) fmt::print("  {}: {}\n", b.name, b.about);
@@ -365,9 +362,7 @@ int bench_scaling(const Options& o) {
       for (const std::string& kv : sw.sets(n)) c.set(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1), "scaling");
       Trainer t(c);
       const StepTimes st = time_trainer(t, 1, o.steps);
-      double mean = 0;
-      for (double v : st.ms) mean += v;
-      mean /= double(st.ms.size());
+      const double mean = st.mean_ms();
       xs.push_back(double(n));
       ms.push_back(mean);
       fmt::print("{:<8} {:>6} {:>10.2f} {:>12.1f} {:>9.1f}\n", sw.name, n, mean, 1e3 * double(c.integer("batch")) / mean,
