@@ -70,9 +70,6 @@ class CopyTask : public Task {
   const char* name() const override { return "copy"; }
   void sample_into(Rng& rng, Sequence& out, DType dtype = DType::f32) const override;
   void sample_size_into(Rng& rng, std::int64_t length, Sequence& out, DType dtype = DType::f32) const override;
-  Sequence sample_length(Rng& rng, std::int64_t length, DType dtype = DType::f32) const {
-    return sample_size(rng, length, dtype);
-  }
   const char* size_name() const override { return "length"; }
   std::vector<std::int64_t> eval_sizes() const override { return {10, 20, 30, 40, 50, 60, 70, 80, 90, 100}; }
   std::int64_t input_rows() const override { return o_.rows + 1; }
@@ -92,9 +89,6 @@ class RecallTask : public Task {
   const char* name() const override { return "recall"; }
   void sample_into(Rng& rng, Sequence& out, DType dtype = DType::f32) const override;
   void sample_size_into(Rng& rng, std::int64_t items, Sequence& out, DType dtype = DType::f32) const override;
-  Sequence sample_items(Rng& rng, std::int64_t items, DType dtype = DType::f32) const {
-    return sample_size(rng, items, dtype);
-  }
   const char* size_name() const override { return "items"; }
   std::vector<std::int64_t> eval_sizes() const override { return {2, 4, 6, 8, 10, 12, 14, 16, 18, 20}; }
   std::int64_t input_rows() const override { return o_.rows + 2; }

@@ -8,7 +8,7 @@ using namespace matmem;
 TEST_CASE("copy task: frames, delimiter and targets as the spec lays them out", "[tasks]") {
   CopyTask task({.rows = 5, .cols = 5, .min_length = 1, .max_length = 20, .batch = 3});
   Rng rng(3);
-  Sequence s = task.sample_length(rng, 4);
+  Sequence s = task.sample_size(rng, 4);
   REQUIRE(s.inputs.size() == 9);  // 2l + 1
   REQUIRE(s.targets.size() == 4);
   CHECK(s.target_steps == std::vector<std::int64_t>{5, 6, 7, 8});
@@ -41,7 +41,7 @@ TEST_CASE("copy task: lengths are drawn over the whole range from the seed", "[t
 TEST_CASE("associative recall: the query's successor is the target", "[tasks]") {
   RecallTask task({.rows = 5, .cols = 5, .item_matrices = 2, .min_items = 2, .max_items = 10, .batch = 2});
   Rng rng(11);
-  Sequence s = task.sample_items(rng, 4);
+  Sequence s = task.sample_size(rng, 4);
   REQUIRE(s.inputs.size() == 4 * 3 + 2 + 2 + 2);
   REQUIRE(s.targets.size() == 2);
   CHECK(s.target_steps == std::vector<std::int64_t>{16, 17});
