@@ -26,15 +26,6 @@ namespace matmem {
 namespace {
 constexpr double kEps = 1e-12;  // as sharpen
 
-// y = softmax(y) in place over n values.
-template <class T>
-void softmax_row(T* y, std::int64_t n) {
-  const T m = ops::simd::max(y, n);
-  for (std::int64_t i = 0; i < n; ++i) y[i] -= m;
-  ops::simd::exp(y, y, n);
-  ops::simd::scale(y, T(1) / ops::simd::sum(y, n), n);
-}
-
 template <class T>
 struct NtmAddressingKernel {
   static void forward(const OpCall<T>& c) {
@@ -46,7 +37,7 @@ struct NtmAddressingKernel {
       T *wc = c.saved + b * N, *wg = wc + B * N, *wse = wg + B * N, *lws = wse + B * N;
       T* w = c.y + b * N;
       for (std::int64_t i = 0; i < N; ++i) wc[i] = beta * sim[i];
-      softmax_row(wc, N);
+      ops::simd::softmax(wc, wc, N);
       for (std::int64_t i = 0; i < N; ++i) wg[i] = g * wc[i] + (T(1) - g) * wp[i];
       std::fill_n(wse, N, T(0));
       for (std::int64_t k = 0; k < K; ++k)
@@ -56,7 +47,7 @@ struct NtmAddressingKernel {
       for (std::int64_t i = 0; i < N; ++i) wse[i] += T(kEps);
       ops::simd::log(wse, lws, N);
       for (std::int64_t i = 0; i < N; ++i) w[i] = gamma * lws[i];
-      softmax_row(w, N);
+      ops::simd::softmax(w, w, N);
     }
   }
 
@@ -72,8 +63,7 @@ struct NtmAddressingKernel {
       const T *wc = c.saved + b * N, *wg = wc + B * N, *wse = wg + B * N, *lws = wse + B * N;
       const T *w = c.y + b * N, *gy = c.grad_y + b * N;
       // sharpen
-      const T yw = ops::simd::dot(gy, w, N);
-      for (std::int64_t i = 0; i < N; ++i) du[i] = w[i] * (gy[i] - yw);
+      ops::simd::softmax_backward(w, gy, N, du);
       if (ggamma) ggamma[b] += ops::simd::dot(du, lws, N);
       for (std::int64_t i = 0; i < N; ++i) gws[i] = du[i] * gamma / wse[i];
       // circular shift
@@ -89,8 +79,8 @@ struct NtmAddressingKernel {
         for (std::int64_t i = 0; i < N; ++i) gwp[b * N + i] += (T(1) - g) * gwg[i];
       // content softmax: ∂w_c = g ∂w_g
       if (gsim || gbeta) {
-        const T cw = g * ops::simd::dot(gwg, wc, N);
-        for (std::int64_t i = 0; i < N; ++i) dz[i] = wc[i] * (g * gwg[i] - cw);
+        ops::simd::softmax_backward(wc, gwg, N, dz);
+        ops::simd::scale(dz, g, N);
         if (gbeta) gbeta[b] += ops::simd::dot(dz, sim, N);
         if (gsim) {
           T* gk = gsim + (h * B + b) * N;

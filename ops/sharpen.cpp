@@ -26,10 +26,7 @@ struct SharpenKernel {
       for (std::int64_t i = 0; i < N; ++i) y[i] = w[i] + T(kEps);
       ops::simd::log(y, lw, N);
       for (std::int64_t i = 0; i < N; ++i) y[i] = gamma * lw[i];
-      const T m = ops::simd::max(y, N);
-      for (std::int64_t i = 0; i < N; ++i) y[i] -= m;
-      ops::simd::exp(y, y, N);
-      ops::simd::scale(y, T(1) / ops::simd::sum(y, N), N);
+      ops::simd::softmax(y, y, N);
     }
   }
   static void backward(const OpCall<T>& c) {
@@ -38,9 +35,8 @@ struct SharpenKernel {
     for (std::int64_t b = 0; b < B; ++b) {
       const T *w = c.x[0] + b * N, *y = c.y + b * N, *g = c.grad_y + b * N, *lw = c.saved + b * N;
       const T gamma = c.x[1][b];
-      const T dot = ops::simd::dot(g, y, N);
       T* du = c.scratch;  // one row
-      for (std::int64_t i = 0; i < N; ++i) du[i] = y[i] * (g[i] - dot);
+      ops::simd::softmax_backward(y, g, N, du);
       if (gw)
         for (std::int64_t i = 0; i < N; ++i) gw[b * N + i] += du[i] * gamma / (w[i] + T(kEps));
       if (gg) gg[b] += ops::simd::dot(du, lw, N);

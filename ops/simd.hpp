@@ -101,6 +101,25 @@ inline void scale(T* y, T a, std::int64_t n) {
   for (; k < n; ++k) y[k] *= a;
 }
 
+// y = softmax(x) over n values, the maximum subtracted first (x and y may be the same array).
+template <class T>
+inline void softmax(const T* x, T* y, std::int64_t n) {
+  const T m = max(x, n);
+  for (std::int64_t k = 0; k < n; ++k) y[k] = x[k] - m;
+  exp(y, y, n);
+  scale(y, T(1) / sum(y, n), n);
+}
+// The softmax's backward for its output y and upstream gradient g: du = y ⊙ (g − <g, y>), written to du
+// (which may be g) or, with accumulate, added to it.
+template <class T>
+inline void softmax_backward(const T* y, const T* g, std::int64_t n, T* du, bool accumulate = false) {
+  const T d = dot(g, y, n);
+  if (accumulate)
+    for (std::int64_t k = 0; k < n; ++k) du[k] += y[k] * (g[k] - d);
+  else
+    for (std::int64_t k = 0; k < n; ++k) du[k] = y[k] * (g[k] - d);
+}
+
 // Calls f(k, tmp, m) over chunks of at most kChunk elements, with tmp[0..m) = sigmoid(x[k..k+m)).
 constexpr std::int64_t kChunk = 256;
 template <class T, class F>

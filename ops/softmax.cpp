@@ -15,23 +15,14 @@ struct SoftmaxKernel {
   static void forward(const OpCall<T>& c) {
     const std::int64_t n = c.y_shape.cols, rows = c.y_shape.numel() / n;
     for (std::int64_t r = 0; r < rows; ++r) {
-      const T* x = c.x[0] + r * n;
-      T* y = c.y + r * n;
-      const T m = ops::simd::max(x, n);
-      for (std::int64_t j = 0; j < n; ++j) y[j] = x[j] - m;
-      ops::simd::exp(y, y, n);
-      ops::simd::scale(y, T(1) / ops::simd::sum(y, n), n);
+      ops::simd::softmax(c.x[0] + r * n, c.y + r * n, n);
     }
   }
   static void backward(const OpCall<T>& c) {
     if (!c.grad_x[0]) return;
     const std::int64_t n = c.y_shape.cols, rows = c.y_shape.numel() / n;
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const T *y = c.y + r * n, *g = c.grad_y + r * n;
-      T* gx = c.grad_x[0] + r * n;
-      const T dot = ops::simd::dot(g, y, n);
-      for (std::int64_t j = 0; j < n; ++j) gx[j] += y[j] * (g[j] - dot);
-    }
+    for (std::int64_t r = 0; r < rows; ++r)
+      ops::simd::softmax_backward(c.y + r * n, c.grad_y + r * n, n, c.grad_x[0] + r * n, /*accumulate=*/true);
   }
 };
 Flops flops(const Shape*, int, const Shape& y, const OpAttrs&) { return {4.0 * y.numel(), 4.0 * y.numel()}; }
