@@ -7,36 +7,22 @@
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
 #include "ops/shift.hpp"
-#include "ops/simd.hpp"
 
 namespace matmem {
 namespace {
 template <class T>
 struct CircularShiftKernel {
   static void forward(const OpCall<T>& c) {
-    const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[1].cols, S = K / 2;
+    const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[1].cols;
     std::fill(c.y, c.y + B * N, T(0));
-    for (std::int64_t b = 0; b < B; ++b) {
-      const T *w = c.x[0] + b * N, *s = c.x[1] + b * K;
-      T* y = c.y + b * N;
-      for (std::int64_t k = 0; k < K; ++k)
-        ops::for_each_run(k - S, N, [&](std::int64_t i0, std::int64_t j0, std::int64_t len) {
-          for (std::int64_t q = 0; q < len; ++q) y[i0 + q] += s[k] * w[j0 + q];
-        });
-    }
+    for (std::int64_t b = 0; b < B; ++b) ops::shift_row(c.x[0] + b * N, c.x[1] + b * K, K, N, c.y + b * N);
   }
   static void backward(const OpCall<T>& c) {
-    const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[1].cols, S = K / 2;
+    const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[1].cols;
     T *gw = c.grad_x[0], *gs = c.grad_x[1];
-    for (std::int64_t b = 0; b < B; ++b) {
-      const T *w = c.x[0] + b * N, *s = c.x[1] + b * K, *g = c.grad_y + b * N;
-      for (std::int64_t k = 0; k < K; ++k)
-        ops::for_each_run(k - S, N, [&](std::int64_t i0, std::int64_t j0, std::int64_t len) {
-          if (gw)
-            for (std::int64_t q = 0; q < len; ++q) gw[b * N + j0 + q] += s[k] * g[i0 + q];
-          if (gs) gs[b * K + k] += ops::simd::dot(w + j0, g + i0, len);
-        });
-    }
+    for (std::int64_t b = 0; b < B; ++b)
+      ops::shift_row_backward(c.x[0] + b * N, c.x[1] + b * K, c.grad_y + b * N, K, N, gw ? gw + b * N : nullptr,
+                              gs ? gs + b * K : nullptr);
   }
 };
 Flops flops(const Shape* x, int, const Shape& y, const OpAttrs&) {

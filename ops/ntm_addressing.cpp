@@ -29,7 +29,7 @@ constexpr double kEps = 1e-12;  // as sharpen
 template <class T>
 struct NtmAddressingKernel {
   static void forward(const OpCall<T>& c) {
-    const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[3].cols, S = K / 2;
+    const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[3].cols;
     const std::int64_t h = c.attrs.i[0];
     for (std::int64_t b = 0; b < B; ++b) {
       const T *sim = c.x[0] + (h * B + b) * N, *s = c.x[3] + b * K, *wp = c.x[5] + b * N;
@@ -40,10 +40,7 @@ struct NtmAddressingKernel {
       ops::simd::softmax(wc, wc, N);
       for (std::int64_t i = 0; i < N; ++i) wg[i] = g * wc[i] + (T(1) - g) * wp[i];
       std::fill_n(wse, N, T(0));
-      for (std::int64_t k = 0; k < K; ++k)
-        ops::for_each_run(k - S, N, [&](std::int64_t i0, std::int64_t j0, std::int64_t len) {
-          for (std::int64_t q = 0; q < len; ++q) wse[i0 + q] += s[k] * wg[j0 + q];
-        });
+      ops::shift_row(wg, s, K, N, wse);
       for (std::int64_t i = 0; i < N; ++i) wse[i] += T(kEps);
       ops::simd::log(wse, lws, N);
       for (std::int64_t i = 0; i < N; ++i) w[i] = gamma * lws[i];
@@ -52,7 +49,7 @@ struct NtmAddressingKernel {
   }
 
   static void backward(const OpCall<T>& c) {
-    const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[3].cols, S = K / 2;
+    const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[3].cols;
     const std::int64_t h = c.attrs.i[0];
     T *gsim = c.grad_x[0], *gbeta = c.grad_x[1], *gg = c.grad_x[2], *gs = c.grad_x[3], *ggamma = c.grad_x[4],
       *gwp = c.grad_x[5];
@@ -68,11 +65,7 @@ struct NtmAddressingKernel {
       for (std::int64_t i = 0; i < N; ++i) gws[i] = du[i] * gamma / wse[i];
       // circular shift
       std::fill_n(gwg, N, T(0));
-      for (std::int64_t k = 0; k < K; ++k)
-        ops::for_each_run(k - S, N, [&](std::int64_t i0, std::int64_t j0, std::int64_t len) {
-          for (std::int64_t q = 0; q < len; ++q) gwg[j0 + q] += s[k] * gws[i0 + q];
-          if (gs) gs[b * K + k] += ops::simd::dot(wg + j0, gws + i0, len);
-        });
+      ops::shift_row_backward(wg, s, gws, K, N, gwg, gs ? gs + b * K : nullptr);
       // interpolation
       if (gg) gg[b] += ops::simd::dot(gwg, wc, N) - ops::simd::dot(gwg, wp, N);
       if (gwp)
