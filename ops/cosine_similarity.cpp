@@ -41,52 +41,40 @@ struct CosineSimilarityKernel {
   using V = xsimd::batch<T>;
   static constexpr std::int64_t W = V::size;
 
-  // For every column q of one slot's R rows (each B·c long): sums[q] = Σ_i M² (if norms) and
-  // sums[(h + norms)·BC + q] = Σ_i K_h M for the first K keys (K ≥ 1 fixed at compile time, or 0 for one key
-  // given at run time). Two SIMD chunks at a time, so 2(K + 1) independent FMA chains hide the FMA latency.
+  // Columns q .. q + NC·W of one slot's R rows (each B·c long): sums[q] = Σ_i M² (if norms) and
+  // sums[(h + norms)·BC + q] = Σ_i K_h M for H keys, NC·(H + 1) independent FMA chains in registers.
+  template <int NC, int H>
+  static void chunk_sums(const T* slot, const T* const* keys, std::int64_t R, std::int64_t BC, std::int64_t q,
+                         T* sums, bool norms) {
+    V am[NC], ad[H][NC];
+    for (int u = 0; u < NC; ++u) {
+      am[u] = V(T(0));
+      for (int h = 0; h < H; ++h) ad[h][u] = V(T(0));
+    }
+    for (std::int64_t i = 0; i < R; ++i) {
+      for (int u = 0; u < NC; ++u) {
+        const V mv = V::load_unaligned(slot + i * BC + q + u * W);
+        if (norms) am[u] = xsimd::fma(mv, mv, am[u]);
+        for (int h = 0; h < H; ++h)
+          ad[h][u] = xsimd::fma(V::load_unaligned(keys[h] + i * BC + q + u * W), mv, ad[h][u]);
+      }
+    }
+    const int o = norms ? 1 : 0;
+    for (int u = 0; u < NC; ++u) {
+      if (norms) am[u].store_unaligned(sums + q + u * W);
+      for (int h = 0; h < H; ++h) ad[h][u].store_unaligned(sums + (h + o) * BC + q + u * W);
+    }
+  }
+
+  // Every column of one slot: two SIMD chunks at a time (so the FMA latency is hidden), then one, then the
+  // scalar tail. K ≥ 1 keys fixed at compile time, or K = 0 for one key given at run time.
   template <int K>
   static void slot_sums(const T* slot, const T* const* keys, std::int64_t R, std::int64_t BC, T* sums, bool norms) {
     constexpr int H = K == 0 ? 1 : K;
-    const int o = norms ? 1 : 0;
     std::int64_t q = 0;
-    for (; q + 2 * W <= BC; q += 2 * W) {
-      V am0(T(0)), am1(T(0));
-      V ad0[H], ad1[H];
-      for (int h = 0; h < H; ++h) ad0[h] = ad1[h] = V(T(0));
-      for (std::int64_t i = 0; i < R; ++i) {
-        const T* row = slot + i * BC + q;
-        const V m0 = V::load_unaligned(row), m1 = V::load_unaligned(row + W);
-        if (norms) {
-          am0 = xsimd::fma(m0, m0, am0);
-          am1 = xsimd::fma(m1, m1, am1);
-        }
-        for (int h = 0; h < H; ++h) {
-          const T* k = keys[h] + i * BC + q;
-          ad0[h] = xsimd::fma(V::load_unaligned(k), m0, ad0[h]);
-          ad1[h] = xsimd::fma(V::load_unaligned(k + W), m1, ad1[h]);
-        }
-      }
-      if (norms) {
-        am0.store_unaligned(sums + q);
-        am1.store_unaligned(sums + q + W);
-      }
-      for (int h = 0; h < H; ++h) {
-        ad0[h].store_unaligned(sums + (h + o) * BC + q);
-        ad1[h].store_unaligned(sums + (h + o) * BC + q + W);
-      }
-    }
-    for (; q + W <= BC; q += W) {  // one chunk left
-      V am(T(0));
-      V ad[H];
-      for (int h = 0; h < H; ++h) ad[h] = V(T(0));
-      for (std::int64_t i = 0; i < R; ++i) {
-        const V m0 = V::load_unaligned(slot + i * BC + q);
-        if (norms) am = xsimd::fma(m0, m0, am);
-        for (int h = 0; h < H; ++h) ad[h] = xsimd::fma(V::load_unaligned(keys[h] + i * BC + q), m0, ad[h]);
-      }
-      if (norms) am.store_unaligned(sums + q);
-      for (int h = 0; h < H; ++h) ad[h].store_unaligned(sums + (h + o) * BC + q);
-    }
+    for (; q + 2 * W <= BC; q += 2 * W) chunk_sums<2, H>(slot, keys, R, BC, q, sums, norms);
+    for (; q + W <= BC; q += W) chunk_sums<1, H>(slot, keys, R, BC, q, sums, norms);
+    const int o = norms ? 1 : 0;
     for (; q < BC; ++q) {
       T am = 0;
       for (std::int64_t i = 0; i < R; ++i) am += slot[i * BC + q] * slot[i * BC + q];
