@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <memory>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -22,6 +21,7 @@
 #include "runtime/blas.hpp"
 #include "runtime/error.hpp"
 #include "tools/commands.hpp"
+#include "tools/csv_file.hpp"
 
 namespace matmem::tools {
 namespace {
@@ -37,16 +37,6 @@ struct Options {
   std::string csv;
   bool profile = false;
 };
-
-// The --csv file with its header line, or none; closed when it goes out of scope.
-using CsvFile = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
-CsvFile open_csv(const std::string& path, const char* header) {
-  if (path.empty()) return {nullptr, &std::fclose};
-  CsvFile f(std::fopen(path.c_str(), "w"), &std::fclose);
-  if (!f) throw Error(fmt::format("bench: cannot write {}", path));
-  fmt::print(f.get(), "{}\n", header);
-  return f;
-}
 
 struct Timing {
   double median_us, min_us;
@@ -80,8 +70,9 @@ std::string shapes_of(const OpSample& s) {
 }
 
 int bench_ops(const Options& o) {
-  const CsvFile file = open_csv(o.csv, "op,inputs,median_us,min_us,gflops");
+  const CsvFile file(o.csv, "bench");
   std::FILE* csv = file.get();
+  if (csv) fmt::print(csv, "op,inputs,median_us,min_us,gflops\n");
   fmt::print("{:<22} {:<44} {:>10} {:>10} {:>8}\n", "op (float32, fwd+bwd)", "inputs", "median µs", "min µs",
              "GFLOP/s");
   for (const OpEntry& e : op_registry()) {
@@ -267,8 +258,9 @@ StepTimes time_matrnn_fixed(int warmup, int steps) {
 }
 
 int bench_train(const Options& o) {
-  const CsvFile file = open_csv(o.csv, "config,steps,ms_median,ms_min,ms_max,sequences_per_s,gflops,peak_rss_mib");
+  const CsvFile file(o.csv, "bench");
   std::FILE* csv = file.get();
+  if (csv) fmt::print(csv, "config,steps,ms_median,ms_min,ms_max,sequences_per_s,gflops,peak_rss_mib\n");
   auto wanted = [&](const std::string& name) {
     return o.configs.empty() || std::find(o.configs.begin(), o.configs.end(), name) != o.configs.end();
   };

@@ -21,6 +21,7 @@
 #include "models/capacity/generators.hpp"
 #include "models/capacity/queue.hpp"
 #include "runtime/error.hpp"
+#include "tools/csv_file.hpp"
 
 namespace matmem::tools {
 namespace {
@@ -51,21 +52,9 @@ struct Options {
 // Text goes to stdout, or to stderr when the CSV goes to stdout; the CSV goes to its file or stdout.
 class Output {
  public:
-  explicit Output(const std::string& csv) {
-    if (csv == "-") {
-      csv_ = stdout;
-      text_ = stderr;
-    } else if (!csv.empty()) {
-      csv_ = std::fopen(csv.c_str(), "w");
-      if (!csv_) throw Error(fmt::format("capacity: cannot write '{}'", csv));
-      owned_ = true;
-    }
+  explicit Output(const std::string& csv) : file_(csv, "capacity"), csv_(file_.get()) {
+    if (file_.to_stdout()) text_ = stderr;
   }
-  ~Output() {
-    if (owned_) std::fclose(csv_);
-  }
-  Output(const Output&) = delete;
-  Output& operator=(const Output&) = delete;
 
   template <class... A>
   void text(fmt::format_string<A...> f, A&&... a) {
@@ -95,9 +84,9 @@ class Output {
   }
 
  private:
+  CsvFile file_;
   std::FILE* text_ = stdout;
-  std::FILE* csv_ = nullptr;
-  bool owned_ = false;
+  std::FILE* csv_;
 };
 
 std::vector<double> indices(std::size_t n) {

@@ -8,6 +8,7 @@
 
 #include "models/training/trainer.hpp"
 #include "tools/commands.hpp"
+#include "tools/csv_file.hpp"
 
 namespace matmem::tools {
 namespace {
@@ -34,11 +35,8 @@ void run(const Options& o) {
   auto trainer = Trainer::resume(o.checkpoint);
   const Task& task = trainer->task();
   const std::vector<std::int64_t> sizes = o.sizes.empty() ? task.eval_sizes() : parse_sizes(o.sizes);
-  std::FILE* csv = nullptr;
-  if (!o.csv.empty()) {
-    csv = o.csv == "-" ? stdout : std::fopen(o.csv.c_str(), "w");
-    if (!csv) throw Error(fmt::format("eval: cannot write {}", o.csv));
-  }
+  const CsvFile file(o.csv, "eval");
+  std::FILE* csv = file.get();
   if (csv) fmt::print(csv, "{},bits_per_sequence,bits_per_sequence_min,bits_per_sequence_max,loss\n", task.size_name());
   if (csv != stdout)
     fmt::print("{} after {} steps, {} on {}; {} batches of {} per size (seed {})\n{:>8} {:>16} {:>10} {:>10} {:>10}\n",
@@ -64,7 +62,6 @@ void run(const Options& o) {
     if (csv != stdout) fmt::print("{:>8} {:>16.3f} {:>10.3f} {:>10.3f} {:>10.4f}\n", size, bits, lo, hi, loss);
     if (csv) fmt::print(csv, "{},{:.4f},{:.4f},{:.4f},{:.6f}\n", size, bits, lo, hi, loss);
   }
-  if (csv && csv != stdout) std::fclose(csv);
 }
 }  // namespace
 
