@@ -17,7 +17,22 @@ inline bool broadcast_shape(const Shape& a, const Shape& b, Shape& out) {
          dim(a.cols, b.cols, out.cols);
 }
 
-// Strides of operand x inside result y, 0 along broadcast dims; order (slot, row, batch, col).
+// Calls f(o, oa, ob) for every element of a result y that is a memory (y.slots > 1, batch innermost) broadcast
+// from a or b: each operand is indexed through its own layout, 0 along the dims it is broadcast over.
+template <class F>
+inline void for_each_broadcast_memory(const Shape& y, const Shape& a, const Shape& b, F&& f) {
+  auto at = [](const Shape& x, std::int64_t bb, std::int64_t n, std::int64_t i, std::int64_t j) {
+    return x.offset(x.batch == 1 ? 0 : bb, x.slots == 1 ? 0 : n, x.rows == 1 ? 0 : i, x.cols == 1 ? 0 : j);
+  };
+  std::int64_t o = 0;
+  for (std::int64_t n = 0; n < y.slots; ++n)
+    for (std::int64_t i = 0; i < y.rows; ++i)
+      for (std::int64_t j = 0; j < y.cols; ++j)
+        for (std::int64_t bb = 0; bb < y.batch; ++bb, ++o) f(o, at(a, bb, n, i, j), at(b, bb, n, i, j));
+}
+
+// Strides of operand x inside result y, 0 along broadcast dims; order (slot, row, batch, col). For a
+// result with N = 1 (a memory result goes through for_each_broadcast_memory).
 struct Strides {
   std::int64_t n, i, b, j;
 };
@@ -34,6 +49,7 @@ inline void for_each_broadcast(const Shape& y, const Shape& a, const Shape& b, F
     for (std::int64_t o = 0; o < n; ++o) f(o, o, o);
     return;
   }
+  if (y.slots > 1) return for_each_broadcast_memory(y, a, b, f);
   const Strides sa = strides_in(a, y), sb = strides_in(b, y);
   std::int64_t o = 0;
   for (std::int64_t n = 0; n < y.slots; ++n)
@@ -57,6 +73,8 @@ inline void for_each_broadcast(const Shape& y, const Shape& a, const Shape& b, F
 // turn the gradient of an operand broadcast along the run (stride 0) into one SIMD reduction.
 template <class F>
 inline void for_each_broadcast_row(const Shape& y, const Shape& a, const Shape& b, F&& f) {
+  if (y.slots > 1)  // a memory result: runs of one element
+    return for_each_broadcast_memory(y, a, b, [&](std::int64_t o, std::int64_t oa, std::int64_t ob) { f(o, oa, ob, 1, 1, 1); });
   const Strides sa = strides_in(a, y), sb = strides_in(b, y);
   std::int64_t o = 0;
   for (std::int64_t n = 0; n < y.slots; ++n)

@@ -1,5 +1,7 @@
-// memory_read: R_b = Σ_n w_{b,n} M_{b,n}.   M:[B,N,r,c], w:[B,N] -> [B,r,c]
+// memory_read: R_b = Σ_n w_{b,n} M_{b,n}.   M:[B,N,r,c] (N ≥ 2), w:[B,N] -> [B,r,c]
 //   grad_M_{b,n} += w_{b,n} G_b,   grad_w_{b,n} += <G_b, M_{b,n}>_F
+// With the memory's batch innermost (ops/slots.hpp) both passes run along a slot's r·c elements with SIMD
+// lanes over the batch; R and G are transposed to that form in scratch.
 #include <algorithm>
 
 #include "ops/check.hpp"
@@ -11,46 +13,49 @@ namespace matmem {
 namespace {
 template <class T>
 struct MemoryReadKernel {
-  // scratch: one slot's expanded weights and partial sums (2 × B·c), their per-item totals (B)
+  // scratch: w transposed [N·B], R (forward) or G (backward) transposed [r·c·B], grad_w transposed [N·B]
   static void forward(const OpCall<T>& c) {
     const Shape& m = c.x_shape[0];
-    const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
+    const std::int64_t B = m.batch, N = m.slots, E = m.rows * m.cols;
     const T* mem = c.x[0];
-    T* wn = c.scratch;
-    std::fill(c.y, c.y + c.y_shape.numel(), T(0));
+    T *wt = c.scratch, *rt = wt + N * B;
+    ops::to_batch_inner(c.x[1], B, 1, N, wt);
+    std::fill_n(rt, E * B, T(0));
     for (std::int64_t n = 0; n < N; ++n) {
-      ops::expand_slot(c.x[1], B, N, C, n, wn);
-      for (std::int64_t i = 0; i < R; ++i) {
-        const T* mr = mem + (n * R + i) * BC;
-        T* yr = c.y + i * BC;
-        ops::simd_loop<T>(BC, [&](std::int64_t q, auto x) {
-          using X = decltype(x);
-          ops::store(yr + q, ops::load<X>(yr + q) + ops::load<X>(wn + q) * ops::load<X>(mr + q));
-        });
-      }
+      const T* slot = mem + n * E * B;
+      ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
+        using X = decltype(x);
+        const X wv = ops::load<X>(wt + n * B + q);
+        for (std::int64_t e = 0; e < E; ++e)
+          ops::store(rt + e * B + q, ops::load<X>(rt + e * B + q) + wv * ops::load<X>(slot + e * B + q));
+      });
     }
+    ops::from_batch_inner(rt, B, m.rows, m.cols, c.y, /*accumulate=*/false);
   }
   static void backward(const OpCall<T>& c) {
     const Shape& m = c.x_shape[0];
-    const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
+    const std::int64_t B = m.batch, N = m.slots, E = m.rows * m.cols;
     const T* mem = c.x[0];
     T *gm = c.grad_x[0], *gw = c.grad_x[1];
-    T *wn = c.scratch, *acc = c.scratch + BC;
+    T *wt = c.scratch, *gt = wt + N * B, *gwt = gt + E * B;
+    ops::to_batch_inner(c.x[1], B, 1, N, wt);
+    ops::to_batch_inner(c.grad_y, B, m.rows, m.cols, gt);
     for (std::int64_t n = 0; n < N; ++n) {
-      ops::expand_slot(c.x[1], B, N, C, n, wn);
-      std::fill_n(acc, BC, T(0));
-      for (std::int64_t i = 0; i < R; ++i) {
-        const T* gr = c.grad_y + i * BC;
-        const std::int64_t off = (n * R + i) * BC;
-        ops::simd_loop<T>(BC, [&](std::int64_t q, auto x) {
-          using X = decltype(x);
-          const X g = ops::load<X>(gr + q);
-          if (gm) ops::store(gm + off + q, ops::load<X>(gm + off + q) + ops::load<X>(wn + q) * g);
-          if (gw) ops::store(acc + q, ops::load<X>(acc + q) + g * ops::load<X>(mem + off + q));
-        });
-      }
-      if (gw) ops::reduce_to_slot(acc, B, N, C, n, gw, acc + BC);
+      const T* slot = mem + n * E * B;
+      T* gslot = gm ? gm + n * E * B : nullptr;
+      ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
+        using X = decltype(x);
+        const X wv = ops::load<X>(wt + n * B + q);
+        X acc(T(0));
+        for (std::int64_t e = 0; e < E; ++e) {
+          const X g = ops::load<X>(gt + e * B + q);
+          if (gslot) ops::store(gslot + e * B + q, ops::load<X>(gslot + e * B + q) + wv * g);
+          acc += g * ops::load<X>(slot + e * B + q);
+        }
+        ops::store(gwt + n * B + q, acc);
+      });
     }
+    if (gw) ops::from_batch_inner(gwt, B, 1, N, gw, /*accumulate=*/true);
   }
 };
 Flops flops(const Shape* x, int, const Shape&, const OpAttrs&) {
@@ -62,10 +67,12 @@ constexpr OpDef kOp = make_op<MemoryReadKernel>("memory_read", flops);
 
 Var memory_read(Var memory, Var w) {
   ops::same_tape("memory_read", memory, w);
+  ops::check_memory("memory_read", memory);
   const Shape &m = memory.shape(), &ws = w.shape();
   if (!ops::is_weighting(ws) || ws.batch != m.batch || ws.cols != m.slots)
     ops::shape_error("memory_read", "memory must be [B,N,r,c] and w [B,N] with the same B and N", memory, w);
-  return memory.tape->apply(kOp, {memory, w}, matrices(m.batch, m.rows, m.cols), {}, 0, 2 * m.batch * m.cols + m.batch);
+  return memory.tape->apply(kOp, {memory, w}, matrices(m.batch, m.rows, m.cols), {}, 0,
+                            m.batch * (2 * m.slots + m.rows * m.cols));
 }
 
 OpEntry memory_read_entry() {

@@ -1,9 +1,11 @@
 // memory_write: M'_{b,n} = M_{b,n} ⊙ (1 - w_{b,n} E_b) + w_{b,n} A_b.
-//   M:[B,N,r,c], w:[B,N], E (erase), A (add):[B,r,c] -> [B,N,r,c]
+//   M:[B,N,r,c] (N ≥ 2), w:[B,N], E (erase), A (add):[B,r,c] -> [B,N,r,c]
 //   grad_M_n += G_n ⊙ (1 - w_n E),  grad_w_n += <G_n, A - M_n ⊙ E>_F,
 //   grad_E   -= Σ_n w_n G_n ⊙ M_n,  grad_A   += Σ_n w_n G_n
 // As the first contributor to grad_M (in the NTM: always, it is M_{t−1}'s last consumer) it assigns
-// grad_M instead of zeroing and accumulating: one pass over the memory fewer.
+// grad_M instead of zeroing and accumulating: one pass over the memory fewer. With the memory's batch
+// innermost (ops/slots.hpp) every loop runs along a slot's r·c elements with SIMD lanes over the batch; w, E
+// and A (and their gradients) are transposed to that form in scratch.
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
@@ -13,58 +15,66 @@ namespace matmem {
 namespace {
 template <class T>
 struct MemoryWriteKernel {
-  // scratch: one slot's expanded weights and partial sums (2 × B·c), their per-item totals (B)
+  // scratch: w [N·B], E and A [r·c·B] each, transposed; backward also grad_w [N·B], grad_E and grad_A [r·c·B]
   static void forward(const OpCall<T>& c) {
     const Shape& m = c.x_shape[0];
-    const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
-    const T *mem = c.x[0], *e = c.x[2], *a = c.x[3];
-    T* wn = c.scratch;
+    const std::int64_t B = m.batch, N = m.slots, E = m.rows * m.cols;
+    const T* mem = c.x[0];
+    T *wt = c.scratch, *et = wt + N * B, *at = et + E * B;
+    ops::to_batch_inner(c.x[1], B, 1, N, wt);
+    ops::to_batch_inner(c.x[2], B, m.rows, m.cols, et);
+    ops::to_batch_inner(c.x[3], B, m.rows, m.cols, at);
     for (std::int64_t n = 0; n < N; ++n) {
-      ops::expand_slot(c.x[1], B, N, C, n, wn);
-      for (std::int64_t i = 0; i < R; ++i) {
-        const std::int64_t off = (n * R + i) * BC;
-        const T *er = e + i * BC, *ar = a + i * BC, *mr = mem + off;
-        T* yr = c.y + off;
-        ops::simd_loop<T>(BC, [&](std::int64_t q, auto x) {
-          using X = decltype(x);
-          const X mv = ops::load<X>(mr + q);
-          ops::store(yr + q, mv + ops::load<X>(wn + q) * (ops::load<X>(ar + q) - mv * ops::load<X>(er + q)));
-        });
-      }
+      const T* slot = mem + n * E * B;
+      T* yslot = c.y + n * E * B;
+      ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
+        using X = decltype(x);
+        const X wv = ops::load<X>(wt + n * B + q);
+        for (std::int64_t e = 0; e < E; ++e) {
+          const X mv = ops::load<X>(slot + e * B + q);
+          ops::store(yslot + e * B + q,
+                     mv + wv * (ops::load<X>(at + e * B + q) - mv * ops::load<X>(et + e * B + q)));
+        }
+      });
     }
   }
   static void backward(const OpCall<T>& c) {
     const Shape& m = c.x_shape[0];
-    const std::int64_t B = m.batch, N = m.slots, R = m.rows, C = m.cols, BC = B * C;
-    const T *mem = c.x[0], *e = c.x[2], *a = c.x[3];
+    const std::int64_t B = m.batch, N = m.slots, E = m.rows * m.cols;
+    const T* mem = c.x[0];
     T *gm = c.grad_x[0], *gw = c.grad_x[1], *ge = c.grad_x[2], *ga = c.grad_x[3];
-    T *wn = c.scratch, *acc = c.scratch + BC;
-    // A fresh (uninitialised) grad_M is assigned in the pass below; the small ones are zeroed first.
+    T *wt = c.scratch, *et = wt + N * B, *at = et + E * B;
+    T *gwt = at + E * B, *get = gwt + N * B, *gat = get + E * B;
+    ops::to_batch_inner(c.x[1], B, 1, N, wt);
+    ops::to_batch_inner(c.x[2], B, m.rows, m.cols, et);
+    ops::to_batch_inner(c.x[3], B, m.rows, m.cols, at);
+    std::fill_n(get, 2 * E * B, T(0));
+    // A fresh (uninitialised) grad_M is assigned in the pass below, fresh small gradients at the end.
     const bool assign_m = c.fresh(0);
-    if (gw && c.fresh(1)) std::fill_n(gw, B * N, T(0));
-    if (ge && c.fresh(2)) std::fill_n(ge, R * BC, T(0));
-    if (ga && c.fresh(3)) std::fill_n(ga, R * BC, T(0));
     for (std::int64_t n = 0; n < N; ++n) {
-      ops::expand_slot(c.x[1], B, N, C, n, wn);
-      std::fill_n(acc, BC, T(0));
-      for (std::int64_t i = 0; i < R; ++i) {
-        const std::int64_t off = (n * R + i) * BC;
-        const T *g = c.grad_y + off, *mr = mem + off, *er = e + i * BC, *ar = a + i * BC;
-        ops::simd_loop<T>(BC, [&](std::int64_t q, auto x) {
-          using X = decltype(x);
-          const X gv = ops::load<X>(g + q), wv = ops::load<X>(wn + q), ev = ops::load<X>(er + q);
-          const X mv = ops::load<X>(mr + q);
+      const std::int64_t s = n * E * B;
+      ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
+        using X = decltype(x);
+        const X wv = ops::load<X>(wt + n * B + q);
+        X acc(T(0));
+        for (std::int64_t e = 0; e < E; ++e) {
+          const std::int64_t k = e * B + q;
+          const X gv = ops::load<X>(c.grad_y + s + k), mv = ops::load<X>(mem + s + k), ev = ops::load<X>(et + k);
           if (gm) {
             const X d = gv * (X(T(1)) - wv * ev);
-            ops::store(gm + off + q, assign_m ? d : ops::load<X>(gm + off + q) + d);
+            ops::store(gm + s + k, assign_m ? d : ops::load<X>(gm + s + k) + d);
           }
-          if (gw) ops::store(acc + q, ops::load<X>(acc + q) + gv * (ops::load<X>(ar + q) - mv * ev));
-          if (ge) ops::store(ge + i * BC + q, ops::load<X>(ge + i * BC + q) - wv * gv * mv);
-          if (ga) ops::store(ga + i * BC + q, ops::load<X>(ga + i * BC + q) + wv * gv);
-        });
-      }
-      if (gw) ops::reduce_to_slot(acc, B, N, C, n, gw, acc + BC);
+          acc += gv * (ops::load<X>(at + k) - mv * ev);
+          const X wg = wv * gv;
+          ops::store(get + k, ops::load<X>(get + k) - wg * mv);
+          ops::store(gat + k, ops::load<X>(gat + k) + wg);
+        }
+        ops::store(gwt + n * B + q, acc);
+      });
     }
+    if (gw) ops::from_batch_inner(gwt, B, 1, N, gw, !c.fresh(1));
+    if (ge) ops::from_batch_inner(get, B, m.rows, m.cols, ge, !c.fresh(2));
+    if (ga) ops::from_batch_inner(gat, B, m.rows, m.cols, ga, !c.fresh(3));
   }
 };
 Flops flops(const Shape* x, int, const Shape&, const OpAttrs&) {
@@ -79,13 +89,14 @@ Var memory_write(Var memory, Var w, Var erase, Var add) {
   ops::same_tape(op, memory, w);
   ops::same_tape(op, memory, erase);
   ops::same_tape(op, memory, add);
+  ops::check_memory(op, memory);
   const Shape &m = memory.shape(), &ws = w.shape();
   if (!ops::is_weighting(ws) || ws.batch != m.batch || ws.cols != m.slots)
     ops::shape_error(op, "memory must be [B,N,r,c] and w [B,N] with the same B and N", memory, w);
   const Shape slot = matrices(m.batch, m.rows, m.cols);
   if (erase.shape() != slot) ops::shape_error(op, "erase must be [B,r,c] like one slot of the memory", memory, erase);
   if (add.shape() != slot) ops::shape_error(op, "add must be [B,r,c] like one slot of the memory", memory, add);
-  return memory.tape->apply(kOp, {memory, w, erase, add}, m, {}, 0, 2 * m.batch * m.cols + m.batch);
+  return memory.tape->apply(kOp, {memory, w, erase, add}, m, {}, 0, 2 * m.batch * (m.slots + 2 * m.rows * m.cols));
 }
 
 OpEntry memory_write_entry() {

@@ -52,6 +52,8 @@ constexpr OpDef kOp = make_op<SoftmaxCrossEntropyKernel>("softmax_cross_entropy"
 
 Var softmax_cross_entropy(Var logits, Var target) {
   ops::same_shape("softmax_cross_entropy", logits, target);
+  if (logits.shape().slots != 1)
+    ops::shape_error("softmax_cross_entropy", "logits must be a batch of matrices [B,r,c], not a memory", logits);
   return logits.tape->apply(kOp, {logits, target}, scalars(1), {}, logits.shape().numel());
 }
 

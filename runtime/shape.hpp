@@ -4,13 +4,17 @@
 // slots [B,N] (= [B,1,N]); a per-sample scalar [B,1] (= [B,1,1]); a parameter [r,c] (= [1,r,c], broadcast
 // over the batch).
 //
-// Physical layout, "batch-interleaved rows": element (b, n, i, j) is stored at
-//     ((n * r + i) * B + b) * c + j.
-// For N = 1 a batch [B,r,c] is therefore the single r x (B*c) matrix [P_1 | P_2 | ... | P_B], so the batched
-// bilinear map U^T P_b V is two GEMMs for the whole batch (U^T on that matrix, then V on its (r*B) x c
-// reshape) instead of 2B tiny ones.  A memory is N such batches one after another: slot n of a memory has
-// exactly the layout of a key.  For r = 1 (weightings, scalars) and for B = 1 (parameters) the layout is
-// plain row-major.
+// Physical layout. A batch of matrices (N = 1), "batch-interleaved rows": element (b, i, j) is stored at
+//     (i * B + b) * c + j,
+// so a batch [B,r,c] is the single r x (B*c) matrix [P_1 | P_2 | ... | P_B] and the batched bilinear map
+// U^T P_b V is two GEMMs for the whole batch (U^T on that matrix, then V on its (r*B) x c reshape) instead
+// of 2B tiny ones. For r = 1 (weightings, scalars) and for B = 1 (parameters) this is plain row-major.
+// A memory (N > 1), "batch innermost": element (b, n, i, j) is stored at
+//     ((n * r + i) * c + j) * B + b,
+// so slot n is the (r*c) x B matrix of its elements over the batch, and every per-(item, slot) quantity of
+// the memory ops (a cosine similarity, a read weight's gradient) is a sum over that matrix's rows: SIMD
+// lanes run over the batch and nothing is reduced across lanes. For B = 1 this too is plain row-major,
+// so parameters [1,N,r,c] are stored the same in both layouts.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -28,7 +32,7 @@ struct Shape {
   constexpr std::int64_t matrix_size() const { return rows * cols; }  // one r x c matrix
   // Offset of logical element (b, n, i, j).
   constexpr std::int64_t offset(std::int64_t b, std::int64_t n, std::int64_t i, std::int64_t j) const {
-    return ((n * rows + i) * batch + b) * cols + j;
+    return slots > 1 ? ((n * rows + i) * cols + j) * batch + b : (i * batch + b) * cols + j;
   }
   constexpr bool operator==(const Shape&) const = default;
 

@@ -151,20 +151,36 @@ TEST_CASE("cosine similarity of several keys equals one call per key and passes 
   }
 }
 
-TEST_CASE("run sums equal the scalar sums of every run, for run lengths around the SIMD width", "[ops]") {
-  for (std::int64_t c : {1, 2, 5, 6, 7, 16, 17}) {
-    for (std::int64_t groups : {1, 15, 16, 17, 40}) {
-      std::vector<float> s(static_cast<std::size_t>(groups * c)), out(static_cast<std::size_t>(groups));
-      for (std::size_t k = 0; k < s.size(); ++k) s[k] = float(int(k * 7 % 13) - 6);
-      ops::run_sums(s.data(), groups, c, out.data());
-      for (std::int64_t g = 0; g < groups; ++g) {
-        float expect = 0;
-        for (std::int64_t j = 0; j < c; ++j) expect += s[std::size_t(g * c + j)];
-        INFO("c " << c << " groups " << groups << " g " << g);
-        CHECK(out[std::size_t(g)] == expect);
-      }
-    }
+TEST_CASE("batch-innermost transposition puts each element where a memory's layout does, and back", "[ops]") {
+  for (std::int64_t B : {1, 3, 16, 17}) {
+    const std::int64_t r = 2, c = 5;
+    const Shape x = matrices(B, r, c), mem = memory(B, 2, r, c);
+    std::vector<float> v(static_cast<std::size_t>(x.numel())), t(v.size()), back(v.size(), 1.0f);
+    for (std::size_t k = 0; k < v.size(); ++k) v[k] = float(k);
+    ops::to_batch_inner(v.data(), B, r, c, t.data());
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t i = 0; i < r; ++i)
+        for (std::int64_t j = 0; j < c; ++j) {
+          INFO("B " << B << " b " << b << " i " << i << " j " << j);
+          // slot 0 of a memory holds element (b, i, j) at the same place as the transposed key
+          CHECK(t[std::size_t(mem.offset(b, 0, i, j))] == v[std::size_t(x.offset(b, 0, i, j))]);
+        }
+    ops::from_batch_inner(t.data(), B, r, c, back.data(), /*accumulate=*/true);
+    for (std::size_t k = 0; k < v.size(); ++k) CHECK(back[k] == 1.0f + v[k]);
+    ops::from_batch_inner(t.data(), B, r, c, back.data(), /*accumulate=*/false);
+    CHECK(back == v);
   }
+}
+
+TEST_CASE("memory ops refuse a one-slot memory with a message naming the op and the shape", "[ops]") {
+  Rng rng(3);
+  Tape tape(DType::f64);
+  const Tensor m = random_tensor(rng, memory(2, 1, 3, 3)), w = random_tensor(rng, weighting(2, 1)),
+               k = random_tensor(rng, matrices(2, 3, 3));
+  const Var mv = tape.input(m), wv = tape.input(w), kv = tape.input(k);
+  CHECK_THROWS_WITH(memory_read(mv, wv), Catch::Contains("memory_read") && Catch::Contains("N ≥ 2"));
+  CHECK_THROWS_WITH(memory_write(mv, wv, kv, kv), Catch::Contains("memory_write") && Catch::Contains("[2,3,3]"));
+  CHECK_THROWS_WITH(cosine_similarity(kv, mv), Catch::Contains("cosine_similarity"));
 }
 
 TEST_CASE("cosine similarity of 1 to 6 keys (fixed-count and general kernels) equals one call per key", "[ops]") {
@@ -244,4 +260,37 @@ TEST_CASE("ntm_addressing equals the composed ops it fuses, in values and in eve
         CHECK(gf[t].get(k) == Approx(gc[t].get(k)).epsilon(1e-10).margin(1e-12));
     }
   }
+}
+
+TEST_CASE("memory ops pass gradcheck at a batch that fills SIMD chunks and leaves a tail", "[ops][gradcheck]") {
+  // Batch 19 in float64: two 8-lane chunks (AVX-512) and a scalar tail of 3, or other splits elsewhere.
+  Rng rng(21);
+  const std::int64_t B = 19, N = 4, r = 2, c = 3;
+  std::vector<GradcheckInput> in = {{"M", random_tensor(rng, memory(B, N, r, c))},
+                                    {"w", random_tensor(rng, weighting(B, N), 0.0, 1.0)},
+                                    {"E", random_tensor(rng, matrices(B, r, c), 0.0, 1.0)},
+                                    {"A", random_tensor(rng, matrices(B, r, c))},
+                                    {"K", random_tensor(rng, matrices(B, r, c))},
+                                    {"M0", random_tensor(rng, memory(1, N, r, c))}};
+  auto check = [&](const char* what, auto f) {
+    GradcheckReport report = gradcheck(f, in, nullptr, {});
+    INFO(what << ": " << report.str());
+    CHECK(report.passed);
+  };
+  check("memory_read", [](Tape&, std::span<const Var> x) { return memory_read(x[0], x[1]); });
+  check("memory_write", [](Tape&, std::span<const Var> x) { return memory_write(x[0], x[1], x[2], x[3]); });
+  check("cosine_similarity, 3 keys", [](Tape&, std::span<const Var> x) {
+    const std::array<Var, 3> keys{x[4], x[2], x[3]};
+    return cosine_similarity(keys, x[0]);
+  });
+  check("cosine_similarity, 5 keys", [](Tape&, std::span<const Var> x) {
+    const std::array<Var, 5> keys{x[4], x[2], x[3], x[4], x[2]};
+    return cosine_similarity(keys, x[0]);
+  });
+  // A memory broadcast from a parameter [1,N,r,c] and from a batch of matrices, and softmax along a memory's
+  // (strided) rows.
+  check("broadcast into a memory", [](Tape&, std::span<const Var> x) {
+    return hadamard(add(x[0], x[5]), sub(x[0], x[4]));
+  });
+  check("softmax of a memory", [](Tape&, std::span<const Var> x) { return softmax(hadamard(x[0], x[5])); });
 }
