@@ -44,8 +44,7 @@ struct CosineSimilarityKernel {
     ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
       using X = decltype(x);
       X am(T(0));
-      std::array<X, K == 0 ? kMaxKeys : K> ad;
-      for (std::int64_t h = 0; h < heads; ++h) ad[h] = X(T(0));
+      std::array<X, K == 0 ? kMaxKeys : K> ad{};
       for (std::int64_t e = 0; e < E; ++e) {
         const X mv = ops::load<X>(slot + e * B + q);
         am += mv * mv;
@@ -53,6 +52,32 @@ struct CosineSimilarityKernel {
       }
       ops::store(nm + n * B + q, am);
       for (std::int64_t h = 0; h < heads; ++h) ops::store(dot + (h * N + n) * B + q, ad[h]);
+    });
+  }
+
+  // Slot n's part of backward over batch lanes q: grad_M_n += Σ_h a_h K_h - cm M_n, gkt_h += a_h M_n. K as
+  // in slot_sums.
+  template <int K>
+  static void slot_backward(const OpCall<T>& c, const T* kt, T* gkt, const T* a, const T* cm, std::int64_t H,
+                            std::int64_t E, std::int64_t B, std::int64_t N, std::int64_t n) {
+    const std::int64_t heads = K == 0 ? H : K;
+    const T* slot = c.x[H] + n * E * B;
+    T* gslot = c.grad_x[H] ? c.grad_x[H] + n * E * B : nullptr;
+    ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
+      using X = decltype(x);
+      const X cmv = ops::load<X>(cm + n * B + q);
+      std::array<X, K == 0 ? kMaxKeys : K> av{};
+      for (std::int64_t h = 0; h < heads; ++h) av[h] = ops::load<X>(a + (h * N + n) * B + q);
+      for (std::int64_t e = 0; e < E; ++e) {
+        const X mv = ops::load<X>(slot + e * B + q);
+        X g = gslot ? ops::load<X>(gslot + e * B + q) - cmv * mv : X(T(0));
+        for (std::int64_t h = 0; h < heads; ++h) {
+          const std::int64_t k = (h * E + e) * B + q;
+          g += av[h] * ops::load<X>(kt + k);
+          ops::store(gkt + k, ops::load<X>(gkt + k) + av[h] * mv);
+        }
+        if (gslot) ops::store(gslot + e * B + q, g);
+      }
     });
   }
 
@@ -81,62 +106,54 @@ struct CosineSimilarityKernel {
         for (std::int64_t e = 0; e < E; ++e) acc += kt[(h * E + e) * B + b] * kt[(h * E + e) * B + b];
         nk[h * B + b] = std::sqrt(acc);
       }
+    T* yt = kt + H * E * B;  // y with the batch innermost, then transposed to [B,H,N]
     for (int h = 0; h < H; ++h)
-      for (std::int64_t b = 0; b < B; ++b) {
-        const T kn = nk[h * B + b];
-        T* y = c.y + (h * B + b) * N;
-        for (std::int64_t n = 0; n < N; ++n) y[n] = dot[(h * N + n) * B + b] / (kn * nm[n * B + b] + T(kEps));
+      for (std::int64_t n = 0; n < N; ++n) {
+        const std::int64_t o = (h * N + n) * B;
+        ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
+          using X = decltype(x);
+          const X den = ops::load<X>(nk + h * B + q) * ops::load<X>(nm + n * B + q) + X(T(kEps));
+          ops::store(yt + o + q, ops::load<X>(dot + o + q) / den);
+        });
       }
+    ops::from_batch_inner(yt, B, H, N, c.y, /*accumulate=*/false);
   }
 
   static void backward(const OpCall<T>& c) {
     const int H = c.arity - 1;
     const Shape& m = c.x_shape[H];
     const std::int64_t B = m.batch, N = m.slots, E = m.rows * m.cols;
-    const T* mem = c.x[H];
-    T* gm = c.grad_x[H];
     const T *dot = c.saved, *nm = dot + H * N * B, *nk = nm + N * B;
     T *kt = c.scratch, *gkt = kt + H * E * B, *a = gkt + H * E * B, *cm = a + H * N * B, *kc = cm + N * B;
     for (int h = 0; h < H; ++h) ops::to_batch_inner(c.x[h], B, m.rows, m.cols, kt + h * E * B);
+    ops::to_batch_inner(c.grad_y, B, H, N, a);  // g, overwritten by a = g/D below
     std::fill_n(gkt, H * E * B, T(0));
     std::fill_n(cm, N * B, T(0));
     std::fill_n(kc, H * B, T(0));
-    // Per (h, n, b): a = g/D and the norm terms' coefficients.
+    // Per (h, n) over the batch lanes: a = g/D and the norm terms' coefficients (t = g d / D²; a zero norm
+    // gives 0).
     for (int h = 0; h < H; ++h)
-      for (std::int64_t b = 0; b < B; ++b) {
-        const T kn = nk[h * B + b], inv_kn = kn > 0 ? T(1) / kn : T(0);
-        const T* gy = c.grad_y + (h * B + b) * N;
-        T k = 0;
-        for (std::int64_t n = 0; n < N; ++n) {
-          const std::int64_t o = n * B + b;
-          const T mn = nm[o], den = kn * mn + T(kEps);
-          const T t = gy[n] * dot[h * N * B + o] / (den * den);
-          a[h * N * B + o] = gy[n] / den;
-          cm[o] += mn > 0 ? t * kn / mn : T(0);
-          k += t * mn * inv_kn;
-        }
-        kc[h * B + b] = k;
+      for (std::int64_t n = 0; n < N; ++n) {
+        const std::int64_t o = (h * N + n) * B;
+        ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
+          using X = decltype(x);
+          const X kn = ops::load<X>(nk + h * B + q), mn = ops::load<X>(nm + n * B + q);
+          const X g = ops::load<X>(a + o + q), den = kn * mn + X(T(kEps));
+          const X t = g * ops::load<X>(dot + o + q) / (den * den);
+          ops::store(a + o + q, g / den);
+          ops::store(cm + n * B + q, ops::load<X>(cm + n * B + q) + ops::over_positive(t * kn, mn));
+          ops::store(kc + h * B + q, ops::load<X>(kc + h * B + q) + ops::over_positive(t * mn, kn));
+        });
       }
     // grad_M_n += Σ_h a_h K_h - cm M_n, and grad_K_h += Σ_n a_h M_n (transposed), in one pass over M.
     for (std::int64_t n = 0; n < N; ++n) {
-      const T* slot = mem + n * E * B;
-      T* gslot = gm ? gm + n * E * B : nullptr;
-      ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
-        using X = decltype(x);
-        const X cmv = ops::load<X>(cm + n * B + q);
-        std::array<X, kMaxKeys> av;
-        for (int h = 0; h < H; ++h) av[h] = ops::load<X>(a + (h * N + n) * B + q);
-        for (std::int64_t e = 0; e < E; ++e) {
-          const X mv = ops::load<X>(slot + e * B + q);
-          X g = gslot ? ops::load<X>(gslot + e * B + q) - cmv * mv : X(T(0));
-          for (int h = 0; h < H; ++h) {
-            const std::int64_t k = (h * E + e) * B + q;
-            g += av[h] * ops::load<X>(kt + k);
-            ops::store(gkt + k, ops::load<X>(gkt + k) + av[h] * mv);
-          }
-          if (gslot) ops::store(gslot + e * B + q, g);
-        }
-      });
+      switch (H) {
+        case 1: slot_backward<1>(c, kt, gkt, a, cm, H, E, B, N, n); break;
+        case 2: slot_backward<2>(c, kt, gkt, a, cm, H, E, B, N, n); break;
+        case 3: slot_backward<3>(c, kt, gkt, a, cm, H, E, B, N, n); break;
+        case 4: slot_backward<4>(c, kt, gkt, a, cm, H, E, B, N, n); break;
+        default: slot_backward<0>(c, kt, gkt, a, cm, H, E, B, N, n);
+      }
     }
     // grad_K_h -= kc_h K_h, then back to the keys' layout.
     for (int h = 0; h < H; ++h)

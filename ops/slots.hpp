@@ -63,6 +63,13 @@ inline void store(T* p, const X& v) {
   else v.store_unaligned(p);
 }
 
+// num / den where den > 0, else 0 (a norm's subgradient at zero), for a SIMD chunk or a scalar.
+template <class X>
+inline X over_positive(const X& num, const X& den) {
+  if constexpr (std::is_arithmetic_v<X>) return den > 0 ? num / den : X(0);
+  else return xsimd::select(den > X(0), num / den, X(0));
+}
+
 // The memory ops store the batch innermost only for N ≥ 2 slots (a [B,1,r,c] is a batch of matrices).
 inline void check_memory(std::string_view op, Var memory) {
   const Shape& m = memory.shape();
