@@ -13,8 +13,9 @@ MatNTM::MatNTM(const NTMConfig& c, DType dtype, std::uint64_t seed, std::string 
   const std::string& n = this->name();
   if (c.controller == CellKind::gru) throw Error(fmt::format("model {}: the controller is rnn or lstm", n));
   if (c.layers.empty()) throw Error(fmt::format("model {}: the controller needs at least one layer", n));
-  if (c.slots < 1 || c.slot_rows < 1 || c.slot_cols < 1)
-    throw Error(fmt::format("model {}: memory of {} slots of {}x{}", n, c.slots, c.slot_rows, c.slot_cols));
+  if (c.slots < 2 || c.slot_rows < 1 || c.slot_cols < 1)
+    throw Error(fmt::format("model {}: memory of {} slots of {}x{} (at least 2 slots of at least 1x1)", n, c.slots,
+                            c.slot_rows, c.slot_cols));
   if (c.read_heads < 1 || c.write_heads < 0 || c.read_heads + c.write_heads > 16)
     throw Error(fmt::format("model {}: {} read and {} write heads (need ≥ 1 read head, ≤ 16 in all)", n, c.read_heads,
                             c.write_heads));
