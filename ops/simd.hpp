@@ -5,27 +5,80 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 
 #include <xsimd/xsimd.hpp>
 
 namespace matmem::ops::simd {
 
-// y[k] = f(x[k]) with a batch function fb. The last partial chunk runs through fb too, on a copy padded
-// with ones (finite under every function here): a scalar libm call costs as much as a whole SIMD chunk,
-// and rows of 120 slots leave 8 of them per row.
+// The last, partial chunk of a row: lanes [0, r) of x with 0 < r < W, the others `fill`, read without
+// touching memory past x[r) (AVX-512: one masked load; otherwise through a padded copy), and its store of
+// lanes [0, r) only. The fill lets a reduction ignore the padding (0 for sums, -Inf before exp, a value of
+// the row for max) and keeps functions of it finite (1 for log). A scalar loop over the tail costs more
+// than the whole-chunk work: rows of 120 slots leave 8 of them per row.
+template <class T>
+inline xsimd::batch<T> load_tail(const T* x, std::int64_t r, T fill) {
+  using B = xsimd::batch<T>;
+#if XSIMD_WITH_AVX512F
+  if constexpr (sizeof(B) == 64 && std::is_same_v<T, float>)
+    return B(_mm512_mask_loadu_ps(_mm512_set1_ps(fill), __mmask16((1u << r) - 1), x));
+  if constexpr (sizeof(B) == 64 && std::is_same_v<T, double>)
+    return B(_mm512_mask_loadu_pd(_mm512_set1_pd(fill), __mmask8((1u << r) - 1), x));
+#endif
+  alignas(64) T tmp[B::size];
+  std::fill_n(tmp, B::size, fill);
+  std::copy(x, x + r, tmp);
+  return B::load_aligned(tmp);
+}
+template <class T>
+inline void store_tail(xsimd::batch<T> v, T* y, std::int64_t r) {
+  using B = xsimd::batch<T>;
+#if XSIMD_WITH_AVX512F
+  if constexpr (sizeof(B) == 64 && std::is_same_v<T, float>)
+    return _mm512_mask_storeu_ps(y, __mmask16((1u << r) - 1), v);
+  if constexpr (sizeof(B) == 64 && std::is_same_v<T, double>)
+    return _mm512_mask_storeu_pd(y, __mmask8((1u << r) - 1), v);
+#endif
+  alignas(64) T tmp[B::size];
+  v.store_aligned(tmp);
+  std::copy(tmp, tmp + r, y);
+}
+// Chunk k of a row of n (k < n, k a multiple of W): whole, or its tail as above.
+template <class T>
+inline xsimd::batch<T> load_chunk(const T* x, std::int64_t k, std::int64_t n, T fill) {
+  using B = xsimd::batch<T>;
+  return k + std::int64_t(B::size) <= n ? B::load_unaligned(x + k) : load_tail(x + k, n - k, fill);
+}
+template <class T>
+inline void store_chunk(xsimd::batch<T> v, T* y, std::int64_t k, std::int64_t n) {
+  using B = xsimd::batch<T>;
+  if (k + std::int64_t(B::size) <= n)
+    v.store_unaligned(y + k);
+  else
+    store_tail(v, y + k, n - k);
+}
+// The largest lane.
+template <class T>
+inline T hmax(xsimd::batch<T> v) {
+  using B = xsimd::batch<T>;
+#if XSIMD_WITH_AVX512F
+  if constexpr (sizeof(B) == 64 && std::is_same_v<T, float>) return _mm512_reduce_max_ps(v);
+  if constexpr (sizeof(B) == 64 && std::is_same_v<T, double>) return _mm512_reduce_max_pd(v);
+#endif
+  alignas(64) T lanes[B::size];
+  v.store_aligned(lanes);
+  return *std::max_element(lanes, lanes + B::size);
+}
+
+// y[k] = f(x[k]) with a batch function fb, the tail padded with ones (finite under every function here).
 template <class T, class FB>
 inline void map(const T* x, T* y, std::int64_t n, FB fb) {
   using B = xsimd::batch<T>;
   constexpr std::int64_t W = B::size;
   std::int64_t k = 0;
   for (; k + W <= n; k += W) fb(B::load_unaligned(x + k)).store_unaligned(y + k);
-  if (k < n) {
-    alignas(64) T tail[W];
-    std::fill_n(tail, W, T(1));
-    std::copy(x + k, x + n, tail);
-    fb(B::load_aligned(tail)).store_aligned(tail);
-    std::copy(tail, tail + (n - k), y + k);
-  }
+  if (k < n) store_tail(fb(load_tail(x + k, n - k, T(1))), y + k, n - k);
 }
 
 template <class T>
@@ -60,9 +113,8 @@ inline T sum(const T* x, std::int64_t n) {
   B acc(T(0));
   std::int64_t k = 0;
   for (; k + W <= n; k += W) acc += B::load_unaligned(x + k);
-  T s = xsimd::hadd(acc);
-  for (; k < n; ++k) s += x[k];
-  return s;
+  if (k < n) acc += load_tail(x + k, n - k, T(0));
+  return xsimd::hadd(acc);
 }
 template <class T>
 inline T dot(const T* x, const T* y, std::int64_t n) {
@@ -71,25 +123,18 @@ inline T dot(const T* x, const T* y, std::int64_t n) {
   B acc(T(0));
   std::int64_t k = 0;
   for (; k + W <= n; k += W) acc = xsimd::fma(B::load_unaligned(x + k), B::load_unaligned(y + k), acc);
-  T s = xsimd::hadd(acc);
-  for (; k < n; ++k) s += x[k] * y[k];
-  return s;
+  if (k < n) acc = xsimd::fma(load_tail(x + k, n - k, T(0)), load_tail(y + k, n - k, T(0)), acc);
+  return xsimd::hadd(acc);
 }
 template <class T>
-inline T max(const T* x, std::int64_t n) {  // n ≥ 1
+inline T max(const T* x, std::int64_t n) {  // n ≥ 1; the tail is padded with x[0]
   using B = xsimd::batch<T>;
   constexpr std::int64_t W = B::size;
+  B acc(x[0]);
   std::int64_t k = 0;
-  T m = x[0];
-  if (n >= W) {
-    B acc = B::load_unaligned(x);
-    for (k = W; k + W <= n; k += W) acc = xsimd::max(acc, B::load_unaligned(x + k));
-    alignas(64) T lanes[W];
-    acc.store_aligned(lanes);
-    m = *std::max_element(lanes, lanes + W);
-  }
-  for (; k < n; ++k) m = std::max(m, x[k]);
-  return m;
+  for (; k + W <= n; k += W) acc = xsimd::max(acc, B::load_unaligned(x + k));
+  if (k < n) acc = xsimd::max(acc, load_tail(x + k, n - k, x[0]));
+  return hmax(acc);
 }
 // y[k] *= a
 template <class T>
@@ -98,26 +143,36 @@ inline void scale(T* y, T a, std::int64_t n) {
   constexpr std::int64_t W = B::size;
   std::int64_t k = 0;
   for (; k + W <= n; k += W) (B::load_unaligned(y + k) * B(a)).store_unaligned(y + k);
-  for (; k < n; ++k) y[k] *= a;
+  if (k < n) store_tail(load_tail(y + k, n - k, T(0)) * B(a), y + k, n - k);
 }
 
-// y = softmax(x) over n values, the maximum subtracted first (x and y may be the same array).
+// y = softmax(x) over n values, the maximum m subtracted first (x and y may be the same array): one pass
+// for m, one for y = e^(x − m) and its sum (the tail padded with −Inf, whose exp is 0), one to normalise.
 template <class T>
 inline void softmax(const T* x, T* y, std::int64_t n) {
-  const T m = max(x, n);
-  for (std::int64_t k = 0; k < n; ++k) y[k] = x[k] - m;
-  exp(y, y, n);
-  scale(y, T(1) / sum(y, n), n);
+  using B = xsimd::batch<T>;
+  constexpr std::int64_t W = B::size;
+  const B m(max(x, n));
+  B acc(T(0));
+  for (std::int64_t k = 0; k < n; k += W) {
+    const B e = xsimd::exp(load_chunk(x, k, n, -std::numeric_limits<T>::infinity()) - m);
+    store_chunk(e, y, k, n);
+    acc += e;
+  }
+  scale(y, T(1) / xsimd::hadd(acc), n);
 }
 // The softmax's backward for its output y and upstream gradient g: du = y ⊙ (g − <g, y>), written to du
 // (which may be g) or, with accumulate, added to it.
 template <class T>
 inline void softmax_backward(const T* y, const T* g, std::int64_t n, T* du, bool accumulate = false) {
-  const T d = dot(g, y, n);
-  if (accumulate)
-    for (std::int64_t k = 0; k < n; ++k) du[k] += y[k] * (g[k] - d);
-  else
-    for (std::int64_t k = 0; k < n; ++k) du[k] = y[k] * (g[k] - d);
+  using B = xsimd::batch<T>;
+  constexpr std::int64_t W = B::size;
+  const B d(dot(g, y, n));
+  for (std::int64_t k = 0; k < n; k += W) {
+    B v = load_chunk(y, k, n, T(0)) * (load_chunk(g, k, n, T(0)) - d);
+    if (accumulate) v += load_chunk(du, k, n, T(0));
+    store_chunk(v, du, k, n);
+  }
 }
 
 // Calls f(k, tmp, m) over chunks of at most kChunk elements, with tmp[0..m) = sigmoid(x[k..k+m)).
