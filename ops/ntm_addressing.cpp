@@ -11,10 +11,18 @@
 //   ∂w_g,j = Σ_k s_k ∂w̃_(j+k−S) mod N,  ∂s_k += Σ_i w_g,(i−k+S) mod N ∂w̃_i
 //   ∂g += <∂w_g, w_c − w_{t−1}>,  ∂w_{t−1} += (1 − g) ∂w_g,  ∂w_c = g ∂w_g
 //   dz = w_c ⊙ (∂w_c − <∂w_c, w_c>),  ∂β += <dz, K_h>,  ∂K_h += β dz
-// Saved: w_c, w_g, w̃ + ε and log(w̃ + ε), each [B,N]. Scratch: four rows of N.
+// Saved: w_c, w_g, w̃ + ε and log(w̃ + ε), each [B,N]. Scratch: a row of w_g (forward) or ∂w̃ (backward)
+// extended periodically, e[t] = v_(t−S) mod N, so that both shifts read contiguous SIMD chunks at offsets
+// e + i + 2S − k (forward) and e + j + k (backward) with no wrap-around; and a row of ∂w_c.
 // Why one op: the composed form is nine small ops per head and step, each a pass over [B,N] with its own
-// node, buffers and gradient; fused, the head's addressing is a few SIMD passes over one row in L1.
+// node, buffers and gradient; fused, a row is six SIMD passes forward and four backward, in L1:
+//   forward:  β K_h and its max | e^(β K_h − m) and its sum | w_c, w_g | w̃, log(w̃ + ε), γ log(w̃ + ε) and
+//             its max | their exp and its sum | w
+//   backward: <ȳ, w> | du, ∂γ, ∂w̃ | ∂w_g, ∂g, ∂w_{t−1}, ∂w_c, <∂w_c, w_c> | dz, ∂β, ∂K_h   (+ one per ∂s_k)
+// Partial last chunks are masked (ops::simd::load_chunk): padded lanes are 0 wherever they would enter a
+// sum, −Inf before an exp, and a value of the row before a max.
 #include <algorithm>
+#include <limits>
 
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
@@ -28,57 +36,125 @@ constexpr double kEps = 1e-12;  // as sharpen
 
 template <class T>
 struct NtmAddressingKernel {
+  using V = xsimd::batch<T>;
+  static constexpr std::int64_t W = V::size;
+  static constexpr T kInf = std::numeric_limits<T>::infinity();
+
+  // e[t] = v_(t−S) mod N for t in [0, Np + 2S) (Np: N rounded up to W), given v in e[S..S+N).
+  static void extend_periodically(T* e, std::int64_t S, std::int64_t N) {
+    const std::int64_t Np = (N + W - 1) / W * W;
+    for (std::int64_t t = 0; t < S; ++t) e[t] = e[t + N];
+    for (std::int64_t q = 0; q < Np - N + S; ++q) e[S + N + q] = e[S + q];  // in order: may wrap again
+  }
+
   static void forward(const OpCall<T>& c) {
-    const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[3].cols;
+    namespace simd = ops::simd;
+    const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[3].cols, S = K / 2;
     const std::int64_t h = c.attrs.i[0];
+    T* ext = c.scratch;  // w_g extended
     for (std::int64_t b = 0; b < B; ++b) {
       const T *sim = c.x[0] + (h * B + b) * N, *s = c.x[3] + b * K, *wp = c.x[5] + b * N;
       const T beta = c.x[1][b], g = c.x[2][b], gamma = c.x[4][b];
       T *wc = c.saved + b * N, *wg = wc + B * N, *wse = wg + B * N, *lws = wse + B * N;
       T* w = c.y + b * N;
-      for (std::int64_t i = 0; i < N; ++i) wc[i] = beta * sim[i];
-      ops::simd::softmax(wc, wc, N);
-      for (std::int64_t i = 0; i < N; ++i) wg[i] = g * wc[i] + (T(1) - g) * wp[i];
-      std::fill_n(wse, N, T(0));
-      ops::shift_row(wg, s, K, N, wse);
-      for (std::int64_t i = 0; i < N; ++i) wse[i] += T(kEps);
-      ops::simd::log(wse, lws, N);
-      for (std::int64_t i = 0; i < N; ++i) w[i] = gamma * lws[i];
-      ops::simd::softmax(w, w, N);
+      // w_c = softmax(β K_h)
+      V vmax(-kInf), vsum(T(0));
+      for (std::int64_t i = 0; i < N; i += W) {
+        const V z = V(beta) * simd::load_chunk(sim, i, N, sim[0]);
+        simd::store_chunk(z, wc, i, N);
+        vmax = xsimd::max(vmax, z);
+      }
+      V m(simd::hmax(vmax));
+      for (std::int64_t i = 0; i < N; i += W) {
+        const V e = xsimd::exp(simd::load_chunk(wc, i, N, -kInf) - m);
+        simd::store_chunk(e, wc, i, N);
+        vsum += e;
+      }
+      // w_g = g w_c + (1 − g) w_{t−1}
+      const V inv(T(1) / xsimd::hadd(vsum));
+      for (std::int64_t i = 0; i < N; i += W) {
+        const V vc = simd::load_chunk(wc, i, N, T(0)) * inv;
+        const V vg = V(g) * vc + V(T(1) - g) * simd::load_chunk(wp, i, N, T(0));
+        simd::store_chunk(vc, wc, i, N);
+        simd::store_chunk(vg, wg, i, N);
+        vg.store_unaligned(ext + S + i);
+      }
+      extend_periodically(ext, S, N);
+      // w̃_i = Σ_k s_k e[i + 2S − k]; lanes past N are w̃_(i mod N), values of the row, for the max.
+      vmax = V(-kInf);
+      for (std::int64_t i = 0; i < N; i += W) {
+        V ws(T(0));
+        for (std::int64_t k = 0; k < K; ++k) ws = xsimd::fma(V(s[k]), V::load_unaligned(ext + i + 2 * S - k), ws);
+        ws += V(T(kEps));
+        const V lw = xsimd::log(ws), u = V(gamma) * lw;
+        simd::store_chunk(ws, wse, i, N);
+        simd::store_chunk(lw, lws, i, N);
+        simd::store_chunk(u, w, i, N);
+        vmax = xsimd::max(vmax, u);
+      }
+      // w = softmax(γ log(w̃ + ε))
+      m = V(simd::hmax(vmax));
+      vsum = V(T(0));
+      for (std::int64_t i = 0; i < N; i += W) {
+        const V e = xsimd::exp(simd::load_chunk(w, i, N, -kInf) - m);
+        simd::store_chunk(e, w, i, N);
+        vsum += e;
+      }
+      simd::scale(w, T(1) / xsimd::hadd(vsum), N);
     }
   }
 
   static void backward(const OpCall<T>& c) {
-    const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[3].cols;
+    namespace simd = ops::simd;
+    const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[3].cols, S = K / 2;
     const std::int64_t h = c.attrs.i[0];
+    const std::int64_t Np = (N + W - 1) / W * W;
     T *gsim = c.grad_x[0], *gbeta = c.grad_x[1], *gg = c.grad_x[2], *gs = c.grad_x[3], *ggamma = c.grad_x[4],
       *gwp = c.grad_x[5];
-    T *du = c.scratch, *gws = du + N, *gwg = gws + N, *dz = gwg + N;
+    T *ext = c.scratch, *gwc = ext + Np + 2 * S;  // ∂w̃ extended; ∂w_c
     for (std::int64_t b = 0; b < B; ++b) {
       const T *sim = c.x[0] + (h * B + b) * N, *s = c.x[3] + b * K, *wp = c.x[5] + b * N;
       const T beta = c.x[1][b], g = c.x[2][b], gamma = c.x[4][b];
       const T *wc = c.saved + b * N, *wg = wc + B * N, *wse = wg + B * N, *lws = wse + B * N;
       const T *w = c.y + b * N, *gy = c.grad_y + b * N;
-      // sharpen
-      ops::simd::softmax_backward(w, gy, N, du);
-      if (ggamma) ggamma[b] += ops::simd::dot(du, lws, N);
-      for (std::int64_t i = 0; i < N; ++i) gws[i] = du[i] * gamma / wse[i];
-      // circular shift
-      std::fill_n(gwg, N, T(0));
-      ops::shift_row_backward(wg, s, gws, K, N, gwg, gs ? gs + b * K : nullptr);
-      // interpolation
-      if (gg) gg[b] += ops::simd::dot(gwg, wc, N) - ops::simd::dot(gwg, wp, N);
-      if (gwp)
-        for (std::int64_t i = 0; i < N; ++i) gwp[b * N + i] += (T(1) - g) * gwg[i];
-      // content softmax: ∂w_c = g ∂w_g
+      // sharpen: du = w ⊙ (ȳ − <ȳ, w>), ∂γ += <du, log(w̃ + ε)>, ∂w̃ = du γ / (w̃ + ε)
+      const V d(simd::dot(gy, w, N));
+      V acc(T(0));
+      for (std::int64_t i = 0; i < N; i += W) {
+        const V du = simd::load_chunk(w, i, N, T(0)) * (simd::load_chunk(gy, i, N, T(0)) - d);
+        acc = xsimd::fma(du, simd::load_chunk(lws, i, N, T(0)), acc);
+        (du * V(gamma) / simd::load_chunk(wse, i, N, T(1))).store_unaligned(ext + S + i);
+      }
+      if (ggamma) ggamma[b] += xsimd::hadd(acc);
+      extend_periodically(ext, S, N);
+      // circular shift: ∂s_k += Σ_j w_g,j e[j + k]
+      if (gs)
+        for (std::int64_t k = 0; k < K; ++k) gs[b * K + k] += simd::dot(wg, ext + k, N);
+      // ∂w_g,j = Σ_k s_k e[j + k] (lanes past N: 0 in every sum through w_c, w_{t−1}, masked in stores);
+      // interpolation: ∂g += <∂w_g, w_c − w_{t−1}>, ∂w_{t−1} += (1 − g) ∂w_g, ∂w_c = g ∂w_g
+      V accg(T(0)), accc(T(0));
+      for (std::int64_t j = 0; j < N; j += W) {
+        V v(T(0));
+        for (std::int64_t k = 0; k < K; ++k) v = xsimd::fma(V(s[k]), V::load_unaligned(ext + j + k), v);
+        const V vc = simd::load_chunk(wc, j, N, T(0));
+        accg = xsimd::fma(v, vc - simd::load_chunk(wp, j, N, T(0)), accg);
+        if (gwp) simd::store_chunk(simd::load_chunk(gwp + b * N, j, N, T(0)) + V(T(1) - g) * v, gwp + b * N, j, N);
+        const V v2 = V(g) * v;
+        accc = xsimd::fma(v2, vc, accc);
+        v2.store_unaligned(gwc + j);
+      }
+      if (gg) gg[b] += xsimd::hadd(accg);
+      // content softmax: dz = w_c ⊙ (∂w_c − <∂w_c, w_c>), ∂β += <dz, K_h>, ∂K_h += β dz
       if (gsim || gbeta) {
-        ops::simd::softmax_backward(wc, gwg, N, dz);
-        ops::simd::scale(dz, g, N);
-        if (gbeta) gbeta[b] += ops::simd::dot(dz, sim, N);
-        if (gsim) {
-          T* gk = gsim + (h * B + b) * N;
-          for (std::int64_t i = 0; i < N; ++i) gk[i] += beta * dz[i];
+        const V d2(xsimd::hadd(accc));
+        acc = V(T(0));
+        T* gk = gsim ? gsim + (h * B + b) * N : nullptr;
+        for (std::int64_t j = 0; j < N; j += W) {
+          const V dz = simd::load_chunk(wc, j, N, T(0)) * (V::load_unaligned(gwc + j) - d2);
+          acc = xsimd::fma(dz, simd::load_chunk(sim, j, N, T(0)), acc);
+          if (gk) simd::store_chunk(simd::load_chunk(gk, j, N, T(0)) + V(beta) * dz, gk, j, N);
         }
+        if (gbeta) gbeta[b] += xsimd::hadd(acc);
       }
     }
   }
@@ -110,8 +186,9 @@ Var ntm_addressing(Var similarity, std::int64_t head, Var beta, Var gate, Var sh
     ops::shape_error(op, "the shift weighting must be [B,2S+1] with 2S+1 ≤ N", similarity, shift);
   OpAttrs attrs;
   attrs.i[0] = head;
+  // scratch: Np + 2S + Np ≤ 3N + 2W elements, W ≤ 16
   return similarity.tape->apply(kOp, {similarity, beta, gate, shift, gamma, w_prev}, w, attrs, 4 * w.numel(),
-                                4 * k.cols);
+                                3 * k.cols + 32);
 }
 
 OpEntry ntm_addressing_entry() {

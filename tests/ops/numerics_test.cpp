@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <vector>
 
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
@@ -228,36 +229,65 @@ TEST_CASE("memory_write's gradients are right whether it assigns a fresh grad_M 
   CHECK(later.passed);
 }
 
+namespace {
+// ntm_addressing inputs in the ranges the NTM gives them, as its registry sample: similarity [B,2,N], β, g,
+// γ [B,1], s [B,K], w_{t−1} [B,N].
+std::vector<Tensor> addressing_inputs(Rng& rng, std::int64_t batch, std::int64_t n, std::int64_t k) {
+  return {random_tensor(rng, matrices(batch, 2, n)),          random_tensor(rng, scalars(batch), 0.2, 3.0),
+          random_tensor(rng, scalars(batch), 0.05, 0.95),     random_tensor(rng, weighting(batch, k), 0.05, 1.0),
+          random_tensor(rng, scalars(batch), 1.0, 3.0),       random_tensor(rng, weighting(batch, n), 0.0, 1.0)};
+}
+// The value of the fused op (or of the ops it fuses) in dtype t and the gradient of every input, for a
+// random upstream gradient.
+Tensor run_addressing(const std::vector<Tensor>& in, DType t, bool fused, std::vector<Tensor>& grads) {
+  std::vector<Tensor> values;  // held until the tape is gone
+  for (const Tensor& v : in) values.push_back(v.to(t));
+  Tape tape(t);
+  std::vector<Var> x;
+  for (const Tensor& v : values) x.push_back(tape.input(v, true));
+  Var w;
+  if (fused) {
+    w = ntm_addressing(x[0], 1, x[1], x[2], x[3], x[4], x[5]);
+  } else {
+    const Var wc = softmax(hadamard(x[1], row(x[0], 1)));
+    const Var wg = add(hadamard(x[2], wc), hadamard(one_minus(x[2]), x[5]));
+    w = sharpen(circular_shift(wg, x[3]), x[4]);
+  }
+  Tensor seed(t, w.shape());
+  Rng srng(3);
+  for (std::int64_t k = 0; k < seed.numel(); ++k) seed.set(k, srng.normal());
+  tape.backward(w, seed);
+  for (const Var& v : x) grads.push_back(v.grad_copy());
+  return w.value_copy();
+}
+const char* const kAddressingInputs[] = {"similarity", "beta", "gate", "shift", "gamma", "w_prev"};
+}  // namespace
+
+// Sizes: the registry samples (N = 7, 19 with K = 3), one row (B = 1), N a multiple of both SIMD widths
+// and one past it, N smaller than one float64 chunk, the NTM's N = 120, and wider shifts (K = 5, 2S+1 = N).
 TEST_CASE("ntm_addressing equals the composed ops it fuses, in values and in every gradient", "[ops]") {
-  for (SampleSize size : {SampleSize::small, SampleSize::large}) {
+  struct Case { std::int64_t batch, n, k; };
+  for (Case cs : {Case{2, 7, 3}, Case{3, 19, 3}, Case{1, 120, 3}, Case{2, 16, 3}, Case{2, 17, 5}, Case{1, 3, 3},
+                  Case{1, 5, 5}, Case{16, 120, 3}}) {
+    INFO("B " << cs.batch << " N " << cs.n << " K " << cs.k);
     Rng rng(17);
-    const OpSample sample = find_op("ntm_addressing")->sample(rng, size);
-    auto run = [&](bool fused, std::vector<Tensor>& grads) {
-      Tape tape(DType::f64);
-      std::vector<Var> x;
-      for (const GradcheckInput& in : sample.inputs) x.push_back(tape.input(in.value, true));
-      Var w;
-      if (fused) {
-        w = ntm_addressing(x[0], 1, x[1], x[2], x[3], x[4], x[5]);
-      } else {
-        const Var wc = softmax(hadamard(x[1], row(x[0], 1)));
-        const Var wg = add(hadamard(x[2], wc), hadamard(one_minus(x[2]), x[5]));
-        w = sharpen(circular_shift(wg, x[3]), x[4]);
-      }
-      Tensor seed(DType::f64, w.shape());
-      Rng srng(3);
-      for (std::int64_t k = 0; k < seed.numel(); ++k) seed.set(k, srng.normal());
-      tape.backward(w, seed);
-      for (const Var& v : x) grads.push_back(v.grad_copy());
-      return w.value_copy();
-    };
+    const std::vector<Tensor> in = addressing_inputs(rng, cs.batch, cs.n, cs.k);
     std::vector<Tensor> gf, gc;
-    const Tensor wf = run(true, gf), wc = run(false, gc);
+    const Tensor wf = run_addressing(in, DType::f64, true, gf), wc = run_addressing(in, DType::f64, false, gc);
     for (std::int64_t k = 0; k < wf.numel(); ++k) CHECK(wf.get(k) == Approx(wc.get(k)).epsilon(1e-12).margin(1e-15));
     for (std::size_t t = 0; t < gf.size(); ++t) {
-      INFO(sample.inputs[t].name);
+      INFO(kAddressingInputs[t]);
       for (std::int64_t k = 0; k < gf[t].numel(); ++k)
         CHECK(gf[t].get(k) == Approx(gc[t].get(k)).epsilon(1e-10).margin(1e-12));
+    }
+    // float32 (16 lanes, not 8) against float64, to float32's precision
+    std::vector<Tensor> g32;
+    const Tensor w32 = run_addressing(in, DType::f32, true, g32);
+    for (std::int64_t k = 0; k < wf.numel(); ++k) CHECK(w32.get(k) == Approx(wf.get(k)).epsilon(1e-4).margin(1e-6));
+    for (std::size_t t = 0; t < gf.size(); ++t) {
+      INFO(kAddressingInputs[t] << " float32");
+      for (std::int64_t k = 0; k < gf[t].numel(); ++k)
+        CHECK(g32[t].get(k) == Approx(gf[t].get(k)).epsilon(1e-3).margin(1e-4));
     }
   }
 }
