@@ -11,7 +11,7 @@
 //   ∂w_g,j = Σ_k s_k ∂w̃_(j+k−S) mod N,  ∂s_k += Σ_i w_g,(i−k+S) mod N ∂w̃_i
 //   ∂g += <∂w_g, w_c − w_{t−1}>,  ∂w_{t−1} += (1 − g) ∂w_g,  ∂w_c = g ∂w_g
 //   dz = w_c ⊙ (∂w_c − <∂w_c, w_c>),  ∂β += <dz, K_h>,  ∂K_h += β dz
-// Saved: w_c, w_g, w̃ + ε and log(w̃ + ε), each [B,N]. Scratch: a row of w_g (forward) or ∂w̃ (backward)
+// Saved: w_c, w̃ + ε and log(w̃ + ε), each [B,N] (w_g is recomputed). Scratch: a row of w_g (forward) or ∂w̃ (backward)
 // extended periodically, e[t] = v_(t−S) mod N, so that both shifts read contiguous SIMD chunks at offsets
 // e + i + 2S − k (forward) and e + j + k (backward) with no wrap-around; and a row of ∂w_c.
 // Why one op: the composed form is nine small ops per head and step, each a pass over [B,N] with its own
@@ -55,7 +55,7 @@ struct NtmAddressingKernel {
     for (std::int64_t b = 0; b < B; ++b) {
       const T *sim = c.x[0] + (h * B + b) * N, *s = c.x[3] + b * K, *wp = c.x[5] + b * N;
       const T beta = c.x[1][b], g = c.x[2][b], gamma = c.x[4][b];
-      T *wc = c.saved + b * N, *wg = wc + B * N, *wse = wg + B * N, *lws = wse + B * N;
+      T *wc = c.saved + b * N, *wse = wc + B * N, *lws = wse + B * N;
       T* w = c.y + b * N;
       // w_c = softmax(β K_h)
       V vmax(-kInf), vsum(T(0));
@@ -76,7 +76,6 @@ struct NtmAddressingKernel {
         const V vc = simd::load_chunk(wc, i, N, T(0)) * inv;
         const V vg = V(g) * vc + V(T(1) - g) * simd::load_chunk(wp, i, N, T(0));
         simd::store_chunk(vc, wc, i, N);
-        simd::store_chunk(vg, wg, i, N);
         vg.store_unaligned(ext + S + i);
       }
       extend_periodically(ext, S, N);
@@ -115,7 +114,7 @@ struct NtmAddressingKernel {
     for (std::int64_t b = 0; b < B; ++b) {
       const T *sim = c.x[0] + (h * B + b) * N, *s = c.x[3] + b * K, *wp = c.x[5] + b * N;
       const T beta = c.x[1][b], g = c.x[2][b], gamma = c.x[4][b];
-      const T *wc = c.saved + b * N, *wg = wc + B * N, *wse = wg + B * N, *lws = wse + B * N;
+      const T *wc = c.saved + b * N, *wse = wc + B * N, *lws = wse + B * N;
       const T *w = c.y + b * N, *gy = c.grad_y + b * N;
       // sharpen: du = w ⊙ (ȳ − <ȳ, w>), ∂γ += <du, log(w̃ + ε)>, ∂w̃ = du γ / (w̃ + ε)
       const V d(simd::dot(gy, w, N));
@@ -127,9 +126,16 @@ struct NtmAddressingKernel {
       }
       if (ggamma) ggamma[b] += xsimd::hadd(acc);
       extend_periodically(ext, S, N);
-      // circular shift: ∂s_k += Σ_j w_g,j e[j + k]
+      // circular shift: ∂s_k += Σ_j w_g,j e[j + k], w_g recomputed
       if (gs)
-        for (std::int64_t k = 0; k < K; ++k) gs[b * K + k] += simd::dot(wg, ext + k, N);
+        for (std::int64_t k = 0; k < K; ++k) {
+          acc = V(T(0));
+          for (std::int64_t j = 0; j < N; j += W) {
+            const V vg = V(g) * simd::load_chunk(wc, j, N, T(0)) + V(T(1) - g) * simd::load_chunk(wp, j, N, T(0));
+            acc = xsimd::fma(vg, V::load_unaligned(ext + j + k), acc);
+          }
+          gs[b * K + k] += xsimd::hadd(acc);
+        }
       // ∂w_g,j = Σ_k s_k e[j + k] (lanes past N: 0 in every sum through w_c, w_{t−1}, masked in stores);
       // interpolation: ∂g += <∂w_g, w_c − w_{t−1}>, ∂w_{t−1} += (1 − g) ∂w_g, ∂w_c = g ∂w_g
       V accg(T(0)), accc(T(0));
@@ -187,7 +193,7 @@ Var ntm_addressing(Var similarity, std::int64_t head, Var beta, Var gate, Var sh
   OpAttrs attrs;
   attrs.i[0] = head;
   // scratch: Np + 2S + Np ≤ 3N + 2W elements, W ≤ 16
-  return similarity.tape->apply(kOp, {similarity, beta, gate, shift, gamma, w_prev}, w, attrs, 4 * w.numel(),
+  return similarity.tape->apply(kOp, {similarity, beta, gate, shift, gamma, w_prev}, w, attrs, 3 * w.numel(),
                                 3 * k.cols + 32);
 }
 
