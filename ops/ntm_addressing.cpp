@@ -11,9 +11,10 @@
 //   ∂w_g,j = Σ_k s_k ∂w̃_(j+k−S) mod N,  ∂s_k += Σ_i w_g,(i−k+S) mod N ∂w̃_i
 //   ∂g += <∂w_g, w_c − w_{t−1}>,  ∂w_{t−1} += (1 − g) ∂w_g,  ∂w_c = g ∂w_g
 //   dz = w_c ⊙ (∂w_c − <∂w_c, w_c>),  ∂β += <dz, K_h>,  ∂K_h += β dz
-// Saved: w_c, w̃ + ε and log(w̃ + ε), each [B,N] (w_g is recomputed). Scratch: a row of w_g (forward) or ∂w̃ (backward)
-// extended periodically, e[t] = v_(t−S) mod N, so that both shifts read contiguous SIMD chunks at offsets
-// e + i + 2S − k (forward) and e + j + k (backward) with no wrap-around; and a row of ∂w_c.
+// Saved: w_c, w̃ + ε and log(w̃ + ε), each [B,N] (w_g is recomputed in backward: a saved row is fresh
+// memory to write on every step). Scratch: a row of w_g (forward) or ∂w̃ (backward) extended periodically,
+// e[t] = v_(t−S) mod N, so that both shifts read contiguous SIMD chunks at offsets e + i + 2S − k (forward)
+// and e + j + k (backward) with no wrap-around; and a row of ∂w_c.
 // Why one op: the composed form is nine small ops per head and step, each a pass over [B,N] with its own
 // node, buffers and gradient; fused, a row is six SIMD passes forward and four backward, in L1:
 //   forward:  β K_h and its max | e^(β K_h − m) and its sum | w_c, w_g | w̃, log(w̃ + ε), γ log(w̃ + ε) and
@@ -83,7 +84,8 @@ struct NtmAddressingKernel {
       vmax = V(-kInf);
       for (std::int64_t i = 0; i < N; i += W) {
         V ws(T(0));
-        for (std::int64_t k = 0; k < K; ++k) ws = xsimd::fma(V(s[k]), V::load_unaligned(ext + i + 2 * S - k), ws);
+        for (std::int64_t k = 0; k < K; ++k)
+          ws = xsimd::fma(V(s[k]), V::load_unaligned(ext + i + 2 * S - k), ws);
         ws += V(T(kEps));
         const V lw = xsimd::log(ws), u = V(gamma) * lw;
         simd::store_chunk(ws, wse, i, N);
@@ -131,7 +133,8 @@ struct NtmAddressingKernel {
         for (std::int64_t k = 0; k < K; ++k) {
           acc = V(T(0));
           for (std::int64_t j = 0; j < N; j += W) {
-            const V vg = V(g) * simd::load_chunk(wc, j, N, T(0)) + V(T(1) - g) * simd::load_chunk(wp, j, N, T(0));
+            const V vg =
+                V(g) * simd::load_chunk(wc, j, N, T(0)) + V(T(1) - g) * simd::load_chunk(wp, j, N, T(0));
             acc = xsimd::fma(vg, V::load_unaligned(ext + j + k), acc);
           }
           gs[b * K + k] += xsimd::hadd(acc);
@@ -144,7 +147,8 @@ struct NtmAddressingKernel {
         for (std::int64_t k = 0; k < K; ++k) v = xsimd::fma(V(s[k]), V::load_unaligned(ext + j + k), v);
         const V vc = simd::load_chunk(wc, j, N, T(0));
         accg = xsimd::fma(v, vc - simd::load_chunk(wp, j, N, T(0)), accg);
-        if (gwp) simd::store_chunk(simd::load_chunk(gwp + b * N, j, N, T(0)) + V(T(1) - g) * v, gwp + b * N, j, N);
+        if (gwp)
+          simd::store_chunk(simd::load_chunk(gwp + b * N, j, N, T(0)) + V(T(1) - g) * v, gwp + b * N, j, N);
         const V v2 = V(g) * v;
         accc = xsimd::fma(v2, vc, accc);
         v2.store_unaligned(gwc + j);

@@ -233,9 +233,9 @@ namespace {
 // ntm_addressing inputs in the ranges the NTM gives them, as its registry sample: similarity [B,2,N], β, g,
 // γ [B,1], s [B,K], w_{t−1} [B,N].
 std::vector<Tensor> addressing_inputs(Rng& rng, std::int64_t batch, std::int64_t n, std::int64_t k) {
-  return {random_tensor(rng, matrices(batch, 2, n)),          random_tensor(rng, scalars(batch), 0.2, 3.0),
-          random_tensor(rng, scalars(batch), 0.05, 0.95),     random_tensor(rng, weighting(batch, k), 0.05, 1.0),
-          random_tensor(rng, scalars(batch), 1.0, 3.0),       random_tensor(rng, weighting(batch, n), 0.0, 1.0)};
+  return {random_tensor(rng, matrices(batch, 2, n)),      random_tensor(rng, scalars(batch), 0.2, 3.0),
+          random_tensor(rng, scalars(batch), 0.05, 0.95), random_tensor(rng, weighting(batch, k), 0.05, 1.0),
+          random_tensor(rng, scalars(batch), 1.0, 3.0),   random_tensor(rng, weighting(batch, n), 0.0, 1.0)};
 }
 // The value of the fused op (or of the ops it fuses) in dtype t and the gradient of every input, for a
 // random upstream gradient.
@@ -274,7 +274,8 @@ TEST_CASE("ntm_addressing equals the composed ops it fuses, in values and in eve
     const std::vector<Tensor> in = addressing_inputs(rng, cs.batch, cs.n, cs.k);
     std::vector<Tensor> gf, gc;
     const Tensor wf = run_addressing(in, DType::f64, true, gf), wc = run_addressing(in, DType::f64, false, gc);
-    for (std::int64_t k = 0; k < wf.numel(); ++k) CHECK(wf.get(k) == Approx(wc.get(k)).epsilon(1e-12).margin(1e-15));
+    for (std::int64_t k = 0; k < wf.numel(); ++k)
+      CHECK(wf.get(k) == Approx(wc.get(k)).epsilon(1e-12).margin(1e-15));
     for (std::size_t t = 0; t < gf.size(); ++t) {
       INFO(kAddressingInputs[t]);
       for (std::int64_t k = 0; k < gf[t].numel(); ++k)
@@ -283,7 +284,8 @@ TEST_CASE("ntm_addressing equals the composed ops it fuses, in values and in eve
     // float32 (16 lanes, not 8) against float64, to float32's precision
     std::vector<Tensor> g32;
     const Tensor w32 = run_addressing(in, DType::f32, true, g32);
-    for (std::int64_t k = 0; k < wf.numel(); ++k) CHECK(w32.get(k) == Approx(wf.get(k)).epsilon(1e-4).margin(1e-6));
+    for (std::int64_t k = 0; k < wf.numel(); ++k)
+      CHECK(w32.get(k) == Approx(wf.get(k)).epsilon(1e-4).margin(1e-6));
     for (std::size_t t = 0; t < gf.size(); ++t) {
       INFO(kAddressingInputs[t] << " float32");
       for (std::int64_t k = 0; k < gf[t].numel(); ++k)
