@@ -173,7 +173,7 @@ GradcheckReport gradcheck(const GradcheckFn& f, std::vector<GradcheckInput>& inp
     Var v = run(f, tape, inputs);
     for (std::uint32_t k = 0; k <= v.id; ++k) {
       const Tape::Node& node = tape.node(k);
-      if (!node.op) continue;
+      if (!node.op || node.output > 0) continue;  // a leaf, or an op's later output (checked with its op)
       std::vector<GradcheckInput> sub;
       for (std::uint32_t in : tape.inputs_of(k)) {
         Tensor copy(DType::f64, tape.node(in).shape);
@@ -184,11 +184,18 @@ GradcheckReport gradcheck(const GradcheckFn& f, std::vector<GradcheckInput>& inp
       const Shape shape = node.shape;
       const OpAttrs attrs = node.attrs;
       const std::int64_t saved = node.saved_count, scratch = node.scratch_count;
+      std::vector<Shape> shapes;  // every output's; the check follows output 0
+      for (std::uint32_t o = 0; o < node.outputs; ++o) shapes.push_back(tape.node(k + o).shape);
       GradcheckOptions o = opt;
       o.locate_op = false;
       o.full_jacobian = false;
       GradcheckReport r = gradcheck(
-          [&](Tape& t, std::span<const Var> xs) { return t.apply(*op, xs, shape, attrs, saved, scratch); }, sub, nullptr, o);
+          [&](Tape& t, std::span<const Var> xs) {
+            std::vector<Var> out(shapes.size());
+            t.apply(*op, xs, shapes, out, attrs, saved, scratch);
+            return out[0];
+          },
+          sub, nullptr, o);
       if (!r.passed) {
         report.failing_op = fmt::format("{}: {}", tape.describe(k), r.failures.empty() ? "" : r.str());
         break;

@@ -13,6 +13,9 @@
 // must then assign (=) every element of grad_x[k]. That saves zeroing the buffer and reading it back,
 // which for a memory-sized gradient is a whole pass over the memory.
 //
+// An op with several outputs (Tape::apply with a list of output shapes) writes c.ys[k] in forward and reads
+// every c.grad_ys[k] in backward; c.y and c.grad_y are output 0's.
+//
 // backward gets the inputs, the output, the upstream gradient and, through grad_x[k] == nullptr, which
 // inputs need no gradient. The tape sizes every buffer from the shapes it was given, so kernels never
 // allocate: `saved` is the node's own (kept from forward to backward), `scratch` a temporary shared by all
@@ -45,6 +48,11 @@ struct OpCall {
   T* scratch = nullptr;            // temporary for this call only
   OpAttrs attrs;
   std::uint64_t fresh_mask = 0;    // bit k: grad_x[k] is uninitialised, assign it (ops made assigns_fresh)
+  // Every output of an op with several (Tape::apply with y_shapes): ys[0] == y, grad_ys[0] == grad_y.
+  int outputs = 1;
+  T* const* ys = nullptr;
+  const Shape* y_shapes = nullptr;
+  const T* const* grad_ys = nullptr;
 
   bool fresh(int k) const { return (fresh_mask >> k) & 1; }
 

@@ -29,6 +29,9 @@ Tape::Tape(DType dtype) : dtype_(dtype), epoch_(next_epoch++) {
   call_shapes_.resize(kMaxArity);
   call_values_.resize(kMaxArity);
   call_grads_.resize(kMaxArity);
+  call_ys_.resize(kMaxOutputs);
+  call_grad_ys_.resize(kMaxOutputs);
+  call_y_shapes_.resize(kMaxOutputs);
 }
 
 Var Tape::leaf(void* value, Shape shape, bool requires_grad) {
@@ -104,13 +107,25 @@ void* Tape::scratch(std::int64_t count) {
 
 Var Tape::apply(const OpDef& op, std::span<const Var> in, Shape y_shape, OpAttrs attrs, std::int64_t saved,
                 std::int64_t scratch_count) {
+  Var y;
+  apply(op, in, std::span<const Shape>(&y_shape, 1), std::span<Var>(&y, 1), attrs, saved, scratch_count);
+  return y;
+}
+
+void Tape::apply(const OpDef& op, std::span<const Var> in, std::span<const Shape> y_shapes, std::span<Var> out,
+                 OpAttrs attrs, std::int64_t saved, std::int64_t scratch_count) {
   if (in.size() > kMaxArity) throw Error(fmt::format("{}: {} inputs, at most {}", op.name, in.size(), kMaxArity));
+  const std::size_t outputs = y_shapes.size();
+  if (outputs < 1 || outputs > kMaxOutputs || out.size() != outputs)
+    throw Error(fmt::format("{}: {} outputs, between 1 and {}", op.name, outputs, kMaxOutputs));
+  const Shape y_shape = y_shapes[0];
   Node n;
   n.op = &op;
   n.shape = y_shape;
   n.attrs = attrs;
   n.first_input = std::uint32_t(inputs_.size());
   n.arity = std::uint32_t(in.size());
+  n.outputs = std::uint32_t(outputs);
   bool needs = false;
   for (const Var& v : in) {
     if (v.tape != this) throw Error(fmt::format("{}: an input belongs to another tape (or was cleared)", op.name));
@@ -125,6 +140,21 @@ Var Tape::apply(const OpDef& op, std::span<const Var> in, Shape y_shape, OpAttrs
   if (saved > 0) n.saved = arena_.allocate<std::byte>(std::size_t(saved) * esize);
   nodes_.push_back(n);
   const std::uint32_t id = std::uint32_t(nodes_.size() - 1);
+  std::int64_t out_elements = y_shape.numel();
+  call_ys_[0] = n.value;
+  call_y_shapes_[0] = y_shape;
+  for (std::size_t k = 1; k < outputs; ++k) {  // the other outputs' nodes
+    Node o;
+    o.op = &op;
+    o.shape = y_shapes[k];
+    o.requires_grad = n.requires_grad;
+    o.output = std::uint32_t(k);
+    o.value = arena_.allocate<std::byte>(std::size_t(o.shape.numel()) * esize);
+    call_ys_[k] = o.value;
+    call_y_shapes_[k] = o.shape;
+    out_elements += o.shape.numel();
+    nodes_.push_back(o);
+  }
   Shape* xs = call_shapes_.data();
   for (std::size_t a = 0; a < in.size(); ++a) {
     xs[a] = nodes_[in[a].id].shape;
@@ -141,21 +171,26 @@ Var Tape::apply(const OpDef& op, std::span<const Var> in, Shape y_shape, OpAttrs
     c.arity = int(in.size());
     c.x = reinterpret_cast<const T* const*>(call_values_.data());
     c.x_shape = xs;
-    c.y = static_cast<T*>(n.value);
+    c.y = static_cast<T*>(call_ys_[0]);
     c.y_shape = y_shape;
-    c.saved = static_cast<T*>(n.saved);
+    c.outputs = int(outputs);
+    c.ys = reinterpret_cast<T* const*>(call_ys_.data());
+    c.y_shapes = call_y_shapes_.data();
+    c.saved = static_cast<T*>(nodes_[id].saved);
     c.scratch = scratch_count > 0 ? static_cast<T*>(scratch(scratch_count)) : nullptr;
     c.attrs = attrs;
     if (profile_) {
       const auto t0 = Clock::now();
       op.forward<T>()(c);
-      profile_->add_forward(op, ns_since(t0), double((y_shape.numel() + saved) * esize));
+      profile_->add_forward(op, ns_since(t0), double((out_elements + saved) * esize));
     } else {
       op.forward<T>()(c);
     }
-    if (anomaly_) check_finite(c.y, y_shape, id, "produced");
+    if (anomaly_)
+      for (std::size_t k = 0; k < outputs; ++k)
+        check_finite(c.ys[k], call_y_shapes_[k], id + std::uint32_t(k), "produced");
   });
-  return {this, id};
+  for (std::size_t k = 0; k < outputs; ++k) out[k] = {this, id + std::uint32_t(k)};
 }
 
 void* Tape::ensure_grad(Node& n) {
@@ -202,7 +237,10 @@ void Tape::run_backward(std::uint32_t top) {
   Shape* xs = call_shapes_.data();
   for (std::int64_t k = top; k >= 0; --k) {
     Node& n = nodes_[k];
-    if (!n.op || !n.requires_grad || !n.grad_live) continue;
+    if (!n.op || !n.requires_grad || n.output > 0) continue;  // an op's later outputs: done with the op's node
+    bool live = n.grad_live;
+    for (std::uint32_t o = 1; o < n.outputs; ++o) live = live || nodes_[k + o].grad_live;
+    if (!live) continue;
     const auto t0 = profile_ ? Clock::now() : Clock::time_point{};
     std::uint64_t fresh = 0;
     for (std::uint32_t a = 0; a < n.arity; ++a) {
@@ -235,6 +273,24 @@ void Tape::run_backward(std::uint32_t top) {
     c.scratch = n.scratch_count > 0 ? static_cast<T*>(scratch(n.scratch_count)) : nullptr;
     c.attrs = n.attrs;
     c.fresh_mask = fresh;
+    if (n.outputs > 1) {  // every output's gradient, zeros for one nothing consumed
+      for (std::uint32_t o = 0; o < n.outputs; ++o) {
+        Node& out = nodes_[k + o];
+        call_ys_[o] = out.value;
+        call_y_shapes_[o] = out.shape;
+        call_grad_ys_[o] = ensure_grad(out);
+      }
+      c.grad_y = static_cast<const T*>(n.grad);
+      c.outputs = int(n.outputs);
+      c.ys = reinterpret_cast<T* const*>(call_ys_.data());
+      c.y_shapes = call_y_shapes_.data();
+      c.grad_ys = reinterpret_cast<const T* const*>(call_grad_ys_.data());
+    } else {
+      c.outputs = 1;
+      c.ys = &c.y;
+      c.y_shapes = &n.shape;
+      c.grad_ys = &c.grad_y;
+    }
     if (profile_) {
       const auto t1 = Clock::now();
       profile_->add_backward(kZeroGrads, std::chrono::duration<double, std::nano>(t1 - t0).count());
@@ -247,7 +303,9 @@ void Tape::run_backward(std::uint32_t top) {
       for (std::uint32_t a = 0; a < n.arity; ++a)
         if (gx[a]) check_finite(gx[a], xs[a], std::uint32_t(k), fmt::format("backward gave input {} a", a).c_str());
     }
-    if (!retain_grads_ && std::uint32_t(k) != top) release_grad(n);
+    if (!retain_grads_)
+      for (std::uint32_t o = 0; o < n.outputs; ++o)
+        if (std::uint32_t(k) + o != top) release_grad(nodes_[k + o]);
   }
 }
 

@@ -75,6 +75,13 @@ class Tape {
             std::int64_t saved = 0, std::int64_t scratch = 0) {
     return apply(op, std::span<const Var>(inputs.begin(), inputs.size()), y_shape, attrs, saved, scratch);
   }
+  // An op with several outputs (at most kMaxOutputs), written by one forward call: out[k] gets output k,
+  // each its own node (output 0 is the op's node, the others follow it). Backward runs once, after every
+  // consumer of every output, with all the outputs' gradients (OpCall::ys, grad_ys; zeros for an output
+  // nothing consumed).
+  static constexpr std::size_t kMaxOutputs = 16;
+  void apply(const OpDef& op, std::span<const Var> inputs, std::span<const Shape> y_shapes, std::span<Var> out,
+             OpAttrs attrs = {}, std::int64_t saved = 0, std::int64_t scratch = 0);
 
   // Reverse pass from y. A one-element y is seeded with 1; otherwise pass `seed` (same shape as y).
   void backward(Var y);
@@ -112,6 +119,8 @@ class Tape {
     bool requires_grad = false;
     bool grad_live = false;      // grad holds a valid (possibly zero) gradient in this backward pass
     bool grad_released = false;  // its gradient buffer went back to the free list after its backward
+    std::uint32_t outputs = 1;   // outputs of its op call (on output 0's node, the op node)
+    std::uint32_t output = 0;    // which output of its op call this node is (k > 0: node id - k is the op's)
   };
   std::size_t size() const { return nodes_.size(); }
   const Node& node(std::uint32_t id) const { return nodes_[id]; }
@@ -156,6 +165,9 @@ class Tape {
   std::vector<Shape> call_shapes_;
   std::vector<const void*> call_values_;
   std::vector<void*> call_grads_;
+  std::vector<void*> call_ys_;           // an op call's outputs
+  std::vector<const void*> call_grad_ys_;  // and their gradients
+  std::vector<Shape> call_y_shapes_;
   Tensor unit_seed_;
   std::vector<double> scratch_;  // grows to the largest request, never shrinks (double: aligned for both dtypes)  // the seed of backward(y) for a one-element y
 };

@@ -43,15 +43,28 @@ struct CosineSimilarityKernel {
     const std::int64_t heads = K == 0 ? H : K;
     ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
       using X = decltype(x);
-      X am(T(0));
-      std::array<X, K == 0 ? kMaxKeys : K> ad{};
-      for (std::int64_t e = 0; e < E; ++e) {
+      // Independent sums per quantity (ops::kChains of them, added up at the end).
+      std::array<X, ops::kChains> am{};
+      std::array<std::array<X, K == 0 ? kMaxKeys : K>, ops::kChains> ad{};
+      std::int64_t e = 0;
+      for (; e + ops::kChains <= E; e += ops::kChains)
+#pragma GCC unroll 8
+        for (int u = 0; u < ops::kChains; ++u) {
+          const X mv = ops::load<X>(slot + (e + u) * B + q);
+          am[u] += mv * mv;
+          for (std::int64_t h = 0; h < heads; ++h) ad[u][h] += ops::load<X>(kt + (h * E + e + u) * B + q) * mv;
+        }
+      for (; e < E; ++e) {
         const X mv = ops::load<X>(slot + e * B + q);
-        am += mv * mv;
-        for (std::int64_t h = 0; h < heads; ++h) ad[h] += ops::load<X>(kt + (h * E + e) * B + q) * mv;
+        am[0] += mv * mv;
+        for (std::int64_t h = 0; h < heads; ++h) ad[0][h] += ops::load<X>(kt + (h * E + e) * B + q) * mv;
       }
-      ops::store(nm + n * B + q, am);
-      for (std::int64_t h = 0; h < heads; ++h) ops::store(dot + (h * N + n) * B + q, ad[h]);
+      for (int u = 1; u < ops::kChains; ++u) {
+        am[0] += am[u];
+        for (std::int64_t h = 0; h < heads; ++h) ad[0][h] += ad[u][h];
+      }
+      ops::store(nm + n * B + q, am[0]);
+      for (std::int64_t h = 0; h < heads; ++h) ops::store(dot + (h * N + n) * B + q, ad[0][h]);
     });
   }
 

@@ -3,6 +3,7 @@
 // With the memory's batch innermost (ops/slots.hpp) both passes run along a slot's r·c elements with SIMD
 // lanes over the batch; R and G are transposed to that form in scratch.
 #include <algorithm>
+#include <array>
 
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
@@ -46,13 +47,19 @@ struct MemoryReadKernel {
       ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
         using X = decltype(x);
         const X wv = ops::load<X>(wt + n * B + q);
-        X acc(T(0));
-        for (std::int64_t e = 0; e < E; ++e) {
+        std::array<X, ops::kChains> acc{};
+        auto element = [&](std::int64_t e, int u) {
           const X g = ops::load<X>(gt + e * B + q);
           if (gslot) ops::store(gslot + e * B + q, ops::load<X>(gslot + e * B + q) + wv * g);
-          acc += g * ops::load<X>(slot + e * B + q);
-        }
-        ops::store(gwt + n * B + q, acc);
+          acc[u] += g * ops::load<X>(slot + e * B + q);
+        };
+        std::int64_t e = 0;
+        for (; e + ops::kChains <= E; e += ops::kChains)
+#pragma GCC unroll 8
+          for (int u = 0; u < ops::kChains; ++u) element(e + u, u);
+        for (; e < E; ++e) element(e, 0);
+        for (int u = 1; u < ops::kChains; ++u) acc[0] += acc[u];
+        ops::store(gwt + n * B + q, acc[0]);
       });
     }
     if (gw) ops::from_batch_inner(gwt, B, 1, N, gw, /*accumulate=*/true);

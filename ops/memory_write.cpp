@@ -6,6 +6,8 @@
 // grad_M instead of zeroing and accumulating: one pass over the memory fewer. With the memory's batch
 // innermost (ops/slots.hpp) every loop runs along a slot's r·c elements with SIMD lanes over the batch; w, E
 // and A (and their gradients) are transposed to that form in scratch.
+#include <array>
+
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
@@ -56,20 +58,26 @@ struct MemoryWriteKernel {
       ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
         using X = decltype(x);
         const X wv = ops::load<X>(wt + n * B + q);
-        X acc(T(0));
-        for (std::int64_t e = 0; e < E; ++e) {
+        std::array<X, ops::kChains> acc{};
+        auto element = [&](std::int64_t e, int u) {
           const std::int64_t k = e * B + q;
           const X gv = ops::load<X>(c.grad_y + s + k), mv = ops::load<X>(mem + s + k), ev = ops::load<X>(et + k);
           if (gm) {
             const X d = gv * (X(T(1)) - wv * ev);
             ops::store(gm + s + k, assign_m ? d : ops::load<X>(gm + s + k) + d);
           }
-          acc += gv * (ops::load<X>(at + k) - mv * ev);
+          acc[u] += gv * (ops::load<X>(at + k) - mv * ev);
           const X wg = wv * gv;
           ops::store(get + k, ops::load<X>(get + k) - wg * mv);
           ops::store(gat + k, ops::load<X>(gat + k) + wg);
-        }
-        ops::store(gwt + n * B + q, acc);
+        };
+        std::int64_t e = 0;
+        for (; e + ops::kChains <= E; e += ops::kChains)
+#pragma GCC unroll 8
+          for (int u = 0; u < ops::kChains; ++u) element(e + u, u);
+        for (; e < E; ++e) element(e, 0);
+        for (int u = 1; u < ops::kChains; ++u) acc[0] += acc[u];
+        ops::store(gwt + n * B + q, acc[0]);
       });
     }
     if (gw) ops::from_batch_inner(gwt, B, 1, N, gw, !c.fresh(1));

@@ -61,6 +61,10 @@ Var ntm_addressing(Var similarity, std::int64_t head, Var beta, Var gate, Var sh
 Var memory_read(Var memory, Var w);
 // M'_i = M_i ⊙ (1 - w_i E) + w_i A.  M:[B,N,r,c], w:[B,N], E, A:[B,r,c] -> [B,N,r,c]  (ops/memory_write.cpp)
 Var memory_write(Var memory, Var w, Var erase, Var add);
+// An NTM step's reads and first write in one pass over M (ops/memory_read_write.cpp): out[0] =
+// memory_write(M, w, E, A), out[1 + k] = memory_read(M, read_weights[k]) (the reads see M before the write);
+// out has 1 + R elements. Equal to the separate ops, which remain for other uses.
+void memory_read_write(Var memory, std::span<const Var> read_weights, Var w, Var erase, Var add, std::span<Var> out);
 
 // --- losses: scalars [1,1,1], means over elements (or rows) --------------------------------------------------
 // mean of max(x,0) - x t + log1p(e^-|x|): BCE of sigmoid(x) against t, stable for large |x|  (ops/bce_with_logits.cpp)

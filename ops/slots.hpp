@@ -63,6 +63,10 @@ inline void store(T* p, const X& v) {
   else v.store_unaligned(p);
 }
 
+// Independent accumulators for a sum along a slot's elements (element e into chain e mod kChains), so
+// successive FMAs do not wait on each other's latency.
+constexpr int kChains = 4;
+
 // num / den where den > 0, else 0 (a norm's subgradient at zero), for a SIMD chunk or a scalar.
 template <class X>
 inline X over_positive(const X& num, const X& den) {

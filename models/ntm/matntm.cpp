@@ -93,23 +93,28 @@ void MatNTM::step(Step& s) {
     }
   }
   const Var similarity = cosine_similarity(std::span<const Var>(keys.data(), H), m_prev);  // [B,H,N]
-  Var m = m_prev;
-  std::array<Var, 16> reads;
-  int read = 0;
+  // w = sharpen(circular_shift(g softmax(β K_k) + (1 − g) w_{t−1}, s), γ), as one fused op per head.
+  std::array<Var, 16> w;
   for (std::size_t k = 0; k < H; ++k) {
-    const Head& head = heads_[k];
-    // w = sharpen(circular_shift(g softmax(β K_k) + (1 − g) w_{t−1}, s), γ), as one fused op.
-    Var w = ntm_addressing(similarity, std::int64_t(k), p[k].beta, p[k].gate, p[k].shift, p[k].gamma,
-                           s.state(head.weighting));
-    s.next(head.weighting, w);
-    if (!head.write) {
-      reads[read] = memory_read(m_prev, w);
-      s.next(reads_[read], reads[read]);
-      ++read;
-    } else {
-      m = memory_write(m, w, p[k].erase, p[k].added);
-    }
+    w[k] = ntm_addressing(similarity, std::int64_t(k), p[k].beta, p[k].gate, p[k].shift, p[k].gamma,
+                          s.state(heads_[k].weighting));
+    s.next(heads_[k].weighting, w[k]);
   }
+  // Read heads read M_{t−1}; write heads then update it in order. The reads and the first write go through
+  // M_{t−1} together, in one pass (memory_read_write).
+  const auto R = std::size_t(c.read_heads);
+  std::array<Var, 17> out;  // M after the first write, then the reads
+  Var m = m_prev;
+  if (c.write_heads == 0) {
+    for (std::size_t k = 0; k < R; ++k) out[1 + k] = memory_read(m_prev, w[k]);
+  } else {
+    memory_read_write(m_prev, std::span<const Var>(w.data(), R), w[R], p[R].erase, p[R].added,
+                      std::span<Var>(out.data(), R + 1));
+    m = out[0];
+    for (std::size_t k = R + 1; k < H; ++k) m = memory_write(m, w[k], p[k].erase, p[k].added);
+  }
+  const Var* reads = out.data() + 1;
+  for (std::size_t k = 0; k < R; ++k) s.next(reads_[k], reads[k]);
   s.next("memory", m);
   // 5. Output from H_t and this step's reads.
   if (s.output_needed()) {

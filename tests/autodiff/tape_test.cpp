@@ -220,3 +220,76 @@ TEST_CASE("an op that assigns fresh gradients gets one only as the first contrib
   t2.backward(sum(t2.apply(kAssigningAdd, {a2, b2}, a2.shape())));
   for (int k = 0; k < 3; ++k) CHECK(a2.grad<double>()[k] == 1.0);
 }
+
+namespace {
+// Two outputs of one input: y0 = 2x, y1 = x². Counts its calls, so the tests see backward run once.
+int two_outputs_backward_calls = 0;
+template <class T>
+struct TwoOutputsKernel {
+  static void forward(const OpCall<T>& c) {
+    for (std::int64_t k = 0; k < c.x_shape[0].numel(); ++k) {
+      c.ys[0][k] = 2 * c.x[0][k];
+      c.ys[1][k] = c.x[0][k] * c.x[0][k];
+    }
+  }
+  static void backward(const OpCall<T>& c) {
+    ++two_outputs_backward_calls;
+    for (std::int64_t k = 0; k < c.x_shape[0].numel(); ++k)
+      c.grad_x[0][k] += 2 * c.grad_ys[0][k] + 2 * c.x[0][k] * c.grad_ys[1][k];
+  }
+};
+constexpr OpDef kTwoOutputs = make_op<TwoOutputsKernel>("two_outputs");
+std::array<Var, 2> two_outputs(Var x) {
+  std::array<Var, 2> out;
+  const std::array<Shape, 2> shapes{x.shape(), x.shape()};
+  x.tape->apply(kTwoOutputs, {&x, 1}, shapes, out);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("an op with two outputs runs backward once, after the consumers of both", "[tape]") {
+  Tensor x(DType::f64, matrices(1, 1, 2));
+  x.set(0, 3.0);
+  x.set(1, -2.0);
+  SECTION("both outputs consumed, by ops recorded in either order") {
+    Tape tape(DType::f64);
+    Var a = tape.input(x, true);
+    const auto [y0, y1] = two_outputs(a);
+    CHECK(y0.value<double>()[0] == 6.0);
+    CHECK(y1.value<double>()[1] == 4.0);
+    two_outputs_backward_calls = 0;
+    tape.backward(sum(add(scale(y1, 3.0), y0)));  // d/dx (3x² + 2x) = 6x + 2
+    CHECK(two_outputs_backward_calls == 1);
+    CHECK(a.grad<double>()[0] == 20.0);
+    CHECK(a.grad<double>()[1] == -10.0);
+  }
+  SECTION("only the second output consumed: the first's gradient is zero") {
+    Tape tape(DType::f64);
+    Var a = tape.input(x, true);
+    two_outputs_backward_calls = 0;
+    tape.backward(sum(two_outputs(a)[1]));
+    CHECK(two_outputs_backward_calls == 1);
+    CHECK(a.grad<double>()[0] == 6.0);
+    CHECK(a.grad<double>()[1] == -4.0);
+  }
+  SECTION("backward from an output itself, with a seed; retained gradients stay readable") {
+    Tape tape(DType::f64);
+    tape.set_retain_grads(true);
+    Var a = tape.input(x, true);
+    const auto out = two_outputs(a);
+    Tensor seed(DType::f64, x.shape());
+    seed.fill(1.0);
+    tape.backward(out[1], seed);
+    CHECK(a.grad<double>()[0] == 6.0);
+    CHECK(out[0].grad<double>()[0] == 0.0);
+    CHECK(out[1].grad<double>()[0] == 1.0);
+  }
+  SECTION("outputs' gradient buffers are released after the op's backward") {
+    Tape tape(DType::f64);
+    Var a = tape.input(x, true);
+    const auto out = two_outputs(a);
+    tape.backward(sum(add(out[0], out[1])));
+    CHECK_THROWS_WITH(out[0].grad<double>(), Contains("released"));
+    CHECK_THROWS_WITH(out[1].grad<double>(), Contains("released"));
+  }
+}

@@ -326,3 +326,52 @@ TEST_CASE("memory ops pass gradcheck at a batch that fills SIMD chunks and leave
   });
   check("softmax of a memory", [](Tape&, std::span<const Var> x) { return softmax(hadamard(x[0], x[5])); });
 }
+
+TEST_CASE("memory_read_write equals memory_write and memory_read, in values and in every gradient", "[ops]") {
+  // Batch 19: SIMD chunks and a tail in float64 (and float32); two reads; grad_M assigned (the fused op is
+  // M's only consumer) or added to (a later consumer of M runs its backward first).
+  for (bool later_consumer : {false, true}) {
+    Rng rng(31);
+    const std::int64_t B = 19, N = 5, r = 2, c = 3;
+    const std::vector<Tensor> in = {random_tensor(rng, memory(B, N, r, c)),
+                                    random_tensor(rng, weighting(B, N), 0.0, 1.0),
+                                    random_tensor(rng, matrices(B, r, c), 0.0, 1.0),
+                                    random_tensor(rng, matrices(B, r, c)),
+                                    random_tensor(rng, weighting(B, N), 0.0, 1.0),
+                                    random_tensor(rng, weighting(B, N), 0.0, 1.0)};
+    const Tensor g = random_tensor(rng, memory(B, N, r, c)), g1 = random_tensor(rng, matrices(B, r, c)),
+                 g2 = random_tensor(rng, matrices(B, r, c));
+    // loss = <g, M'> + <g1, R_1> + <g2, R_2> (+ Σ M² with a later consumer)
+    auto run = [&](bool fused, std::vector<Tensor>& grads) {
+      Tape tape(DType::f64);
+      std::vector<Var> x;
+      for (const Tensor& t : in) x.push_back(tape.input(t, true));
+      Var mw, r1, r2;
+      if (fused) {
+        std::array<Var, 3> out;
+        memory_read_write(x[0], std::span<const Var>(x).subspan(4, 2), x[1], x[2], x[3], out);
+        mw = out[0], r1 = out[1], r2 = out[2];
+      } else {
+        r1 = memory_read(x[0], x[4]);
+        r2 = memory_read(x[0], x[5]);
+        mw = memory_write(x[0], x[1], x[2], x[3]);
+      }
+      Var loss = add(add(sum(hadamard(mw, tape.input(g))), sum(hadamard(r1, tape.input(g1)))),
+                     sum(hadamard(r2, tape.input(g2))));
+      if (later_consumer) loss = add(loss, sum(hadamard(x[0], x[0])));
+      tape.backward(loss);
+      grads.clear();
+      for (const Var& v : {mw, r1, r2}) grads.push_back(v.value_copy());
+      for (const Var& v : x) grads.push_back(v.grad_copy());
+    };
+    std::vector<Tensor> fused, separate;
+    run(true, fused);
+    run(false, separate);
+    const char* names[] = {"M'", "R_1", "R_2", "grad M", "grad w", "grad E", "grad A", "grad w_1", "grad w_2"};
+    for (std::size_t k = 0; k < fused.size(); ++k)
+      for (std::int64_t e = 0; e < fused[k].numel(); ++e) {
+        INFO(names[k] << " element " << e << (later_consumer ? " (grad_M added to)" : " (grad_M assigned)"));
+        CHECK(fused[k].get(e) == Approx(separate[k].get(e)).epsilon(1e-12).margin(1e-14));
+      }
+  }
+}

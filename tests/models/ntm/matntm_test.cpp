@@ -38,6 +38,13 @@ TEST_CASE("MatNTM with a MatLSTM controller and two read and two write heads pas
   CHECK(r.passed);
 }
 
+TEST_CASE("MatNTM with read heads only (no memory_read_write) passes gradcheck", "[models][ntm][gradcheck]") {
+  MatNTM m(small(CellKind::rnn, 2, 0), DType::f64, 4);
+  GradcheckReport r = testing::gradcheck_model(m);
+  INFO(r.str());
+  CHECK(r.passed);
+}
+
 TEST_CASE("MatNTM names its parameters by head and part", "[models][ntm]") {
   MatNTM m(small(CellKind::rnn, 1, 1), DType::f32, 1);
   m.build();
@@ -88,10 +95,12 @@ double slot_spread(NTMConfig::Start start) {
   Tape tape(DType::f64);
   Unroller u(m, tape);
   u.run(seq);
-  // The memory is the last memory_write node on the tape.
+  // The memory is the output of the last memory_write (or memory_read_write, output 0) on the tape.
   for (std::int64_t k = std::int64_t(tape.size()) - 1; k >= 0; --k) {
     const auto& node = tape.node(std::uint32_t(k));
-    if (!node.op || std::string(node.op->name) != "memory_write") continue;
+    if (!node.op || node.output != 0) continue;
+    const std::string op = node.op->name;
+    if (op != "memory_write" && op != "memory_read_write") continue;
     const double* mem = static_cast<const double*>(node.value);
     const Shape& s = node.shape;
     const std::int64_t slot = s.rows * s.batch * s.cols;
