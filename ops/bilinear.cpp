@@ -45,9 +45,27 @@ bool u_first(std::int64_t r, std::int64_t c, std::int64_t rp, std::int64_t cp) {
 std::int64_t term_saved(const Shape& p, const Shape& y) {
   return u_first(p.rows, p.cols, y.rows, y.cols) ? y.rows * y.batch * p.cols : p.rows * y.batch * y.cols;
 }
+// Scratch for backward: Ĥ, Vᵀ (if small) and grad_P̂'s product before it is added (r B c).
 std::int64_t term_scratch(const Shape& p, const Shape& y) {
-  const bool vt = u_first(p.rows, p.cols, y.rows, y.cols) && p.cols * y.cols <= kTransposeV;
-  return term_saved(p, y) + (vt ? p.cols * y.cols : 0);
+  const bool vt = p.cols * y.cols <= kTransposeV;
+  const std::int64_t h = u_first(p.rows, p.cols, y.rows, y.cols) ? y.rows * y.batch * p.cols : p.rows * y.batch * y.cols;
+  return h + (vt ? p.cols * y.cols : 0) + p.rows * y.batch * p.cols;
+}
+
+// grad_P̂ (n values): OpenBLAS 0.3.21's small-matrix kernels run these GEMMs 2-3x slower with β = 1 than with
+// β = 0, so the product goes straight into a fresh (uninitialised) grad_P̂, or into scratch and is then added.
+template <class T, class Gemm>
+void add_product(T* gp, bool fresh, std::int64_t n, T* tmp, Gemm&& gemm) {
+  if (fresh) return gemm(gp);
+  gemm(tmp);
+  for (std::int64_t k = 0; k < n; ++k) gp[k] += tmp[k];
+}
+
+// vt = vᵀ for v: rows x cols.
+template <class T>
+void transpose(const T* v, std::int64_t rows, std::int64_t cols, T* vt) {
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) vt[j * rows + i] = v[i * cols + j];
 }
 
 template <class T>
@@ -90,30 +108,46 @@ struct BilinearKernel {
     const int terms = c.arity / 3;
     const T* g = c.grad_y;
     T* saved = c.saved;
+    // A fresh grad_P̂ is assigned below; a fresh U, V or bias gradient (a U that is not a parameter, say)
+    // is zeroed here and accumulated into like any other.
+    for (int k = 0; k < c.arity; ++k)
+      if (c.fresh(k) && (k % 3 != 0 || k == c.arity - 1) && c.grad_x[k])
+        std::fill_n(c.grad_x[k], c.x_shape[k].numel(), T(0));
     for (int t = 0; t < terms; ++t) {
       const Shape& ps = c.x_shape[3 * t];
       const std::int64_t r = ps.rows, cc = ps.cols;
       const T *p = c.x[3 * t], *u = c.x[3 * t + 1], *v = c.x[3 * t + 2];
       T *gp = c.grad_x[3 * t], *gu = c.grad_x[3 * t + 1], *gv = c.grad_x[3 * t + 2];
+      const bool small_v = cc * cp <= kTransposeV, fresh_p = c.fresh(3 * t);
       if (u_first(r, cc, rp, cp)) {
-        T *tq = saved, *h = c.scratch, *vt = h + rp * B * cc;
+        T *tq = saved, *h = c.scratch, *vt = h + rp * B * cc, *tmp = vt + (small_v ? cc * cp : 0);
         if (gv) blas::gemm<T>(true, false, cc, cp, rp * B, T(1), tq, cc, g, cp, T(1), gv, cp);
         if (gu || gp) {
-          if (cc * cp <= kTransposeV) {  // a small V: transposed copy, NN GEMM
-            for (std::int64_t i = 0; i < cc; ++i)
-              for (std::int64_t j = 0; j < cp; ++j) vt[j * cc + i] = v[i * cp + j];
+          if (small_v) {  // a small V: transposed copy, NN GEMM
+            transpose(v, cc, cp, vt);
             blas::gemm<T>(false, false, rp * B, cc, cp, T(1), g, cp, vt, cc, T(0), h, cc);
           } else {
             blas::gemm<T>(false, true, rp * B, cc, cp, T(1), g, cp, v, cp, T(0), h, cc);
           }
         }
         if (gu) blas::gemm<T>(false, true, r, rp, B * cc, T(1), p, B * cc, h, B * cc, T(1), gu, rp);
-        if (gp) blas::gemm<T>(false, false, r, B * cc, rp, T(1), u, rp, h, B * cc, T(1), gp, B * cc);
+        if (gp)
+          add_product(gp, fresh_p, r * B * cc, tmp, [&](T* out) {
+            blas::gemm<T>(false, false, r, B * cc, rp, T(1), u, rp, h, B * cc, T(0), out, B * cc);
+          });
       } else {
-        T *q = saved, *h = c.scratch;
+        T *q = saved, *h = c.scratch, *vt = h + r * B * cp, *tmp = vt + (small_v ? cc * cp : 0);
         if (gu) blas::gemm<T>(false, true, r, rp, B * cp, T(1), q, B * cp, g, B * cp, T(1), gu, rp);
         if (gp || gv) blas::gemm<T>(false, false, r, B * cp, rp, T(1), u, rp, g, B * cp, T(0), h, B * cp);
-        if (gp) blas::gemm<T>(false, true, r * B, cc, cp, T(1), h, cp, v, cp, T(1), gp, cc);
+        if (gp)
+          add_product(gp, fresh_p, r * B * cc, tmp, [&](T* out) {
+            if (small_v) {
+              transpose(v, cc, cp, vt);
+              blas::gemm<T>(false, false, r * B, cc, cp, T(1), h, cp, vt, cc, T(0), out, cc);
+            } else {
+              blas::gemm<T>(false, true, r * B, cc, cp, T(1), h, cp, v, cp, T(0), out, cc);
+            }
+          });
         if (gv) blas::gemm<T>(true, false, cc, cp, r * B, T(1), p, cc, h, cp, T(1), gv, cp);
       }
       saved += term_saved(ps, c.y_shape);
@@ -140,8 +174,8 @@ Flops flops(const Shape* x, int arity, const Shape& y, const OpAttrs&) {
   return {f, 2.0 * f};
 }
 
-constexpr OpDef kBilinear = make_op<BilinearKernel>("bilinear", flops);
-constexpr OpDef kMat = make_op<BilinearKernel>("mat", flops);
+constexpr OpDef kBilinear = make_op<BilinearKernel>("bilinear", flops, /*assigns_fresh=*/true);
+constexpr OpDef kMat = make_op<BilinearKernel>("mat", flops, /*assigns_fresh=*/true);
 
 bool is_parameter_matrix(const Shape& s) { return s.batch == 1 && s.slots == 1; }
 
