@@ -46,19 +46,11 @@ struct CosineSimilarityKernel {
       // Independent sums per quantity (ops::kChains of them, added up at the end).
       std::array<X, ops::kChains> am{};
       std::array<std::array<X, K == 0 ? kMaxKeys : K>, ops::kChains> ad{};
-      std::int64_t e = 0;
-      for (; e + ops::kChains <= E; e += ops::kChains)
-#pragma GCC unroll 8
-        for (int u = 0; u < ops::kChains; ++u) {
-          const X mv = ops::load<X>(slot + (e + u) * B + q);
-          am[u] += mv * mv;
-          for (std::int64_t h = 0; h < heads; ++h) ad[u][h] += ops::load<X>(kt + (h * E + e + u) * B + q) * mv;
-        }
-      for (; e < E; ++e) {
+      ops::for_each_chained(E, [&](std::int64_t e, int u) {
         const X mv = ops::load<X>(slot + e * B + q);
-        am[0] += mv * mv;
-        for (std::int64_t h = 0; h < heads; ++h) ad[0][h] += ops::load<X>(kt + (h * E + e) * B + q) * mv;
-      }
+        am[u] += mv * mv;
+        for (std::int64_t h = 0; h < heads; ++h) ad[u][h] += ops::load<X>(kt + (h * E + e) * B + q) * mv;
+      });
       for (int u = 1; u < ops::kChains; ++u) {
         am[0] += am[u];
         for (std::int64_t h = 0; h < heads; ++h) ad[0][h] += ad[u][h];

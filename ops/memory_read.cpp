@@ -53,11 +53,7 @@ struct MemoryReadKernel {
           if (gslot) ops::store(gslot + e * B + q, ops::load<X>(gslot + e * B + q) + wv * g);
           acc[u] += g * ops::load<X>(slot + e * B + q);
         };
-        std::int64_t e = 0;
-        for (; e + ops::kChains <= E; e += ops::kChains)
-#pragma GCC unroll 8
-          for (int u = 0; u < ops::kChains; ++u) element(e + u, u);
-        for (; e < E; ++e) element(e, 0);
+        ops::for_each_chained(E, element);
         for (int u = 1; u < ops::kChains; ++u) acc[0] += acc[u];
         ops::store(gwt + n * B + q, acc[0]);
       });

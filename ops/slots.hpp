@@ -44,7 +44,8 @@ inline void from_batch_inner(const T* xt, std::int64_t B, std::int64_t r, std::i
 }
 
 // simd_loop<T>(n, f) calls f(q, X{}) over [0, n): X = xsimd::batch<T> on full chunks, then X = T on the tail,
-// so one generic body (using load<X> / store) serves both. Over the batch lanes q of a memory's slot.
+// so one generic body (using load<X> / store) serves both. Call them qualified (ops::store): unqualified,
+// store(p, batch) finds xsimd::store by argument-dependent lookup, an aligned store. Over the batch lanes q of a memory's slot.
 template <class T, class F>
 inline void simd_loop(std::int64_t n, F&& f) {
   using V = xsimd::batch<T>;
@@ -66,6 +67,16 @@ inline void store(T* p, const X& v) {
 // Independent accumulators for a sum along a slot's elements (element e into chain e mod kChains), so
 // successive FMAs do not wait on each other's latency.
 constexpr int kChains = 4;
+
+// Calls f(e, u) for every element e in [0, E) with its chain u (e mod kChains, and 0 for the tail).
+template <class F>
+inline void for_each_chained(std::int64_t E, F&& f) {
+  std::int64_t e = 0;
+  for (; e + kChains <= E; e += kChains)
+#pragma GCC unroll 8
+    for (int u = 0; u < kChains; ++u) f(e + u, u);
+  for (; e < E; ++e) f(e, 0);
+}
 
 // num / den where den > 0, else 0 (a norm's subgradient at zero), for a SIMD chunk or a scalar.
 template <class X>
