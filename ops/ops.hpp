@@ -23,6 +23,12 @@ struct MatTerm {
 // mat(P_1..P_k; θ) = Σ_i U_iᵀ P_i V_i + B, B:[r',c'] broadcast over the batch (an invalid Var: no bias).
 Var mat(std::span<const MatTerm> terms, Var bias);
 Var mat(std::initializer_list<MatTerm> terms, Var bias);
+// Several projections of one x in one op (ops/projections.cpp): out[k] = U_kᵀ x V_k + B_k, equal to
+// mat({{x, U_k, V_k}}, B_k) each, with the K first-stage GEMMs as one. At most 16.
+struct Projection {
+  Var u, v, b;
+};
+void projections(Var x, std::span<const Projection> p, std::span<Var> out);
 
 // --- elementwise, with broadcasting -------------------------------------------------------------------------
 // Binary elementwise ops broadcast: along each of batch, slots, rows and cols an operand's size equals the

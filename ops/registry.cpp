@@ -31,6 +31,7 @@ OpEntry ntm_addressing_entry();
 OpEntry memory_read_entry();
 OpEntry memory_write_entry();
 OpEntry memory_read_write_entry();
+OpEntry projections_entry();
 OpEntry bce_with_logits_entry();
 OpEntry mse_entry();
 OpEntry softmax_cross_entropy_entry();
@@ -42,7 +43,7 @@ std::vector<OpEntry>& entries() {
       scale_entry(),     sigmoid_entry(), tanh_entry(),    relu_entry(),         softplus_entry(),
       exp_entry(),       softmax_entry(), sum_entry(),     cosine_similarity_entry(),
       row_entry(), circular_shift_entry(), sharpen_entry(), ntm_addressing_entry(), memory_read_entry(),
-      memory_write_entry(), memory_read_write_entry(),
+      memory_write_entry(), memory_read_write_entry(), projections_entry(),
       bce_with_logits_entry(), mse_entry(), softmax_cross_entropy_entry()};
   return all;
 }

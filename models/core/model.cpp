@@ -153,6 +153,23 @@ Var Step::mat(std::string_view path, std::initializer_list<NamedTerm> terms, std
   return mat(path, std::span<const NamedTerm>(terms.begin(), terms.size()), rows, cols, bias);
 }
 
+void Step::projections(NamedTerm x, std::span<const ProjectionSpec> p, std::span<Var> out) {
+  if (out.size() != p.size())
+    throw Error(fmt::format("projections: {} specs, room for {} outputs", p.size(), out.size()));
+  const Shape& xs = x.x.shape();
+  std::array<Projection, Tape::kMaxOutputs> ops_p;
+  for (std::size_t first = 0; first < p.size(); first += Tape::kMaxOutputs) {
+    const std::size_t n = std::min(p.size() - first, Tape::kMaxOutputs);
+    for (std::size_t k = 0; k < n; ++k) {
+      const ProjectionSpec& q = p[first + k];
+      ops_p[k] = {parameter(q.path, x.name, "U", matmem::parameter(xs.rows, q.rows)),
+                  parameter(q.path, x.name, "V", matmem::parameter(xs.cols, q.cols)),
+                  parameter(q.path, "", "B", matmem::parameter(q.rows, q.cols), Init::Constant(q.bias))};
+    }
+    matmem::projections(x.x, std::span<const Projection>(ops_p.data(), n), out.subspan(first, n));
+  }
+}
+
 void Step::begin_sequence(std::int64_t batch) {
   batch_ = batch;
   for (std::size_t k = 0; k < model_.states_.size(); ++k) {

@@ -95,6 +95,13 @@ struct NamedTerm {
   Var x;
 };
 
+// One single-term mat of Step::projections: mat(path, {x}, rows, cols, bias).
+struct ProjectionSpec {
+  std::string_view path;
+  std::int64_t rows = 1, cols = 1;
+  double bias = 0.0;
+};
+
 class Step {
  public:
   Step(Model& model, Tape& tape);
@@ -119,6 +126,10 @@ class Step {
           double bias = 0.0);
   Var mat(std::string_view path, std::span<const NamedTerm> terms, std::int64_t rows, std::int64_t cols,
           double bias = 0.0);
+  // out[k] = mat(p[k].path, {x}, p[k].rows, p[k].cols, p[k].bias) for every k, with the same parameters
+  // created in the same order, computed by ops' projections (one op per 16): several projections of one
+  // state (an NTM's heads) share their first-stage GEMM.
+  void projections(NamedTerm x, std::span<const ProjectionSpec> p, std::span<Var> out);
 
   // Used by Unroller.
   void begin_sequence(std::int64_t batch);  // initial states

@@ -79,17 +79,34 @@ void MatNTM::step(Step& s) {
   };
   std::array<Projections, 16> p;
   std::array<Var, 16> keys;
-  const NamedTerm in[] = {{"h", h}};
+  // Every head's projections of H_t (key, β, g, s, γ, and for a write head erase and add) in head order,
+  // as one projections op: they share the first-stage GEMM Uᵀ H.
+  std::array<ProjectionSpec, 16 * 7> spec;
+  std::size_t n = 0;
   for (std::size_t k = 0; k < H; ++k) {
     const Head& head = heads_[k];
-    keys[k] = s.mat(head.key, in, c.slot_rows, c.slot_cols);
-    p[k].beta = softplus(s.mat(head.beta, in, 1, 1));
-    p[k].gate = sigmoid(s.mat(head.gate, in, 1, 1));
-    p[k].shift = softmax(s.mat(head.shift, in, 1, 2 * c.shift + 1));
-    p[k].gamma = affine(softplus(s.mat(head.gamma, in, 1, 1)), 1.0, 1.0);
+    spec[n++] = {head.key, c.slot_rows, c.slot_cols};
+    spec[n++] = {head.beta, 1, 1};
+    spec[n++] = {head.gate, 1, 1};
+    spec[n++] = {head.shift, 1, 2 * c.shift + 1};
+    spec[n++] = {head.gamma, 1, 1};
     if (head.write) {
-      p[k].erase = sigmoid(s.mat(head.erase, in, c.slot_rows, c.slot_cols));
-      p[k].added = s.mat(head.add, in, c.slot_rows, c.slot_cols);
+      spec[n++] = {head.erase, c.slot_rows, c.slot_cols};
+      spec[n++] = {head.add, c.slot_rows, c.slot_cols};
+    }
+  }
+  std::array<Var, 16 * 7> proj;
+  s.projections({"h", h}, std::span<const ProjectionSpec>(spec.data(), n), std::span<Var>(proj.data(), n));
+  n = 0;
+  for (std::size_t k = 0; k < H; ++k) {
+    keys[k] = proj[n++];
+    p[k].beta = softplus(proj[n++]);
+    p[k].gate = sigmoid(proj[n++]);
+    p[k].shift = softmax(proj[n++]);
+    p[k].gamma = affine(softplus(proj[n++]), 1.0, 1.0);
+    if (heads_[k].write) {
+      p[k].erase = sigmoid(proj[n++]);
+      p[k].added = proj[n++];
     }
   }
   const Var similarity = cosine_similarity(std::span<const Var>(keys.data(), H), m_prev);  // [B,H,N]

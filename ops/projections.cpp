@@ -1,0 +1,182 @@
+// projections: several bilinear maps of one input, as one op with one output each.
+//   Y_k = U_kᵀ X V_k + B_k,   X:[B,r,c], U_k:[r,r'_k], V_k:[c,c'_k], B_k:[r'_k,c'_k] -> Y_k:[B,r'_k,c'_k], k = 1..K
+// Equal to K single-term mat calls (ops/bilinear.cpp, whose layout notes apply: X̂ is r x (B c)), but the
+// K first-stage GEMMs Uᵀ X̂ are one, with the U's side by side in U_s = [U_1 | … | U_K] (r x R', R' = Σ r'_k):
+//   T̂ = U_sᵀ X̂ (R' x B c, saved; its row block k is T̂_k),   Ŷ_k = T̂_k V_k (as (r'_k B) x c times c x c'_k)
+// and backward, with Ĥ_k = Ĝ_k V_kᵀ stacked into Ĥ (R' x B c):
+//   grad_V_k += T̂_kᵀ Ĝ_k,   grad_B_k += Σ_b G_k,   grad_U_s += X̂ Ĥᵀ (then split into the grad_U_k),
+//   grad_X̂ += U_s Ĥ
+// so K projections cost K + 1 GEMMs forward and 2K + 2 backward instead of 2K and 4K. Every term is
+// associated U first, the cheaper order when the outputs are smaller than X (the NTM heads' 1x1 … 6x6
+// projections of a 15x15 state). A test checks it against the separate mat calls in values and gradients.
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+
+#include "ops/check.hpp"
+#include "ops/ops.hpp"
+#include "ops/registry.hpp"
+#include "runtime/blas.hpp"
+
+namespace matmem {
+namespace {
+
+struct Dims {
+  std::int64_t K, B, r, c, R;  // R = Σ r'_k
+};
+Dims dims_of(const Shape* x, int arity) {
+  Dims d{(arity - 1) / 3, x[0].batch, x[0].rows, x[0].cols, 0};
+  for (std::int64_t k = 0; k < d.K; ++k) d.R += x[1 + 3 * k].cols;
+  return d;
+}
+// scratch: U_s [r·R'], Ĥ [R'·B·c], grad_U_s [r·R'], grad_X̂'s product [r·B·c], one Vᵀ [c·max c'_k].
+std::int64_t scratch_size(const Dims& d, std::int64_t max_cols) {
+  return 2 * d.r * d.R + d.R * d.B * d.c + d.r * d.B * d.c + d.c * max_cols;
+}
+
+template <class T>
+struct ProjectionsKernel {
+  // U_s = [U_1 | … | U_K] (r x R')
+  static void stack_u(const OpCall<T>& c, const Dims& d, T* us) {
+    std::int64_t off = 0;
+    for (std::int64_t k = 0; k < d.K; ++k) {
+      const std::int64_t rk = c.x_shape[1 + 3 * k].cols;
+      const T* u = c.x[1 + 3 * k];
+      for (std::int64_t i = 0; i < d.r; ++i) std::copy_n(u + i * rk, rk, us + i * d.R + off);
+      off += rk;
+    }
+  }
+
+  static void forward(const OpCall<T>& c) {
+    const Dims d = dims_of(c.x_shape, c.arity);
+    const std::int64_t B = d.B, bc = d.B * d.c;
+    T* us = c.scratch;
+    stack_u(c, d, us);
+    blas::gemm<T>(true, false, d.R, bc, d.r, T(1), us, d.R, c.x[0], bc, T(0), c.saved, bc);
+    std::int64_t off = 0;
+    for (std::int64_t k = 0; k < d.K; ++k) {
+      const std::int64_t rk = c.x_shape[1 + 3 * k].cols, ck = c.x_shape[2 + 3 * k].cols;
+      const T *v = c.x[2 + 3 * k], *bias = c.x[3 + 3 * k];
+      T* y = c.ys[k];
+      blas::gemm<T>(false, false, rk * B, ck, d.c, T(1), c.saved + off * bc, d.c, v, ck, T(0), y, ck);
+      for (std::int64_t i = 0; i < rk; ++i)
+        for (std::int64_t b = 0; b < B; ++b)
+          for (std::int64_t j = 0; j < ck; ++j) y[(i * B + b) * ck + j] += bias[i * ck + j];
+      off += rk;
+    }
+  }
+
+  static void backward(const OpCall<T>& c) {
+    const Dims d = dims_of(c.x_shape, c.arity);
+    const std::int64_t B = d.B, bc = d.B * d.c;
+    T *us = c.scratch, *h = us + d.r * d.R, *gus = h + d.R * bc, *tmp = gus + d.r * d.R, *vt = tmp + d.r * bc;
+    // A fresh U, V or B gradient (one that is not a parameter) is zeroed, then accumulated into.
+    for (int a = 1; a < c.arity; ++a)
+      if (c.fresh(a) && c.grad_x[a]) std::fill_n(c.grad_x[a], c.x_shape[a].numel(), T(0));
+    std::int64_t off = 0;
+    for (std::int64_t k = 0; k < d.K; ++k) {
+      const std::int64_t rk = c.x_shape[1 + 3 * k].cols, ck = c.x_shape[2 + 3 * k].cols;
+      const T *v = c.x[2 + 3 * k], *g = c.grad_ys[k], *tk = c.saved + off * bc;
+      if (T* gv = c.grad_x[2 + 3 * k]) blas::gemm<T>(true, false, d.c, ck, rk * B, T(1), tk, d.c, g, ck, T(1), gv, ck);
+      if (T* gb = c.grad_x[3 + 3 * k])
+        for (std::int64_t i = 0; i < rk; ++i)
+          for (std::int64_t b = 0; b < B; ++b)
+            for (std::int64_t j = 0; j < ck; ++j) gb[i * ck + j] += g[(i * B + b) * ck + j];
+      // Ĥ_k = Ĝ_k V_kᵀ through a transposed copy of V_k (an NN GEMM)
+      for (std::int64_t i = 0; i < d.c; ++i)
+        for (std::int64_t j = 0; j < ck; ++j) vt[j * d.c + i] = v[i * ck + j];
+      blas::gemm<T>(false, false, rk * B, d.c, ck, T(1), g, ck, vt, d.c, T(0), h + off * bc, d.c);
+      off += rk;
+    }
+    // grad_U_s = X̂ Ĥᵀ, split into the grad_U_k
+    blas::gemm<T>(false, true, d.r, d.R, bc, T(1), c.x[0], bc, h, bc, T(0), gus, d.R);
+    off = 0;
+    for (std::int64_t k = 0; k < d.K; ++k) {
+      const std::int64_t rk = c.x_shape[1 + 3 * k].cols;
+      if (T* gu = c.grad_x[1 + 3 * k])
+        for (std::int64_t i = 0; i < d.r; ++i)
+          for (std::int64_t j = 0; j < rk; ++j) gu[i * rk + j] += gus[i * d.R + off + j];
+      off += rk;
+    }
+    // grad_X̂ += U_s Ĥ, with β = 0 (into a fresh gradient, or into scratch and then added; see bilinear.cpp)
+    if (T* gx = c.grad_x[0]) {
+      stack_u(c, d, us);
+      T* out = c.fresh(0) ? gx : tmp;
+      blas::gemm<T>(false, false, d.r, bc, d.R, T(1), us, d.R, h, bc, T(0), out, bc);
+      if (out == tmp)
+        for (std::int64_t q = 0; q < d.r * bc; ++q) gx[q] += tmp[q];
+    }
+  }
+};
+
+Flops flops(const Shape* x, int arity, const Shape&, const OpAttrs&) {
+  const Dims d = dims_of(x, arity);
+  double f = 2.0 * double(d.R * d.B * d.c * d.r);
+  for (std::int64_t k = 0; k < d.K; ++k) {
+    const double rk = double(x[1 + 3 * k].cols), ck = double(x[2 + 3 * k].cols);
+    f += 2.0 * rk * double(d.B) * double(d.c) * ck + rk * double(d.B) * ck;
+  }
+  return {f, 2.0 * f};
+}
+constexpr OpDef kOp = make_op<ProjectionsKernel>("projections", flops, /*assigns_fresh=*/true);
+}  // namespace
+
+void projections(Var x, std::span<const Projection> p, std::span<Var> out) {
+  const char* op = "projections";
+  if (p.empty() || p.size() > Tape::kMaxOutputs)
+    throw Error(fmt::format("{}: between 1 and {} projections, got {}", op, Tape::kMaxOutputs, p.size()));
+  if (out.size() != p.size())
+    throw Error(fmt::format("{}: room for {} outputs, given {}", op, p.size(), out.size()));
+  const Shape& xs = x.shape();
+  if (xs.slots != 1) ops::shape_error(op, "x must be a batch of matrices [B,r,c], not a memory", x);
+  std::array<Var, 1 + 3 * Tape::kMaxOutputs> in;
+  std::array<Shape, Tape::kMaxOutputs> shapes;
+  in[0] = x;
+  std::int64_t max_cols = 0;
+  Dims d{std::int64_t(p.size()), xs.batch, xs.rows, xs.cols, 0};
+  for (std::size_t k = 0; k < p.size(); ++k) {
+    const Projection& q = p[k];
+    ops::same_tape(op, x, q.u);
+    ops::same_tape(op, x, q.v);
+    ops::same_tape(op, x, q.b);
+    const Shape &u = q.u.shape(), &v = q.v.shape(), &b = q.b.shape();
+    if (u.batch != 1 || u.slots != 1 || u.rows != xs.rows)
+      ops::shape_error(op, "each U must be a parameter [r,r'] with r the rows of x", x, q.u);
+    if (v.batch != 1 || v.slots != 1 || v.rows != xs.cols)
+      ops::shape_error(op, "each V must be a parameter [c,c'] with c the cols of x", x, q.v);
+    if (b != parameter(u.cols, v.cols))
+      throw ShapeError(fmt::format("{}: bias {} must be [1,{},{}] for U {} and V {}", op, b.str(), u.cols, v.cols,
+                                   u.str(), v.str()));
+    in[1 + 3 * k] = q.u, in[2 + 3 * k] = q.v, in[3 + 3 * k] = q.b;
+    shapes[k] = matrices(xs.batch, u.cols, v.cols);
+    d.R += u.cols;
+    max_cols = std::max(max_cols, v.cols);
+  }
+  x.tape->apply(kOp, std::span<const Var>(in.data(), 1 + 3 * p.size()), std::span<const Shape>(shapes.data(), p.size()),
+                out, {}, d.R * d.B * d.c, scratch_size(d, max_cols));
+}
+
+OpEntry projections_entry() {
+  return {"projections", [](Rng& rng, SampleSize s) {
+            const SampleDims d = sample_dims(s);
+            OpSample sample;
+            sample.inputs = {{"X", random_tensor(rng, matrices(d.batch, d.rows, d.cols))},
+                             {"U1", random_tensor(rng, parameter(d.rows, d.rows2))},
+                             {"V1", random_tensor(rng, parameter(d.cols, d.cols2))},
+                             {"B1", random_tensor(rng, parameter(d.rows2, d.cols2))},
+                             {"U2", random_tensor(rng, parameter(d.rows, 1))},
+                             {"V2", random_tensor(rng, parameter(d.cols, d.cols2))},
+                             {"B2", random_tensor(rng, parameter(1, d.cols2))}};
+            // One output that depends on both: Y_1 ⊙ Y_2 (Y_2's one row broadcast over Y_1's).
+            sample.apply = [](Tape&, std::span<const Var> x) {
+              const std::array<Projection, 2> p{Projection{x[1], x[2], x[3]}, Projection{x[4], x[5], x[6]}};
+              std::array<Var, 2> out;
+              projections(x[0], p, out);
+              return hadamard(out[0], out[1]);
+            };
+            return sample;
+          }};
+}
+
+}  // namespace matmem
