@@ -43,14 +43,28 @@ inline void from_batch_inner(const T* xt, std::int64_t B, std::int64_t r, std::i
     }
 }
 
-// simd_loop<T>(n, f) calls f(q, X{}) over [0, n): X = xsimd::batch<T> on full chunks, then X = T on the tail,
-// so one generic body (using load<X> / store) serves both. Call them qualified (ops::store): unqualified,
-// store(p, batch) finds xsimd::store by argument-dependent lookup, an aligned store. Over the batch lanes q of a memory's slot.
+// simd_loop<T>(n, f) calls f(q, X{}) over [0, n): X = xsimd::batch<T> on full chunks, then narrower
+// batches (256- and 128-bit, where the widest is wider) on what is left, then X = T on the last few, so one
+// generic body (using load<X> / store) serves all. A batch of 8 or 4 items still runs in SIMD on AVX-512.
+// Call load/store qualified (ops::store): unqualified, store(p, batch) finds xsimd::store by
+// argument-dependent lookup, an aligned store.
 template <class T, class F>
 inline void simd_loop(std::int64_t n, F&& f) {
   using V = xsimd::batch<T>;
   std::int64_t q = 0;
   for (; q + std::int64_t(V::size) <= n; q += V::size) f(q, V{});
+#if XSIMD_WITH_AVX2
+  if constexpr (V::size * sizeof(T) > 32) {
+    using V2 = xsimd::batch<T, xsimd::avx2>;
+    for (; q + std::int64_t(V2::size) <= n; q += V2::size) f(q, V2{});
+  }
+#endif
+#if XSIMD_WITH_SSE2
+  if constexpr (V::size * sizeof(T) > 16) {
+    using V4 = xsimd::batch<T, xsimd::sse2>;
+    for (; q + std::int64_t(V4::size) <= n; q += V4::size) f(q, V4{});
+  }
+#endif
   for (; q < n; ++q) f(q, T{});
 }
 template <class X, class T>

@@ -375,3 +375,37 @@ TEST_CASE("memory_read_write equals memory_write and memory_read, in values and 
       }
   }
 }
+
+TEST_CASE("memory ops in float32 agree with float64 at a batch taking 8-, 4-lane and scalar chunks", "[ops]") {
+  // Batch 13: in float32 on AVX-512 an 8-lane, a 4-lane and a scalar chunk (ops::simd_loop), in float64 8 + 4 + 1.
+  Rng rng(51);
+  const std::int64_t B = 13, N = 6, r = 2, c = 3;
+  const std::vector<Tensor> in = {random_tensor(rng, memory(B, N, r, c)), random_tensor(rng, weighting(B, N), 0.0, 1.0),
+                                  random_tensor(rng, matrices(B, r, c), 0.0, 1.0), random_tensor(rng, matrices(B, r, c)),
+                                  random_tensor(rng, weighting(B, N), 0.0, 1.0), random_tensor(rng, matrices(B, r, c))};
+  const Tensor g = random_tensor(rng, memory(B, N, r, c)), gr = random_tensor(rng, matrices(B, r, c)),
+               gs = random_tensor(rng, matrices(B, 2, N));
+  auto run = [&](DType dtype) {
+    Tape tape(dtype);
+    std::vector<Tensor> own;  // the inputs in this tape's dtype
+    for (const Tensor& t : in) own.push_back(t.to(dtype));
+    const Tensor g_own = g.to(dtype), gr_own = gr.to(dtype), gs_own = gs.to(dtype);
+    std::vector<Var> x;
+    for (const Tensor& t : own) x.push_back(tape.input(t, true));
+    std::array<Var, 2> out;
+    memory_read_write(x[0], std::span<const Var>(&x[4], 1), x[1], x[2], x[3], out);
+    const std::array<Var, 2> keys{x[5], x[2]};
+    const Var sim = cosine_similarity(keys, x[0]);
+    tape.backward(add(add(sum(hadamard(out[0], tape.input(g_own))), sum(hadamard(out[1], tape.input(gr_own)))),
+                      sum(hadamard(sim, tape.input(gs_own)))));
+    std::vector<Tensor> result{out[0].value_copy(), out[1].value_copy(), sim.value_copy()};
+    for (const Var& v : x) result.push_back(v.grad_copy());
+    return result;
+  };
+  const std::vector<Tensor> f32 = run(DType::f32), f64 = run(DType::f64);
+  for (std::size_t k = 0; k < f32.size(); ++k)
+    for (std::int64_t e = 0; e < f32[k].numel(); ++e) {
+      INFO("tensor " << k << " element " << e);
+      CHECK(f32[k].get(e) == Approx(f64[k].get(e)).epsilon(1e-4).margin(1e-5));
+    }
+}
