@@ -18,8 +18,12 @@ namespace {
 // OPENBLAS_NUM_THREADS=1, unless the variable is set already.
 void restart_without_blas_workers(char** argv) {
   if (std::getenv("OPENBLAS_NUM_THREADS")) return;
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);  // the binary's own path, so the
+  if (n <= 0) return;                                                   // process keeps its name
+  self[n] = '\0';
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
-  execv("/proc/self/exe", argv);  // returns only if it failed: carry on as we are
+  execv(self, argv);  // returns only if it failed: carry on as we are
 }
 }  // namespace
 
