@@ -181,7 +181,6 @@ GradcheckReport gradcheck(const GradcheckFn& f, std::vector<GradcheckInput>& inp
         sub.push_back({fmt::format("input {}", sub.size()), std::move(copy), true});
       }
       const OpDef* op = node.op;
-      const Shape shape = node.shape;
       const OpAttrs attrs = node.attrs;
       const std::int64_t saved = node.saved_count, scratch = node.scratch_count;
       std::vector<Shape> shapes;  // every output's; the check follows output 0

@@ -105,27 +105,17 @@ void* Tape::scratch(std::int64_t count) {
   return scratch_.data();
 }
 
-Var Tape::apply(const OpDef& op, std::span<const Var> in, Shape y_shape, OpAttrs attrs, std::int64_t saved,
-                std::int64_t scratch_count) {
-  Var y;
-  apply(op, in, std::span<const Shape>(&y_shape, 1), std::span<Var>(&y, 1), attrs, saved, scratch_count);
-  return y;
-}
-
-void Tape::apply(const OpDef& op, std::span<const Var> in, std::span<const Shape> y_shapes, std::span<Var> out,
-                 OpAttrs attrs, std::int64_t saved, std::int64_t scratch_count) {
+// An op's node (its output 0) with its inputs recorded and its value and saved buffers allocated; the
+// apply()s push it.
+inline Tape::Node Tape::op_node(const OpDef& op, std::span<const Var> in, const Shape& y_shape, OpAttrs attrs,
+                                std::int64_t saved, std::int64_t scratch_count) {
   if (in.size() > kMaxArity) throw Error(fmt::format("{}: {} inputs, at most {}", op.name, in.size(), kMaxArity));
-  const std::size_t outputs = y_shapes.size();
-  if (outputs < 1 || outputs > kMaxOutputs || out.size() != outputs)
-    throw Error(fmt::format("{}: {} outputs, between 1 and {}", op.name, outputs, kMaxOutputs));
-  const Shape y_shape = y_shapes[0];
   Node n;
   n.op = &op;
   n.shape = y_shape;
   n.attrs = attrs;
   n.first_input = std::uint32_t(inputs_.size());
   n.arity = std::uint32_t(in.size());
-  n.outputs = std::uint32_t(outputs);
   bool needs = false;
   for (const Var& v : in) {
     if (v.tape != this) throw Error(fmt::format("{}: an input belongs to another tape (or was cleared)", op.name));
@@ -138,23 +128,12 @@ void Tape::apply(const OpDef& op, std::span<const Var> in, std::span<const Shape
   n.saved_count = saved;
   n.scratch_count = scratch_count;
   if (saved > 0) n.saved = arena_.allocate<std::byte>(std::size_t(saved) * esize);
-  nodes_.push_back(n);
-  const std::uint32_t id = std::uint32_t(nodes_.size() - 1);
-  std::int64_t out_elements = y_shape.numel();
-  call_ys_[0] = n.value;
-  call_y_shapes_[0] = y_shape;
-  for (std::size_t k = 1; k < outputs; ++k) {  // the other outputs' nodes
-    Node o;
-    o.op = &op;
-    o.shape = y_shapes[k];
-    o.requires_grad = n.requires_grad;
-    o.output = std::uint32_t(k);
-    o.value = arena_.allocate<std::byte>(std::size_t(o.shape.numel()) * esize);
-    call_ys_[k] = o.value;
-    call_y_shapes_[k] = o.shape;
-    out_elements += o.shape.numel();
-    nodes_.push_back(o);
-  }
+  return n;
+}
+
+// The inputs' shapes and values for an op call (call_shapes_, call_values_), and its FLOPs counted.
+inline Shape* Tape::gather_inputs(const OpDef& op, std::span<const Var> in, const Shape& y_shape, OpAttrs attrs,
+                                  bool requires_grad) {
   Shape* xs = call_shapes_.data();
   for (std::size_t a = 0; a < in.size(); ++a) {
     xs[a] = nodes_[in[a].id].shape;
@@ -163,8 +142,71 @@ void Tape::apply(const OpDef& op, std::span<const Var> in, std::span<const Shape
   if (op.flops) {
     Flops f = op.flops(xs, int(in.size()), y_shape, attrs);
     flops_.forward += f.forward;
-    if (n.requires_grad) flops_.backward += f.backward;
+    if (requires_grad) flops_.backward += f.backward;
   }
+  return xs;
+}
+
+// One output: kept apart from the several-output apply below, whose generality costs tens of ns per op.
+Var Tape::apply(const OpDef& op, std::span<const Var> in, Shape y_shape, OpAttrs attrs, std::int64_t saved,
+                std::int64_t scratch_count) {
+  const Node n = op_node(op, in, y_shape, attrs, saved, scratch_count);
+  nodes_.push_back(n);
+  const std::uint32_t id = std::uint32_t(nodes_.size() - 1);
+  const std::size_t esize = size_of(dtype_);
+  Shape* xs = gather_inputs(op, in, y_shape, attrs, n.requires_grad);
+  dispatch(dtype_, [&](auto z) {
+    using T = decltype(z);
+    OpCall<T> c;
+    c.arity = int(in.size());
+    c.x = reinterpret_cast<const T* const*>(call_values_.data());
+    c.x_shape = xs;
+    c.y = static_cast<T*>(n.value);
+    c.y_shape = y_shape;
+    c.ys = &c.y;
+    c.y_shapes = &c.y_shape;
+    c.saved = static_cast<T*>(n.saved);
+    c.scratch = scratch_count > 0 ? static_cast<T*>(scratch(scratch_count)) : nullptr;
+    c.attrs = attrs;
+    if (profile_) {
+      const auto t0 = Clock::now();
+      op.forward<T>()(c);
+      profile_->add_forward(op, ns_since(t0), double((y_shape.numel() + saved) * esize));
+    } else {
+      op.forward<T>()(c);
+    }
+    if (anomaly_) check_finite(c.y, y_shape, id, "produced");
+  });
+  return {this, id};
+}
+
+void Tape::apply(const OpDef& op, std::span<const Var> in, std::span<const Shape> y_shapes, std::span<Var> out,
+                 OpAttrs attrs, std::int64_t saved, std::int64_t scratch_count) {
+  if (y_shapes.empty() || y_shapes.size() > kMaxOutputs || out.size() != y_shapes.size())
+    throw Error(fmt::format("{}: {} outputs, between 1 and {}", op.name, y_shapes.size(), kMaxOutputs));
+  const std::size_t outputs = y_shapes.size();
+  const Shape y_shape = y_shapes[0];
+  Node n = op_node(op, in, y_shape, attrs, saved, scratch_count);
+  n.outputs = std::uint8_t(outputs);
+  nodes_.push_back(n);
+  const std::uint32_t id = std::uint32_t(nodes_.size() - 1);
+  const std::size_t esize = size_of(dtype_);
+  std::int64_t out_elements = y_shape.numel();
+  call_ys_[0] = n.value;
+  call_y_shapes_[0] = y_shape;
+  for (std::size_t k = 1; k < outputs; ++k) {  // the other outputs' nodes
+    Node o;
+    o.op = &op;
+    o.shape = y_shapes[k];
+    o.requires_grad = n.requires_grad;
+    o.output = std::uint8_t(k);
+    o.value = arena_.allocate<std::byte>(std::size_t(o.shape.numel()) * esize);
+    call_ys_[k] = o.value;
+    call_y_shapes_[k] = o.shape;
+    out_elements += o.shape.numel();
+    nodes_.push_back(o);
+  }
+  Shape* xs = gather_inputs(op, in, y_shape, attrs, n.requires_grad);
   dispatch(dtype_, [&](auto z) {
     using T = decltype(z);
     OpCall<T> c;

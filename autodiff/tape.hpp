@@ -119,8 +119,8 @@ class Tape {
     bool requires_grad = false;
     bool grad_live = false;      // grad holds a valid (possibly zero) gradient in this backward pass
     bool grad_released = false;  // its gradient buffer went back to the free list after its backward
-    std::uint32_t outputs = 1;   // outputs of its op call (on output 0's node, the op node)
-    std::uint32_t output = 0;    // which output of its op call this node is (k > 0: node id - k is the op's)
+    std::uint8_t outputs = 1;    // outputs of its op call (on output 0's node, the op node; ≤ kMaxOutputs)
+    std::uint8_t output = 0;     // which output of its op call this node is (k > 0: node id - k is the op's)
   };
   std::size_t size() const { return nodes_.size(); }
   const Node& node(std::uint32_t id) const { return nodes_[id]; }
@@ -135,6 +135,10 @@ class Tape {
  private:
   friend struct Var;
   Var leaf(void* value, Shape shape, bool requires_grad);
+  Node op_node(const OpDef& op, std::span<const Var> in, const Shape& y_shape, OpAttrs attrs, std::int64_t saved,
+               std::int64_t scratch_count);
+  Shape* gather_inputs(const OpDef& op, std::span<const Var> in, const Shape& y_shape, OpAttrs attrs,
+                       bool requires_grad);
   void* ensure_grad(Node& n);
   void* grad_buffer(Node& n);  // a buffer for n's gradient (reused if one is free), not zeroed
   std::vector<void*>& free_grads(const Node& n);  // the free list of n's gradient size
