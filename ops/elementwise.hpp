@@ -21,14 +21,20 @@ inline bool broadcast_shape(const Shape& a, const Shape& b, Shape& out) {
 // from a or b: each operand is indexed through its own layout, 0 along the dims it is broadcast over.
 template <class F>
 inline void for_each_broadcast_memory(const Shape& y, const Shape& a, const Shape& b, F&& f) {
-  auto at = [](const Shape& x, std::int64_t bb, std::int64_t n, std::int64_t i, std::int64_t j) {
-    return x.offset(x.batch == 1 ? 0 : bb, x.slots == 1 ? 0 : n, x.rows == 1 ? 0 : i, x.cols == 1 ? 0 : j);
+  // Along the batch (innermost in y) each operand moves by a fixed stride: 1 in a memory, c in a batch of
+  // matrices, 0 if it is broadcast over the batch.
+  auto base = [](const Shape& x, std::int64_t n, std::int64_t i, std::int64_t j) {
+    return x.offset(0, x.slots == 1 ? 0 : n, x.rows == 1 ? 0 : i, x.cols == 1 ? 0 : j);
   };
+  auto batch_stride = [](const Shape& x) -> std::int64_t { return x.batch == 1 ? 0 : x.slots > 1 ? 1 : x.cols; };
+  const std::int64_t sa = batch_stride(a), sb = batch_stride(b);
   std::int64_t o = 0;
   for (std::int64_t n = 0; n < y.slots; ++n)
     for (std::int64_t i = 0; i < y.rows; ++i)
-      for (std::int64_t j = 0; j < y.cols; ++j)
-        for (std::int64_t bb = 0; bb < y.batch; ++bb, ++o) f(o, at(a, bb, n, i, j), at(b, bb, n, i, j));
+      for (std::int64_t j = 0; j < y.cols; ++j) {
+        const std::int64_t oa = base(a, n, i, j), ob = base(b, n, i, j);
+        for (std::int64_t bb = 0; bb < y.batch; ++bb, ++o) f(o, oa + bb * sa, ob + bb * sb);
+      }
 }
 
 // Strides of operand x inside result y, 0 along broadcast dims; order (slot, row, batch, col). For a

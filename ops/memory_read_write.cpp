@@ -65,11 +65,11 @@ OpEntry memory_read_write_entry() {
                              {"A", random_tensor(rng, matrices(d.batch, d.mem_rows, d.mem_cols))},
                              {"w_1", random_tensor(rng, weighting(d.batch, d.slots), 0.0, 1.0)},
                              {"w_2", random_tensor(rng, weighting(d.batch, d.slots), 0.0, 1.0)}};
-            // One output that depends on all three: M' ⊙ (R_1 + 2 R_2), the reads broadcast over the slots.
+            // One output that depends on all three, cheaply: memory_read(M', w_1) + R_1 + 2 R_2.
             sample.apply = [](Tape&, std::span<const Var> x) {
               std::array<Var, 3> out;
               memory_read_write(x[0], x.subspan(4, 2), x[1], x[2], x[3], out);
-              return hadamard(out[0], add(out[1], scale(out[2], 2.0)));
+              return add(memory_read(out[0], x[4]), add(out[1], scale(out[2], 2.0)));
             };
             return sample;
           }};
