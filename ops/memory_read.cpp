@@ -69,11 +69,9 @@ constexpr OpDef kOp = make_op<MemoryReadKernel>("memory_read", flops);
 }  // namespace
 
 Var memory_read(Var memory, Var w) {
-  ops::same_tape("memory_read", memory, w);
   ops::check_memory("memory_read", memory);
-  const Shape &m = memory.shape(), &ws = w.shape();
-  if (!ops::is_weighting(ws) || ws.batch != m.batch || ws.cols != m.slots)
-    ops::shape_error("memory_read", "memory must be [B,N,r,c] and w [B,N] with the same B and N", memory, w);
+  ops::check_weighting("memory_read", memory, w);
+  const Shape& m = memory.shape();
   return memory.tape->apply(kOp, {memory, w}, matrices(m.batch, m.rows, m.cols), {}, 0,
                             m.batch * (2 * m.slots + m.rows * m.cols));
 }

@@ -10,24 +10,6 @@
 
 namespace matmem::ops {
 
-// Shape checks of a weighting w for memory, and of a write's operands (op names the caller in errors).
-inline void check_weighting(std::string_view op, Var memory, Var w) {
-  same_tape(op, memory, w);
-  const Shape &m = memory.shape(), &ws = w.shape();
-  if (!is_weighting(ws) || ws.batch != m.batch || ws.cols != m.slots)
-    shape_error(op, "memory must be [B,N,r,c] and each weighting [B,N] with the same B and N", memory, w);
-}
-inline void check_write(std::string_view op, Var memory, Var w, Var erase, Var add) {
-  check_memory(op, memory);
-  check_weighting(op, memory, w);
-  same_tape(op, memory, erase);
-  same_tape(op, memory, add);
-  const Shape& m = memory.shape();
-  const Shape slot = matrices(m.batch, m.rows, m.cols);
-  if (erase.shape() != slot) shape_error(op, "erase must be [B,r,c] like one slot of the memory", memory, erase);
-  if (add.shape() != slot) shape_error(op, "add must be [B,r,c] like one slot of the memory", memory, add);
-}
-
 // scratch: w [N·B], E, A [r·c·B], the read weightings [R·N·B], the reads (forward) or their gradients
 // (backward) [R·r·c·B], all transposed; backward also grad_w [N·B], grad_E, grad_A [r·c·B], grad_w_k [R·N·B].
 inline std::int64_t memory_read_write_scratch(std::int64_t R, const Shape& m) {
