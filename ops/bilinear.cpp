@@ -39,16 +39,15 @@
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
+#include "ops/bilinear.hpp"
 #include "runtime/blas.hpp"
 
 namespace matmem {
 namespace {
+using ops::add_product;
+using ops::kTransposeV;
 
 constexpr std::size_t kMaxTerms = 21;  // 3 k + 1 inputs must fit the tape's 64
-
-// Up to this many elements V is transposed into scratch so that Ĝ Vᵀ is an NN GEMM (OpenBLAS's small-matrix
-// kernels); larger ones (a vector model's 100x400 V) go straight to an NT GEMM.
-constexpr std::int64_t kTransposeV = 1024;
 
 bool u_first(std::int64_t r, std::int64_t c, std::int64_t rp, std::int64_t cp) {
   return rp * c * (r + cp) <= r * cp * (c + rp);
@@ -62,22 +61,6 @@ std::int64_t term_scratch(const Shape& p, const Shape& y) {
   const bool vt = p.cols * y.cols <= kTransposeV;
   const std::int64_t h = u_first(p.rows, p.cols, y.rows, y.cols) ? y.rows * y.batch * p.cols : p.rows * y.batch * y.cols;
   return h + (vt ? p.cols * y.cols : 0) + p.rows * y.batch * p.cols;
-}
-
-// grad_P̂ (n values): OpenBLAS 0.3.21's small-matrix kernels run these GEMMs 2-3x slower with β = 1 than with
-// β = 0, so the product goes straight into a fresh (uninitialised) grad_P̂, or into scratch and is then added.
-template <class T, class Gemm>
-void add_product(T* gp, bool fresh, std::int64_t n, T* tmp, Gemm&& gemm) {
-  if (fresh) return gemm(gp);
-  gemm(tmp);
-  for (std::int64_t k = 0; k < n; ++k) gp[k] += tmp[k];
-}
-
-// vt = vᵀ for v: rows x cols.
-template <class T>
-void transpose(const T* v, std::int64_t rows, std::int64_t cols, T* vt) {
-  for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t j = 0; j < cols; ++j) vt[j * rows + i] = v[i * cols + j];
 }
 
 // Stack the terms (all V first, one shared Uᵀ GEMM; see the header) when there are at least two, V first for
@@ -148,14 +131,7 @@ struct BilinearKernel {
 
   static void add_bias(const OpCall<T>& c) {
     if (c.arity % 3 != 1) return;  // bias [r',c'] over the batch
-    const std::int64_t B = c.y_shape.batch, rp = c.y_shape.rows, cp = c.y_shape.cols;
-    const T* bias = c.x[c.arity - 1];
-    for (std::int64_t i = 0; i < rp; ++i)
-      for (std::int64_t b = 0; b < B; ++b) {
-        T* y = c.y + (i * B + b) * cp;
-        const T* bi = bias + i * cp;
-        for (std::int64_t j = 0; j < cp; ++j) y[j] += bi[j];
-      }
+    ops::add_bias(c.y, c.x[c.arity - 1], c.y_shape.batch, c.y_shape.rows, c.y_shape.cols);
   }
 
   // U_stack = [U_1; U_2; ...] into scratch; returns its rows.
@@ -215,14 +191,7 @@ struct BilinearKernel {
       const T *p = c.x[3 * t], *v = c.x[3 * t + 2];
       T *gp = c.grad_x[3 * t], *gv = c.grad_x[3 * t + 2];
       if (gp)  // Ĥ_t Vᵀ_t with β = 0 (NN through a transposed copy of a small V), into a fresh grad_P̂_t or added
-        add_product(gp, c.fresh(3 * t), r * B * cc, tmp, [&](T* out) {
-          if (cc * cp <= kTransposeV) {
-            transpose(v, cc, cp, vt);
-            blas::gemm<T>(false, false, r * B, cc, cp, T(1), h, cp, vt, cc, T(0), out, cc);
-          } else {
-            blas::gemm<T>(false, true, r * B, cc, cp, T(1), h, cp, v, cp, T(0), out, cc);
-          }
-        });
+        add_product(gp, c.fresh(3 * t), r * B * cc, tmp, [&](T* out) { ops::times_vt(r * B, h, v, cc, cp, vt, out); });
       if (gv) blas::gemm<T>(true, false, cc, cp, r * B, T(1), p, cc, h, cp, T(1), gv, cp);
       h += r * B * cp;
     }
@@ -252,14 +221,7 @@ struct BilinearKernel {
       if (u_first(r, cc, rp, cp)) {
         T *tq = saved, *h = c.scratch, *vt = h + rp * B * cc, *tmp = vt + (small_v ? cc * cp : 0);
         if (gv) blas::gemm<T>(true, false, cc, cp, rp * B, T(1), tq, cc, g, cp, T(1), gv, cp);
-        if (gu || gp) {
-          if (small_v) {  // a small V: transposed copy, NN GEMM
-            transpose(v, cc, cp, vt);
-            blas::gemm<T>(false, false, rp * B, cc, cp, T(1), g, cp, vt, cc, T(0), h, cc);
-          } else {
-            blas::gemm<T>(false, true, rp * B, cc, cp, T(1), g, cp, v, cp, T(0), h, cc);
-          }
-        }
+        if (gu || gp) ops::times_vt(rp * B, g, v, cc, cp, vt, h);
         if (gu) blas::gemm<T>(false, true, r, rp, B * cc, T(1), p, B * cc, h, B * cc, T(1), gu, rp);
         if (gp)
           add_product(gp, fresh_p, r * B * cc, tmp, [&](T* out) {
@@ -270,14 +232,7 @@ struct BilinearKernel {
         if (gu) blas::gemm<T>(false, true, r, rp, B * cp, T(1), q, B * cp, g, B * cp, T(1), gu, rp);
         if (gp || gv) blas::gemm<T>(false, false, r, B * cp, rp, T(1), u, rp, g, B * cp, T(0), h, B * cp);
         if (gp)
-          add_product(gp, fresh_p, r * B * cc, tmp, [&](T* out) {
-            if (small_v) {
-              transpose(v, cc, cp, vt);
-              blas::gemm<T>(false, false, r * B, cc, cp, T(1), h, cp, vt, cc, T(0), out, cc);
-            } else {
-              blas::gemm<T>(false, true, r * B, cc, cp, T(1), h, cp, v, cp, T(0), out, cc);
-            }
-          });
+          add_product(gp, fresh_p, r * B * cc, tmp, [&](T* out) { ops::times_vt(r * B, h, v, cc, cp, vt, out); });
         if (gv) blas::gemm<T>(true, false, cc, cp, r * B, T(1), p, cc, h, cp, T(1), gv, cp);
       }
       saved += term_saved(ps, c.y_shape);
@@ -286,16 +241,8 @@ struct BilinearKernel {
   }
 
   static void bias_grad(const OpCall<T>& c) {
-    if (c.arity % 3 == 1 && c.grad_x[c.arity - 1]) {
-      const std::int64_t B = c.y_shape.batch, rp = c.y_shape.rows, cp = c.y_shape.cols;
-      const T* g = c.grad_y;
-      T* gb = c.grad_x[c.arity - 1];
-      for (std::int64_t i = 0; i < rp; ++i)
-        for (std::int64_t b = 0; b < B; ++b) {
-          const T* gi = g + (i * B + b) * cp;
-          for (std::int64_t j = 0; j < cp; ++j) gb[i * cp + j] += gi[j];
-        }
-    }
+    if (c.arity % 3 == 1 && c.grad_x[c.arity - 1])
+      ops::add_bias_grad(c.grad_x[c.arity - 1], c.grad_y, c.y_shape.batch, c.y_shape.rows, c.y_shape.cols);
   }
 };
 

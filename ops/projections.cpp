@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "ops/bilinear.hpp"
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
@@ -60,9 +61,7 @@ struct ProjectionsKernel {
       const T *v = c.x[2 + 3 * k], *bias = c.x[3 + 3 * k];
       T* y = c.ys[k];
       blas::gemm<T>(false, false, rk * B, ck, d.c, T(1), c.saved + off * bc, d.c, v, ck, T(0), y, ck);
-      for (std::int64_t i = 0; i < rk; ++i)
-        for (std::int64_t b = 0; b < B; ++b)
-          for (std::int64_t j = 0; j < ck; ++j) y[(i * B + b) * ck + j] += bias[i * ck + j];
+      ops::add_bias(y, bias, B, rk, ck);
       off += rk;
     }
   }
@@ -79,14 +78,8 @@ struct ProjectionsKernel {
       const std::int64_t rk = c.x_shape[1 + 3 * k].cols, ck = c.x_shape[2 + 3 * k].cols;
       const T *v = c.x[2 + 3 * k], *g = c.grad_ys[k], *tk = c.saved + off * bc;
       if (T* gv = c.grad_x[2 + 3 * k]) blas::gemm<T>(true, false, d.c, ck, rk * B, T(1), tk, d.c, g, ck, T(1), gv, ck);
-      if (T* gb = c.grad_x[3 + 3 * k])
-        for (std::int64_t i = 0; i < rk; ++i)
-          for (std::int64_t b = 0; b < B; ++b)
-            for (std::int64_t j = 0; j < ck; ++j) gb[i * ck + j] += g[(i * B + b) * ck + j];
-      // Ĥ_k = Ĝ_k V_kᵀ through a transposed copy of V_k (an NN GEMM)
-      for (std::int64_t i = 0; i < d.c; ++i)
-        for (std::int64_t j = 0; j < ck; ++j) vt[j * d.c + i] = v[i * ck + j];
-      blas::gemm<T>(false, false, rk * B, d.c, ck, T(1), g, ck, vt, d.c, T(0), h + off * bc, d.c);
+      if (T* gb = c.grad_x[3 + 3 * k]) ops::add_bias_grad(gb, g, B, rk, ck);
+      ops::times_vt(rk * B, g, v, d.c, ck, vt, h + off * bc);  // Ĥ_k = Ĝ_k V_kᵀ
       off += rk;
     }
     // grad_U_s = X̂ Ĥᵀ, split into the grad_U_k
@@ -99,13 +92,12 @@ struct ProjectionsKernel {
           for (std::int64_t j = 0; j < rk; ++j) gu[i * rk + j] += gus[i * d.R + off + j];
       off += rk;
     }
-    // grad_X̂ += U_s Ĥ, with β = 0 (into a fresh gradient, or into scratch and then added; see bilinear.cpp)
+    // grad_X̂ += U_s Ĥ, with β = 0 (into a fresh gradient, or into scratch and then added)
     if (T* gx = c.grad_x[0]) {
       stack_u(c, d, us);
-      T* out = c.fresh(0) ? gx : tmp;
-      blas::gemm<T>(false, false, d.r, bc, d.R, T(1), us, d.R, h, bc, T(0), out, bc);
-      if (out == tmp)
-        for (std::int64_t q = 0; q < d.r * bc; ++q) gx[q] += tmp[q];
+      ops::add_product(gx, c.fresh(0), d.r * bc, tmp, [&](T* out) {
+        blas::gemm<T>(false, false, d.r, bc, d.R, T(1), us, d.R, h, bc, T(0), out, bc);
+      });
     }
   }
 };

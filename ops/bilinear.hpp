@@ -1,0 +1,59 @@
+// Internal: pieces of the batched bilinear maps shared by mat/bilinear (ops/bilinear.cpp, whose header has the
+// math) and projections (ops/projections.cpp). A batch [B,r,c] is the r x (B c) matrix X̂, or its (r B) x c
+// reshape (runtime/shape.hpp); a parameter [r,c] is a plain row-major matrix.
+#pragma once
+#include <cstdint>
+
+#include "runtime/blas.hpp"
+
+namespace matmem::ops {
+
+// Up to this many elements V is transposed into scratch so that a product with Vᵀ is an NN GEMM (OpenBLAS's
+// small-matrix kernels); larger ones (a vector model's 100x400 V) go straight to an NT GEMM.
+constexpr std::int64_t kTransposeV = 1024;
+
+// vt = vᵀ for v: rows x cols.
+template <class T>
+void transpose(const T* v, std::int64_t rows, std::int64_t cols, T* vt) {
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) vt[j * rows + i] = v[i * cols + j];
+}
+
+// out = A Vᵀ (assigned), A: m x c', V: c x c' -> m x c; vt: c·c' of scratch, used when V is small.
+template <class T>
+void times_vt(std::int64_t m, const T* a, const T* v, std::int64_t c, std::int64_t cp, T* vt, T* out) {
+  if (c * cp <= kTransposeV) {
+    transpose(v, c, cp, vt);
+    blas::gemm<T>(false, false, m, c, cp, T(1), a, cp, vt, c, T(0), out, c);
+  } else {
+    blas::gemm<T>(false, true, m, c, cp, T(1), a, cp, v, cp, T(0), out, c);
+  }
+}
+
+// grad_X̂ (n values) += the product gemm(out) writes with β = 0: OpenBLAS 0.3.21's small-matrix kernels run
+// these GEMMs 2-3x slower with β = 1, so the product goes straight into a fresh (uninitialised) gradient, or
+// into tmp and is then added.
+template <class T, class Gemm>
+void add_product(T* gx, bool fresh, std::int64_t n, T* tmp, Gemm&& gemm) {
+  if (fresh) return gemm(gx);
+  gemm(tmp);
+  for (std::int64_t k = 0; k < n; ++k) gx[k] += tmp[k];
+}
+
+// y += bias over the batch: y[(i B + b) c + j] += bias[i c + j]  (y: [B,r,c], bias: [r,c])
+template <class T>
+void add_bias(T* y, const T* bias, std::int64_t B, std::int64_t r, std::int64_t c) {
+  for (std::int64_t i = 0; i < r; ++i)
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t j = 0; j < c; ++j) y[(i * B + b) * c + j] += bias[i * c + j];
+}
+
+// grad_bias += Σ_b G_b:  gb[i c + j] += Σ_b g[(i B + b) c + j]
+template <class T>
+void add_bias_grad(T* gb, const T* g, std::int64_t B, std::int64_t r, std::int64_t c) {
+  for (std::int64_t i = 0; i < r; ++i)
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t j = 0; j < c; ++j) gb[i * c + j] += g[(i * B + b) * c + j];
+}
+
+}  // namespace matmem::ops
