@@ -21,6 +21,15 @@ double ns_since(Clock::time_point t0) { return std::chrono::duration<double, std
 // The profile's row for the backward pass's gradient zeroing (it has no kernels of its own).
 constexpr OpDef kZeroGrads{"(zero gradients)", nullptr, nullptr, nullptr, nullptr};
 std::atomic<std::uint64_t> next_epoch{1};
+
+// An op's forward kernel, timed into the profile if there is one (bytes: its outputs and saved buffers).
+template <class T>
+void run_forward(const OpDef& op, const OpCall<T>& c, OpProfile* profile, double bytes) {
+  if (!profile) return op.forward<T>()(c);
+  const auto t0 = Clock::now();
+  op.forward<T>()(c);
+  profile->add_forward(op, ns_since(t0), bytes);
+}
 }  // namespace
 
 Tape::Tape(DType dtype) : dtype_(dtype), epoch_(next_epoch++) {
@@ -168,13 +177,7 @@ Var Tape::apply(const OpDef& op, std::span<const Var> in, Shape y_shape, OpAttrs
     c.saved = static_cast<T*>(n.saved);
     c.scratch = scratch_count > 0 ? static_cast<T*>(scratch(scratch_count)) : nullptr;
     c.attrs = attrs;
-    if (profile_) {
-      const auto t0 = Clock::now();
-      op.forward<T>()(c);
-      profile_->add_forward(op, ns_since(t0), double((y_shape.numel() + saved) * esize));
-    } else {
-      op.forward<T>()(c);
-    }
+    run_forward(op, c, profile_, double((y_shape.numel() + saved) * esize));
     if (anomaly_) check_finite(c.y, y_shape, id, "produced");
   });
   return {this, id};
@@ -221,13 +224,7 @@ void Tape::apply(const OpDef& op, std::span<const Var> in, std::span<const Shape
     c.saved = static_cast<T*>(nodes_[id].saved);
     c.scratch = scratch_count > 0 ? static_cast<T*>(scratch(scratch_count)) : nullptr;
     c.attrs = attrs;
-    if (profile_) {
-      const auto t0 = Clock::now();
-      op.forward<T>()(c);
-      profile_->add_forward(op, ns_since(t0), double((out_elements + saved) * esize));
-    } else {
-      op.forward<T>()(c);
-    }
+    run_forward(op, c, profile_, double((out_elements + saved) * esize));
     if (anomaly_)
       for (std::size_t k = 0; k < outputs; ++k)
         check_finite(c.ys[k], call_y_shapes_[k], id + std::uint32_t(k), "produced");
