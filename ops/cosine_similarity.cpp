@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <type_traits>
 
 #include "ops/check.hpp"
 #include "ops/ops.hpp"
@@ -31,6 +32,18 @@ std::int64_t saved_size(std::int64_t H, const Shape& m) {
 std::int64_t scratch_size(std::int64_t H, const Shape& m) {
   const std::int64_t B = m.batch, N = m.slots, E = m.rows * m.cols;
   return 2 * H * E * B + H * N * B + N * B + H * B;
+}
+
+// f(std::integral_constant<int, K>{}) with K = H for 1 ≤ H ≤ 4 keys, else K = 0 (H at run time).
+template <class F>
+void with_keys(int H, F&& f) {
+  switch (H) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    default: return f(std::integral_constant<int, 0>{});
+  }
 }
 
 template <class T>
@@ -96,13 +109,7 @@ struct CosineSimilarityKernel {
     for (int h = 0; h < H; ++h) ops::to_batch_inner(c.x[h], B, m.rows, m.cols, kt + h * E * B);
     for (std::int64_t n = 0; n < N; ++n) {
       const T* slot = mem + n * E * B;
-      switch (H) {
-        case 1: slot_sums<1>(slot, kt, H, E, B, N, n, dot, nm); break;
-        case 2: slot_sums<2>(slot, kt, H, E, B, N, n, dot, nm); break;
-        case 3: slot_sums<3>(slot, kt, H, E, B, N, n, dot, nm); break;
-        case 4: slot_sums<4>(slot, kt, H, E, B, N, n, dot, nm); break;
-        default: slot_sums<0>(slot, kt, H, E, B, N, n, dot, nm);
-      }
+      with_keys(H, [&](auto k) { slot_sums<decltype(k)::value>(slot, kt, H, E, B, N, n, dot, nm); });
     }
     for (std::int64_t q = 0; q < N * B; ++q) nm[q] = std::sqrt(nm[q]);
     for (int h = 0; h < H; ++h)
@@ -152,13 +159,7 @@ struct CosineSimilarityKernel {
       }
     // grad_M_n += Σ_h a_h K_h - cm M_n, and grad_K_h += Σ_n a_h M_n (transposed), in one pass over M.
     for (std::int64_t n = 0; n < N; ++n) {
-      switch (H) {
-        case 1: slot_backward<1>(c, kt, gkt, a, cm, H, E, B, N, n); break;
-        case 2: slot_backward<2>(c, kt, gkt, a, cm, H, E, B, N, n); break;
-        case 3: slot_backward<3>(c, kt, gkt, a, cm, H, E, B, N, n); break;
-        case 4: slot_backward<4>(c, kt, gkt, a, cm, H, E, B, N, n); break;
-        default: slot_backward<0>(c, kt, gkt, a, cm, H, E, B, N, n);
-      }
+      with_keys(H, [&](auto k) { slot_backward<decltype(k)::value>(c, kt, gkt, a, cm, H, E, B, N, n); });
     }
     // grad_K_h -= kc_h K_h, then back to the keys' layout.
     for (int h = 0; h < H; ++h)

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <type_traits>
 
 #include "autodiff/tape.hpp"
 #include "ops/slots.hpp"
@@ -23,6 +24,16 @@ struct MemoryReadWriteKernel {
   static constexpr int kAnyReads = -1;  // RK below: the read count at run time
   template <int RK>
   static constexpr std::size_t kReads = RK > 0 ? std::size_t(RK) : RK == 0 ? 1 : Tape::kMaxOutputs;
+  // f(std::integral_constant<int, RK>{}) with RK = R for R ≤ 2 reads, else kAnyReads.
+  template <class F>
+  static void with_reads(std::int64_t R, F&& f) {
+    switch (R) {
+      case 0: return f(std::integral_constant<int, 0>{});
+      case 1: return f(std::integral_constant<int, 1>{});
+      case 2: return f(std::integral_constant<int, 2>{});
+      default: return f(std::integral_constant<int, kAnyReads>{});
+    }
+  }
   // Pointers into scratch, and the small operands transposed.
   struct Work {
     std::int64_t B, N, E, R;
@@ -147,12 +158,7 @@ struct MemoryReadWriteKernel {
     const Work k = prepare(c);
     const Shape& m = c.x_shape[0];
     std::fill_n(k.rt, k.R * k.E * k.B, T(0));
-    switch (k.R) {
-      case 0: forward_slots<0>(c, k); break;
-      case 1: forward_slots<1>(c, k); break;
-      case 2: forward_slots<2>(c, k); break;
-      default: forward_slots<kAnyReads>(c, k);
-    }
+    with_reads(k.R, [&](auto rk) { forward_slots<decltype(rk)::value>(c, k); });
     for (std::int64_t r = 0; r < k.R; ++r)
       ops::from_batch_inner(k.rt + r * k.E * k.B, k.B, m.rows, m.cols, c.ys[1 + r], /*accumulate=*/false);
   }
@@ -163,12 +169,7 @@ struct MemoryReadWriteKernel {
     const Shape& m = c.x_shape[0];
     for (std::int64_t r = 0; r < R; ++r) ops::to_batch_inner(c.grad_ys[1 + r], B, m.rows, m.cols, k.rt + r * E * B);
     std::fill_n(k.get, 2 * E * B, T(0));
-    switch (R) {
-      case 0: backward_slots<0>(c, k); break;
-      case 1: backward_slots<1>(c, k); break;
-      case 2: backward_slots<2>(c, k); break;
-      default: backward_slots<kAnyReads>(c, k);
-    }
+    with_reads(R, [&](auto rk) { backward_slots<decltype(rk)::value>(c, k); });
     if (T* g = c.grad_x[1]) ops::from_batch_inner(k.gwt, B, 1, N, g, !c.fresh(1));
     if (T* g = c.grad_x[2]) ops::from_batch_inner(k.get, B, m.rows, m.cols, g, !c.fresh(2));
     if (T* g = c.grad_x[3]) ops::from_batch_inner(k.gat, B, m.rows, m.cols, g, !c.fresh(3));
