@@ -73,28 +73,42 @@ struct CosineSimilarityKernel {
     });
   }
 
-  // Slot n's part of backward over batch lanes q: grad_M_n += Σ_h a_h K_h - cm M_n, gkt_h += a_h M_n. K as
-  // in slot_sums.
-  template <int K>
-  static void slot_backward(const OpCall<T>& c, const T* kt, T* gkt, const T* a, const T* cm, std::int64_t H,
-                            std::int64_t E, std::int64_t B, std::int64_t N, std::int64_t n) {
+  // Slots n0 .. n0+S-1 of backward over batch lanes q: grad_M_n += Σ_h a_h K_h - cm M_n, gkt_h += a_h M_n.
+  // The group's terms of gkt are summed in registers (ops::for_each_slot_group), so grad_M is the only
+  // store per slot element. K as in slot_sums.
+  template <int K, int S>
+  static void slot_group_backward(const OpCall<T>& c, const T* kt, T* gkt, const T* a, const T* cm, std::int64_t H,
+                                  std::int64_t E, std::int64_t B, std::int64_t N, std::int64_t n0) {
     const std::int64_t heads = K == 0 ? H : K;
-    const T* slot = c.x[H] + n * E * B;
-    T* gslot = c.grad_x[H] ? c.grad_x[H] + n * E * B : nullptr;
+    const T* slot = c.x[H] + n0 * E * B;
+    T* gslot = c.grad_x[H] ? c.grad_x[H] + n0 * E * B : nullptr;
     ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
       using X = decltype(x);
-      const X cmv = ops::load<X>(cm + n * B + q);
-      std::array<X, K == 0 ? kMaxKeys : K> av{};
-      for (std::int64_t h = 0; h < heads; ++h) av[h] = ops::load<X>(a + (h * N + n) * B + q);
+      constexpr std::size_t kHeads = K == 0 ? kMaxKeys : K;
+      std::array<X, S> cmv;
+      std::array<std::array<X, kHeads>, S> av{};
+      for (int u = 0; u < S; ++u) {
+        cmv[u] = ops::load<X>(cm + (n0 + u) * B + q);
+        for (std::int64_t h = 0; h < heads; ++h) av[u][h] = ops::load<X>(a + (h * N + n0 + u) * B + q);
+      }
       for (std::int64_t e = 0; e < E; ++e) {
-        const X mv = ops::load<X>(slot + e * B + q);
-        X g = gslot ? ops::load<X>(gslot + e * B + q) - cmv * mv : X(T(0));
+        std::array<X, kHeads> kv{}, gk{};
         for (std::int64_t h = 0; h < heads; ++h) {
-          const std::int64_t k = (h * E + e) * B + q;
-          g += av[h] * ops::load<X>(kt + k);
-          ops::store(gkt + k, ops::load<X>(gkt + k) + av[h] * mv);
+          kv[h] = ops::load<X>(kt + (h * E + e) * B + q);
+          gk[h] = ops::load<X>(gkt + (h * E + e) * B + q);
         }
-        if (gslot) ops::store(gslot + e * B + q, g);
+#pragma GCC unroll 8
+        for (int u = 0; u < S; ++u) {
+          const std::int64_t s = u * E * B + e * B + q;
+          const X mv = ops::load<X>(slot + s);
+          X g = gslot ? ops::load<X>(gslot + s) - cmv[u] * mv : X(T(0));
+          for (std::int64_t h = 0; h < heads; ++h) {
+            g += av[u][h] * kv[h];
+            gk[h] += av[u][h] * mv;
+          }
+          if (gslot) ops::store(gslot + s, g);
+        }
+        for (std::int64_t h = 0; h < heads; ++h) ops::store(gkt + (h * E + e) * B + q, gk[h]);
       }
     });
   }
@@ -158,9 +172,11 @@ struct CosineSimilarityKernel {
         });
       }
     // grad_M_n += Σ_h a_h K_h - cm M_n, and grad_K_h += Σ_n a_h M_n (transposed), in one pass over M.
-    for (std::int64_t n = 0; n < N; ++n) {
-      with_keys(H, [&](auto k) { slot_backward<decltype(k)::value>(c, kt, gkt, a, cm, H, E, B, N, n); });
-    }
+    with_keys(H, [&](auto k) {
+      ops::for_each_slot_group(N, [&](std::int64_t n0, auto s) {
+        slot_group_backward<decltype(k)::value, decltype(s)::value>(c, kt, gkt, a, cm, H, E, B, N, n0);
+      });
+    });
     // grad_K_h -= kc_h K_h, then back to the keys' layout.
     for (int h = 0; h < H; ++h)
       if (T* gk = c.grad_x[h]) {

@@ -92,6 +92,17 @@ inline void for_each_chained(std::int64_t E, F&& f) {
   for (; e < E; ++e) f(e, 0);
 }
 
+// Calls f(n0, std::integral_constant<int, S>{}) over the slots [0, N) in groups: S = kSlotGroup while a
+// whole group is left, then S = 1. A backward pass that adds every slot's term into one small gradient
+// (a key's, an erase vector's) takes a group's terms in registers and stores once per group.
+constexpr int kSlotGroup = 4;
+template <class F>
+inline void for_each_slot_group(std::int64_t N, F&& f) {
+  std::int64_t n = 0;
+  for (; n + kSlotGroup <= N; n += kSlotGroup) f(n, std::integral_constant<int, kSlotGroup>{});
+  for (; n < N; ++n) f(n, std::integral_constant<int, 1>{});
+}
+
 // num / den where den > 0, else 0 (a norm's subgradient at zero), for a SIMD chunk or a scalar.
 template <class X>
 inline X over_positive(const X& num, const X& den) {
