@@ -17,30 +17,82 @@
 
 namespace matmem::ops {
 
+// dst[j·ldd + i] = src[i·lds + j] (assign) or += (accumulate), for i < rows, j < cols. With AVX-512,
+// float32 goes through 16 x 16 tiles in registers (masked loads and stores at the edges); otherwise, and
+// for float64 (gradient checks), one element at a time.
+#if XSIMD_WITH_AVX512F
+// r[i] holds row i of a 16 x 16 tile; afterwards r[j] holds column j. Four rounds of two-input shuffles:
+// pairs of elements, then of pairs, then of 128-bit quarters twice. (GCC 12 takes the intrinsics'
+// undefined pass-through operand for an uninitialised read: a known false -Wmaybe-uninitialized.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+inline void transpose16x16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 4; ++i) {
+      t[8 * h + i] = _mm512_shuffle_f32x4(r[8 * h + i], r[8 * h + 4 + i], 0x88);
+      t[8 * h + 4 + i] = _mm512_shuffle_f32x4(r[8 * h + i], r[8 * h + 4 + i], 0xDD);
+    }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+    r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+template <class T>
+inline void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd,
+                      bool accumulate) {
+#if XSIMD_WITH_AVX512F
+  if constexpr (std::is_same_v<T, float>) {
+    for (std::int64_t i0 = 0; i0 < rows; i0 += 16) {
+      const std::int64_t nr = std::min<std::int64_t>(16, rows - i0);
+      const auto row_mask = __mmask16((1u << nr) - 1);
+      for (std::int64_t j0 = 0; j0 < cols; j0 += 16) {
+        const std::int64_t nc = std::min<std::int64_t>(16, cols - j0);
+        const auto col_mask = __mmask16((1u << nc) - 1);
+        __m512 r[16];
+        for (std::int64_t i = 0; i < 16; ++i)
+          r[i] = i < nr ? _mm512_maskz_loadu_ps(col_mask, src + (i0 + i) * lds + j0) : _mm512_setzero_ps();
+        transpose16x16(r);
+        for (std::int64_t j = 0; j < nc; ++j) {
+          float* out = dst + (j0 + j) * ldd + i0;
+          const __m512 v = accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(row_mask, out), r[j]) : r[j];
+          _mm512_mask_storeu_ps(out, row_mask, v);
+        }
+      }
+    }
+    return;
+  }
+#endif
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      T& out = dst[j * ldd + i];
+      out = accumulate ? out + src[i * lds + j] : src[i * lds + j];
+    }
+}
+
 // xt[e·B + b] = x[(i·B + b)·c + j], e = i·c + j  (x: [B,r,c] in the matrix layout; r = 1 and c = N for a
-// weighting [B,N])
+// weighting [B,N]): for each row i, the B x c block of x transposed.
 template <class T>
 inline void to_batch_inner(const T* x, std::int64_t B, std::int64_t r, std::int64_t c, T* xt) {
-  for (std::int64_t i = 0; i < r; ++i)
-    for (std::int64_t b = 0; b < B; ++b) {
-      const T* row = x + (i * B + b) * c;
-      T* col = xt + i * c * B + b;
-      for (std::int64_t j = 0; j < c; ++j) col[j * B] = row[j];
-    }
+  for (std::int64_t i = 0; i < r; ++i) transpose(x + i * B * c, c, B, c, xt + i * c * B, B, false);
 }
 
 // The inverse of to_batch_inner: x = xt (assign) or x += xt (accumulate).
 template <class T>
 inline void from_batch_inner(const T* xt, std::int64_t B, std::int64_t r, std::int64_t c, T* x, bool accumulate) {
-  for (std::int64_t i = 0; i < r; ++i)
-    for (std::int64_t b = 0; b < B; ++b) {
-      T* row = x + (i * B + b) * c;
-      const T* col = xt + i * c * B + b;
-      if (accumulate)
-        for (std::int64_t j = 0; j < c; ++j) row[j] += col[j * B];
-      else
-        for (std::int64_t j = 0; j < c; ++j) row[j] = col[j * B];
-    }
+  for (std::int64_t i = 0; i < r; ++i) transpose(xt + i * c * B, B, c, B, x + i * B * c, c, accumulate);
 }
 
 // simd_loop<T>(n, f) calls f(q, X{}) over [0, n): X = xsimd::batch<T> on full chunks, then narrower

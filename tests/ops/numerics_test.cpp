@@ -153,8 +153,10 @@ TEST_CASE("cosine similarity of several keys equals one call per key and passes 
 }
 
 TEST_CASE("batch-innermost transposition puts each element where a memory's layout does, and back", "[ops]") {
-  for (std::int64_t B : {1, 3, 16, 17}) {
-    const std::int64_t r = 2, c = 5;
+  // float32 goes through 16 x 16 tiles: whole tiles, edges in both directions, several tiles per block
+  for (std::int64_t B : {1, 3, 16, 17, 33})
+  for (std::int64_t c : {5, 16, 37}) {
+    const std::int64_t r = 2;
     const Shape x = matrices(B, r, c), mem = memory(B, 2, r, c);
     std::vector<float> v(static_cast<std::size_t>(x.numel())), t(v.size()), back(v.size(), 1.0f);
     for (std::size_t k = 0; k < v.size(); ++k) v[k] = float(k);
@@ -162,7 +164,7 @@ TEST_CASE("batch-innermost transposition puts each element where a memory's layo
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t i = 0; i < r; ++i)
         for (std::int64_t j = 0; j < c; ++j) {
-          INFO("B " << B << " b " << b << " i " << i << " j " << j);
+          INFO("B " << B << " c " << c << " b " << b << " i " << i << " j " << j);
           // slot 0 of a memory holds element (b, i, j) at the same place as the transposed key
           CHECK(t[std::size_t(mem.offset(b, 0, i, j))] == v[std::size_t(x.offset(b, 0, i, j))]);
         }
