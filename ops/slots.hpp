@@ -100,8 +100,11 @@ inline void from_batch_inner(const T* xt, std::int64_t B, std::int64_t r, std::i
 // generic body (using load<X> / store) serves all. A batch of 8 or 4 items still runs in SIMD on AVX-512.
 // Call load/store qualified (ops::store): unqualified, store(p, batch) finds xsimd::store by
 // argument-dependent lookup, an aligned store.
+// simd_loop is always inlined and flattens f's body into itself. A kernel's body is a lambda capturing by
+// reference; left out of line, every SIMD store (a may-alias store) made the compiler reload each
+// captured pointer and size through the closure, two dependent loads per use.
 template <class T, class F>
-inline void simd_loop(std::int64_t n, F&& f) {
+[[gnu::always_inline, gnu::flatten]] inline void simd_loop(std::int64_t n, F&& f) {
   using V = xsimd::batch<T>;
   std::int64_t q = 0;
   for (; q + std::int64_t(V::size) <= n; q += V::size) f(q, V{});
