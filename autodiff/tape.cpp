@@ -20,6 +20,8 @@ using Clock = std::chrono::steady_clock;
 double ns_since(Clock::time_point t0) { return std::chrono::duration<double, std::nano>(Clock::now() - t0).count(); }
 // The profile's row for the backward pass's gradient zeroing (it has no kernels of its own).
 constexpr OpDef kZeroGrads{"(zero gradients)", nullptr, nullptr, nullptr, nullptr};
+// And for the forward re-runs of recomputed chains' segments (Tape::chain).
+constexpr OpDef kRecompute{"(recompute)", nullptr, nullptr, nullptr, nullptr};
 std::atomic<std::uint64_t> next_epoch{1};
 
 // An op's forward kernel, timed into the profile if there is one (bytes: its outputs and saved buffers).
@@ -129,11 +131,22 @@ inline Tape::Node Tape::op_node(const OpDef& op, std::span<const Var> in, const 
   for (const Var& v : in) {
     if (v.tape != this) throw Error(fmt::format("{}: an input belongs to another tape (or was cleared)", op.name));
     inputs_.push_back(v.id);
-    needs = needs || nodes_[v.id].requires_grad;
+    const Node& x = nodes_[v.id];
+    needs = needs || x.requires_grad;
+    if (x.chain) {
+      check_resident(v.id, op);
+      n.ring_io = true;
+    }
   }
   n.requires_grad = needs && grad_enabled_;
   const std::size_t esize = size_of(dtype_);
-  n.value = arena_.allocate<std::byte>(std::size_t(y_shape.numel()) * esize);
+  const std::size_t bytes = std::size_t(y_shape.numel()) * esize;
+  if (pending_link_) {
+    n.value = link_value(n, std::uint32_t(nodes_.size()), bytes, in);
+    n.ring_io = n.ring_io || n.chain;
+  } else {
+    n.value = arena_.allocate<std::byte>(bytes);
+  }
   n.saved_count = saved;
   n.scratch_count = scratch_count;
   if (saved > 0) n.saved = arena_.allocate<std::byte>(std::size_t(saved) * esize);
@@ -209,27 +222,132 @@ void Tape::apply(const OpDef& op, std::span<const Var> in, std::span<const Shape
     out_elements += o.shape.numel();
     nodes_.push_back(o);
   }
-  Shape* xs = gather_inputs(op, in, y_shape, attrs, n.requires_grad);
+  gather_inputs(op, in, y_shape, attrs, n.requires_grad);  // for the FLOPs
   dispatch(dtype_, [&](auto z) {
     using T = decltype(z);
-    OpCall<T> c;
-    c.arity = int(in.size());
-    c.x = reinterpret_cast<const T* const*>(call_values_.data());
-    c.x_shape = xs;
-    c.y = static_cast<T*>(call_ys_[0]);
-    c.y_shape = y_shape;
-    c.outputs = int(outputs);
-    c.ys = reinterpret_cast<T* const*>(call_ys_.data());
-    c.y_shapes = call_y_shapes_.data();
-    c.saved = static_cast<T*>(nodes_[id].saved);
-    c.scratch = scratch_count > 0 ? static_cast<T*>(scratch(scratch_count)) : nullptr;
-    c.attrs = attrs;
-    run_forward(op, c, profile_, double((out_elements + saved) * esize));
+    const auto t0 = profile_ ? Clock::now() : Clock::time_point{};
+    forward_node<T>(id);
+    if (profile_) profile_->add_forward(op, ns_since(t0), double((out_elements + saved) * esize));
     if (anomaly_)
       for (std::size_t k = 0; k < outputs; ++k)
-        check_finite(c.ys[k], call_y_shapes_[k], id + std::uint32_t(k), "produced");
+        check_finite(static_cast<const T*>(call_ys_[k]), call_y_shapes_[k], id + std::uint32_t(k), "produced");
   });
   for (std::size_t k = 0; k < outputs; ++k) out[k] = {this, id + std::uint32_t(k)};
+}
+
+template <class T>
+void Tape::forward_node(std::uint32_t id) {
+  const Node& n = nodes_[id];
+  Shape* xs = call_shapes_.data();
+  for (std::uint32_t a = 0; a < n.arity; ++a) {
+    const Node& x = nodes_[inputs_[n.first_input + a]];
+    xs[a] = x.shape;
+    call_values_[a] = x.value;
+  }
+  for (std::uint32_t o = 0; o < n.outputs; ++o) {
+    call_ys_[o] = nodes_[id + o].value;
+    call_y_shapes_[o] = nodes_[id + o].shape;
+  }
+  OpCall<T> c;
+  c.arity = int(n.arity);
+  c.x = reinterpret_cast<const T* const*>(call_values_.data());
+  c.x_shape = xs;
+  c.y = static_cast<T*>(n.value);
+  c.y_shape = n.shape;
+  c.outputs = int(n.outputs);
+  c.ys = reinterpret_cast<T* const*>(call_ys_.data());
+  c.y_shapes = call_y_shapes_.data();
+  c.saved = static_cast<T*>(n.saved);
+  c.scratch = n.scratch_count > 0 ? static_cast<T*>(scratch(n.scratch_count)) : nullptr;
+  c.attrs = n.attrs;
+  n.op->forward<T>()(c);
+}
+
+// --- Recomputed chains -----------------------------------------------------------------------------------
+std::uint32_t Tape::chain(int segment) {
+  if (segment < 1 || segment > kMaxSegment)
+    throw Error(fmt::format("chain: segment {} is outside 1..{}", segment, kMaxSegment));
+  if (chain_count_ == chains_.size()) chains_.emplace_back();
+  Chain& ch = chains_[chain_count_];
+  ch.segment = segment;
+  ch.bytes = 0;
+  ch.ring.fill(nullptr);
+  ch.resident.fill(0);
+  ch.links.clear();
+  return std::uint32_t(chain_count_++);
+}
+
+ChainLink::ChainLink(Tape& t, std::uint32_t chain) : tape_(t) {
+  if (chain == kNone) return;
+  if (chain >= t.chain_count_) throw Error(fmt::format("ChainLink: no chain {} on this tape in this pass", chain));
+  t.pending_link_ = chain + 1;
+}
+
+// The buffer for output 0 (n, to be node id) of the op joining the pending chain: a checkpoint from the
+// arena at the end of each segment, else the ring buffer of its place in the segment.
+void* Tape::link_value(Node& n, std::uint32_t id, std::size_t bytes, std::span<const Var> in) {
+  const std::uint32_t c = pending_link_ - 1;
+  pending_link_ = 0;
+  Chain& ch = chains_[c];
+  if (ch.links.empty()) ch.bytes = bytes;
+  if (bytes != ch.bytes)
+    throw Error(fmt::format("{}: output {} joins a recomputed chain whose links are {} bytes, not {}", n.op->name,
+                            n.shape.str(), ch.bytes, bytes));
+  const auto k = std::uint32_t(ch.links.size());
+  const int p = int(k % std::uint32_t(ch.segment));
+  if (p == ch.segment - 1) {
+    ch.links.push_back(id);
+    return arena_.allocate<std::byte>(bytes);
+  }
+  for (const Var& v : in)
+    if (ch.ring[p] && nodes_[v.id].value == ch.ring[p])
+      throw Error(fmt::format("{}: link {} of a recomputed chain would overwrite its own input ({}); use a "
+                              "longer segment than {}", n.op->name, k, describe(v.id), ch.segment));
+  if (!ch.ring[p]) ch.ring[p] = arena_.allocate<std::byte>(bytes);
+  ch.links.push_back(id);
+  ch.resident[p] = id;
+  n.chain = c + 1;
+  n.link = k;
+  return ch.ring[p];
+}
+
+void Tape::check_resident(std::uint32_t id, const OpDef& reader) const {
+  const Node& v = nodes_[id];
+  const Chain& ch = chains_[v.chain - 1];
+  const std::uint32_t p = v.link % std::uint32_t(ch.segment);
+  if (ch.resident[p] != id)
+    throw Error(fmt::format("{}: reads link {} of a recomputed chain (segment {}) after link {} reused its "
+                            "buffer; read a link within {} links of it, or use a longer segment",
+                            reader.name, v.link, ch.segment, nodes_[ch.resident[p]].link, ch.segment - 1));
+}
+
+void Tape::restore(std::uint32_t id) {
+  const Node& v = nodes_[id];
+  Chain& ch = chains_[v.chain - 1];
+  const auto S = std::uint32_t(ch.segment);
+  if (ch.resident[v.link % S] == id) return;
+  const auto t0 = profile_ ? Clock::now() : Clock::time_point{};
+  // The segment's first link reads the checkpoint before it (or the chain's start), both in the arena.
+  for (std::uint32_t k = v.link - v.link % S; k <= v.link; ++k) {
+    const std::uint32_t node = ch.links[k];
+    dispatch(dtype_, [&](auto z) { forward_node<decltype(z)>(node); });
+    ch.resident[k % S] = node;
+  }
+  if (profile_) profile_->add_backward(kRecompute, ns_since(t0));
+}
+
+void Tape::restore_ring_io(std::uint32_t op_id) {
+  // Latest link first: restoring it re-runs its segment up to it, which restores the earlier ones too.
+  std::array<std::uint32_t, kMaxArity + 1> ids;
+  std::size_t m = 0;
+  if (nodes_[op_id].chain) ids[m++] = op_id;
+  const Node& n = nodes_[op_id];
+  for (std::uint32_t a = 0; a < n.arity; ++a)
+    if (nodes_[inputs_[n.first_input + a]].chain) ids[m++] = inputs_[n.first_input + a];
+  std::sort(ids.begin(), ids.begin() + std::ptrdiff_t(m), [&](std::uint32_t x, std::uint32_t y) {
+    return nodes_[x].link > nodes_[y].link;
+  });
+  for (std::size_t k = 0; k < m; ++k) restore(ids[k]);
 }
 
 void* Tape::ensure_grad(Node& n) {
@@ -280,6 +398,7 @@ void Tape::run_backward(std::uint32_t top) {
     bool live = n.grad_live;
     for (std::uint32_t o = 1; o < n.outputs; ++o) live = live || nodes_[k + o].grad_live;
     if (!live) continue;
+    if (n.ring_io) restore_ring_io(std::uint32_t(k));  // before the call buffers below are filled
     const auto t0 = profile_ ? Clock::now() : Clock::time_point{};
     std::uint64_t fresh = 0;
     for (std::uint32_t a = 0; a < n.arity; ++a) {
@@ -381,6 +500,8 @@ void Tape::clear() {
   for (FreeList& f : free_grads_) f.buffers.clear();  // they pointed into the arena
   nodes_.clear();
   inputs_.clear();
+  chain_count_ = 0;
+  pending_link_ = 0;
   arena_.reset();
   epoch_ = next_epoch++;
   flops_ = {};
@@ -400,6 +521,7 @@ bool Var::requires_grad() const { return tape->nodes_[id].requires_grad; }
 
 double Var::item() const {
   const Tape::Node& n = tape->nodes_[id];
+  if (n.chain) tape->restore(id);
   if (n.shape.numel() != 1) throw ShapeError(fmt::format("item: {} has {} elements", n.shape.str(), n.shape.numel()));
   return tape->dtype_ == DType::f32 ? double(*static_cast<const float*>(n.value))
                                     : *static_cast<const double*>(n.value);
@@ -407,6 +529,7 @@ double Var::item() const {
 
 Tensor Var::value_copy() const {
   const Tape::Node& n = tape->nodes_[id];
+  if (n.chain) tape->restore(id);
   Tensor t(tape->dtype_, n.shape);
   std::memcpy(t.raw(), n.value, t.bytes());
   return t;

@@ -13,8 +13,11 @@
 // one. clear() forgets every node but keeps the vectors' capacity and the arena's memory, so a training
 // loop reaches a steady state with no heap allocation per step.
 //
+// Recomputed chains (checkpointing a recurrent state): see Tape::chain.
+//
 // A Var is a (tape, node index) handle; it stays valid until the tape is cleared.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <span>
@@ -83,6 +86,20 @@ class Tape {
   void apply(const OpDef& op, std::span<const Var> inputs, std::span<const Shape> y_shapes, std::span<Var> out,
              OpAttrs attrs = {}, std::int64_t saved = 0, std::int64_t scratch = 0);
 
+  // Recomputed chains: checkpointing for a recurrent state, trading compute for memory (an NTM's memory is
+  // 270 KiB per time step at the paper's sizes and 4.3 MiB at batch 256; a long unroll keeps one per step).
+  // chain(segment) starts a chain for this pass. Inside a ChainLink scope the next op recorded becomes the
+  // chain's next link: its output 0 is a value of the state. Of every `segment` consecutive links only the
+  // last keeps its value in the arena (a checkpoint); the others write into one of segment − 1 ring
+  // buffers, which the next segment reuses. Backward, before an op that reads a ring value whose buffer has
+  // since been reused, the tape re-runs the forward of that value's segment from the checkpoint before it
+  // (an op's forward is a function of its inputs: the values come back bit for bit; the profile shows the
+  // re-runs as "(recompute)"). A link's value must be read, in forward, before its buffer is reused
+  // (segment − 1 links later); an op reading it after that, or writing over its own input, is refused.
+  // Var::value() restores a value first. segment = 1 keeps every value (a chain that changes nothing).
+  static constexpr int kMaxSegment = 16;
+  std::uint32_t chain(int segment);
+
   // Reverse pass from y. A one-element y is seeded with 1; otherwise pass `seed` (same shape as y).
   void backward(Var y);
   void backward(Var y, const Tensor& seed);
@@ -121,6 +138,9 @@ class Tape {
     bool grad_released = false;  // its gradient buffer went back to the free list after its backward
     std::uint8_t outputs = 1;    // outputs of its op call (on output 0's node, the op node; ≤ kMaxOutputs)
     std::uint8_t output = 0;     // which output of its op call this node is (k > 0: node id - k is the op's)
+    bool ring_io = false;        // op node: an input or its output 0 lives in a chain's ring buffer
+    std::uint32_t chain = 0;     // 1 + the chain whose ring buffer holds this value (0: arena or caller's)
+    std::uint32_t link = 0;      // with chain: its link index in the chain
   };
   std::size_t size() const { return nodes_.size(); }
   const Node& node(std::uint32_t id) const { return nodes_[id]; }
@@ -144,6 +164,12 @@ class Tape {
   std::vector<void*>& free_grads(const Node& n);  // the free list of n's gradient size
   void* scratch(std::int64_t count);  // at least count elements, shared by every call
   void release_grad(Node& n);
+  void* link_value(Node& n, std::uint32_t id, std::size_t bytes, std::span<const Var> in);
+  void check_resident(std::uint32_t id, const OpDef& reader) const;
+  void restore(std::uint32_t id);      // puts a ring value back (re-runs its segment) if its buffer was reused
+  void restore_ring_io(std::uint32_t op_id);  // restore() for an op node's ring inputs and output
+  template <class T>
+  void forward_node(std::uint32_t id);  // runs node id's op forward on its recorded inputs
   template <class T>
   void run_backward(std::uint32_t top);
   template <class T>
@@ -164,6 +190,17 @@ class Tape {
     std::vector<void*> buffers;
   };
   std::vector<FreeList> free_grads_;
+  struct Chain {
+    int segment = 1;
+    std::size_t bytes = 0;                          // a link's output (the first link sets it)
+    std::array<void*, kMaxSegment - 1> ring{};      // allocated from the arena by the first links
+    std::array<std::uint32_t, kMaxSegment - 1> resident{};  // the node whose value each ring buffer holds
+    std::vector<std::uint32_t> links;               // node ids, in order
+  };
+  std::vector<Chain> chains_;       // the first chain_count_ belong to this pass; kept for their capacity
+  std::size_t chain_count_ = 0;
+  std::uint32_t pending_link_ = 0;  // 1 + the chain the next op recorded joins (ChainLink), 0: none
+  friend class ChainLink;
   Flops flops_;
   // Scratch for one op call (input shapes and pointers), sized once: no per-op initialisation cost.
   std::vector<Shape> call_shapes_;
@@ -172,8 +209,8 @@ class Tape {
   std::vector<void*> call_ys_;           // an op call's outputs
   std::vector<const void*> call_grad_ys_;  // and their gradients
   std::vector<Shape> call_y_shapes_;
-  Tensor unit_seed_;
-  std::vector<double> scratch_;  // grows to the largest request, never shrinks (double: aligned for both dtypes)  // the seed of backward(y) for a one-element y
+  Tensor unit_seed_;             // the seed of backward(y) for a one-element y
+  std::vector<double> scratch_;  // grows to the largest request, never shrinks (double: aligned for both dtypes)
 };
 
 // RAII scope in which a tape records no gradients.
@@ -187,9 +224,23 @@ class NoGrad {
   bool was_;
 };
 
+// Inside its scope, the next op recorded on the tape becomes the next link of a chain (Tape::chain).
+class ChainLink {
+ public:
+  static constexpr std::uint32_t kNone = ~std::uint32_t(0);  // a scope that changes nothing
+  ChainLink(Tape& t, std::uint32_t chain);
+  ~ChainLink() { tape_.pending_link_ = 0; }
+  ChainLink(const ChainLink&) = delete;
+  ChainLink& operator=(const ChainLink&) = delete;
+
+ private:
+  Tape& tape_;
+};
+
 template <class T>
 TensorView<T> Var::value() const {
   const Tape::Node& n = tape->nodes_[id];
+  if (n.chain) tape->restore(id);
   if (dtype_of<T>() != tape->dtype_) return {nullptr, n.shape};
   return {static_cast<T*>(n.value), n.shape};
 }

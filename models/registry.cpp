@@ -34,6 +34,11 @@ std::unique_ptr<Model> ntm(const Config& c, const Task& t, DType dtype, std::uin
   nc.read_heads = int(c.integer("ntm.read_heads"));
   nc.write_heads = int(c.integer("ntm.write_heads"));
   nc.shift = int(c.integer("ntm.shift"));
+  const std::int64_t segment = c.integer("ntm.memory_segment");
+  if (segment < 0 || segment > Tape::kMaxSegment)
+    throw Error(fmt::format("config: ntm.memory_segment = {}: choose 0 (automatic) or 1..{}", segment,
+                            Tape::kMaxSegment));
+  nc.memory_segment = int(segment);
   const std::string w0 = c.str("ntm.initial_weighting");
   if (w0 != "first_slot" && w0 != "zero")
     throw Error(fmt::format("config: ntm.initial_weighting = {}: choose first_slot or zero", w0));

@@ -1,5 +1,6 @@
 #include "models/core/model.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include <fmt/format.h>
@@ -79,6 +80,7 @@ void Model::build() {
 Step::Step(Model& model, Tape& tape) : model_(model), tape_(tape) {
   current_.resize(model.states_.size());
   next_.resize(model.states_.size());
+  chains_.resize(model.states_.size(), ChainLink::kNone);
   cache_.reserve(64);
   name_scratch_.reserve(128);
 }
@@ -186,7 +188,22 @@ void Step::begin_sequence(std::int64_t batch) {
         break;
     }
     next_[k] = {};
+    chains_[k] = ChainLink::kNone;
+    if (d.segment != 1)
+      chains_[k] = tape_.chain(d.segment > 1 ? d.segment
+                                             : auto_segment(std::size_t(shape.numel()) * size_of(tape_.dtype())));
   }
+}
+
+int Step::auto_segment(std::size_t bytes) {
+  const std::size_t fit = kRingBytes / std::max<std::size_t>(bytes, 1);
+  return fit < 1 ? 1 : int(std::min<std::size_t>(fit + 1, 8));
+}
+
+ChainLink Step::link(std::string_view name) {
+  for (std::size_t k = 0; k < model_.states_.size(); ++k)
+    if (model_.states_[k].name == name) return ChainLink(tape_, chains_[k]);
+  throw Error(fmt::format("model {}: no state named {}", model_.name_, name));
 }
 
 void Step::begin_step(std::int64_t t, Var input, bool output_needed) {

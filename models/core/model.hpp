@@ -43,6 +43,9 @@ struct StateDecl {
   double value = 0;            // constant start
   Init learned_init = Init::Normal(0, 0.01);
   Tensor initial;              // given start: a per-sample value (batch 1), the same for every sample
+  // Recomputation (Tape::chain): the values a step writes inside Step::link(name) form a recomputed chain
+  // with this segment; 1: every value kept; 0: chosen per pass from the state's size (Step::auto_segment).
+  int segment = 1;
 };
 
 class Step;
@@ -131,6 +134,15 @@ class Step {
   // state (an NTM's heads) share their first-stage GEMM.
   void projections(NamedTerm x, std::span<const ProjectionSpec> p, std::span<Var> out);
 
+  // Inside the returned scope, the next op recorded writes the next value of state `name` as a link of its
+  // recomputed chain (StateDecl::segment, Tape::chain). Wrap the one op that produces the new value. For a
+  // state whose segment is 1 the scope changes nothing.
+  ChainLink link(std::string_view name);
+  // The segment for a state of `bytes` per pass (StateDecl::segment 0): as many as keep the ring buffers
+  // within kRingBytes (a core's L2 holds them), at most 8; 1 (no recomputation) when one does not fit.
+  static constexpr std::size_t kRingBytes = std::size_t(1) << 20;
+  static int auto_segment(std::size_t bytes);
+
   // Used by Unroller.
   void begin_sequence(std::int64_t batch);  // initial states
   void begin_step(std::int64_t t, Var input, bool output_needed);
@@ -149,6 +161,7 @@ class Step {
   bool output_needed_ = true;
   Var input_, output_;
   std::vector<Var> current_, next_;
+  std::vector<std::uint32_t> chains_;  // per state: its chain in this pass, or ChainLink::kNone
   std::vector<CachedParam> cache_;
   std::size_t request_ = 0;
   std::string name_scratch_;

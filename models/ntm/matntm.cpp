@@ -30,7 +30,9 @@ MatNTM::MatNTM(const NTMConfig& c, DType dtype, std::uint64_t seed, std::string 
     c_.push_back(fmt::format("ctrl/l{}/c", k + 1));
     if (cells_.back().has_cell_state()) declare_state({c_.back(), parameter(r, cc)});
   }
-  declare_state({"memory", memory(1, c.slots, c.slot_rows, c.slot_cols), StateDecl::constant, 1e-6});
+  StateDecl m{"memory", memory(1, c.slots, c.slot_rows, c.slot_cols), StateDecl::constant, 1e-6};
+  m.segment = c.memory_segment;
+  declare_state(std::move(m));
   for (int k = 0; k < c.read_heads; ++k) {
     reads_.push_back(fmt::format("read{}", k + 1));
     read_terms_.push_back(fmt::format("r{}", k + 1));
@@ -125,10 +127,16 @@ void MatNTM::step(Step& s) {
   if (c.write_heads == 0) {
     for (std::size_t k = 0; k < R; ++k) out[1 + k] = memory_read(m_prev, w[k]);
   } else {
-    memory_read_write(m_prev, std::span<const Var>(w.data(), R), w[R], p[R].erase, p[R].added,
-                      std::span<Var>(out.data(), R + 1));
+    {
+      const ChainLink link = s.link("memory");
+      memory_read_write(m_prev, std::span<const Var>(w.data(), R), w[R], p[R].erase, p[R].added,
+                        std::span<Var>(out.data(), R + 1));
+    }
     m = out[0];
-    for (std::size_t k = R + 1; k < H; ++k) m = memory_write(m, w[k], p[k].erase, p[k].added);
+    for (std::size_t k = R + 1; k < H; ++k) {
+      const ChainLink link = s.link("memory");
+      m = memory_write(m, w[k], p[k].erase, p[k].added);
+    }
   }
   const Var* reads = out.data() + 1;
   for (std::size_t k = 0; k < R; ++k) s.next(reads_[k], reads[k]);

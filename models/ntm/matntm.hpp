@@ -31,6 +31,10 @@ struct NTMConfig {
   int shift = 1;  // S: shifts -S..S
   enum class Start { first_slot, zero } initial_weighting = Start::first_slot;
   std::int64_t input_rows = 6, input_cols = 5, output_rows = 5, output_cols = 5;
+  // Keep every time step's memory (1), or only every n-th, the others recomputed in backward (a recomputed
+  // chain, Tape::chain; 0: n chosen from the memory's size, Step::auto_segment). Results are the same bit
+  // for bit; n > 1 trades time for memory (measured in README.md, "Performance").
+  int memory_segment = 1;
 };
 
 class MatNTM : public Model {

@@ -5,6 +5,8 @@
 #include "autodiff/parameters.hpp"
 #include "autodiff/profile.hpp"
 #include "ops/ops.hpp"
+#include "ops/registry.hpp"
+#include "runtime/random.hpp"
 #include "runtime/error.hpp"
 
 using namespace matmem;
@@ -292,4 +294,126 @@ TEST_CASE("an op with two outputs runs backward once, after the consumers of bot
     CHECK_THROWS_WITH(out[0].grad<double>(), Contains("released"));
     CHECK_THROWS_WITH(out[1].grad<double>(), Contains("released"));
   }
+}
+
+namespace {
+// `links` steps of a state v, alternating v ← v ⊙ tanh(a ⊙ v) (the link op reads the previous link) and
+// v ← tanh(v + b) (its backward reads its own output), each v also read by the loss Σ_k Σ c ⊙ v_k. With
+// segment > 0 the op producing each v is a link of a recomputed chain. values gets every v's Var.
+struct ChainRun {
+  Tensor x, a, b, c;
+  explicit ChainRun(std::uint64_t seed) {
+    Rng rng(seed);
+    for (Tensor* t : {&x, &a, &b, &c}) *t = random_tensor(rng, matrices(2, 3, 4));
+  }
+  Var run(Tape& tape, int segment, std::vector<Var>& values, int links = 11) {
+    const std::uint32_t chain = segment > 0 ? tape.chain(segment) : ChainLink::kNone;
+    Var v = tape.input(x, true), av = tape.input(a, true), bv = tape.input(b, true), cv = tape.input(c, true);
+    Var loss = sum(hadamard(cv, v));
+    values.assign(1, v);
+    for (int k = 0; k < links; ++k) {
+      if (k % 2 == 0) {
+        const Var t = tanh(hadamard(av, v));
+        const ChainLink link(tape, chain);
+        v = hadamard(v, t);
+      } else {
+        const Var u = add(v, bv);
+        const ChainLink link(tape, chain);
+        v = tanh(u);
+      }
+      values.push_back(v);
+      loss = add(loss, sum(hadamard(cv, v)));
+    }
+    return loss;
+  }
+};
+
+std::vector<double> grads_of(Tape& tape) {  // every leaf's gradient, in node order
+  std::vector<double> g;
+  for (std::uint32_t id = 0; id < tape.size(); ++id) {
+    if (tape.node(id).op) continue;
+    const Var v{&tape, id};
+    const TensorView<double> gv = v.grad<double>();
+    g.insert(g.end(), gv.data, gv.data + gv.shape.numel());
+  }
+  return g;
+}
+}  // namespace
+
+TEST_CASE("a recomputed chain gives the values and gradients of keeping every value, bit for bit", "[tape][chain]") {
+  ChainRun r(17);
+  Tape plain(DType::f64);
+  std::vector<Var> pv;
+  const Var pl = r.run(plain, 0, pv);
+  plain.backward(pl);
+  const std::vector<double> want = grads_of(plain);
+  for (int segment : {1, 2, 3, 4, 16}) {
+    INFO("segment " << segment);
+    Tape tape(DType::f64);
+    OpProfile profile;
+    tape.set_profile(&profile);
+    std::vector<Var> cv;
+    const Var loss = r.run(tape, segment, cv);
+    CHECK(loss.item() == pl.item());
+    tape.backward(loss);
+    CHECK(grads_of(tape) == want);
+    double recomputes = 0;
+    for (const auto& row : profile.rows)
+      if (row.name == "(recompute)") recomputes = double(row.backward_calls);
+    if (segment > 1 && segment < 11) {
+      // links 0 and `segment` share a ring buffer, and backward had to re-run segments
+      CHECK(cv[1].tape->node(cv[1].id).value == cv[1 + segment].tape->node(cv[1 + segment].id).value);
+      CHECK(recomputes > 0);
+    } else {
+      CHECK(recomputes == 0);
+    }
+    // a link's value read after its buffer was reused comes back (its segment re-run)
+    for (std::size_t k = 0; k < cv.size(); ++k) {
+      INFO("value " << k);
+      const TensorView<double> got = cv[k].value<double>(), exp = pv[k].value<double>();
+      CHECK(std::equal(got.data, got.data + got.shape.numel(), exp.data));
+    }
+  }
+}
+
+TEST_CASE("a recomputed chain refuses stale reads, self-overwrites and mismatched links", "[tape][chain]") {
+  ChainRun r(5);
+  Tape tape(DType::f64);
+  std::vector<Var> v;
+  r.run(tape, 3, v, 5);
+  // link 0 (v[1]) shares its buffer with link 3 (v[4]): reading it in forward now is refused
+  CHECK_THROWS_WITH(scale(v[1], 2.0), Contains("reads link 0") && Contains("segment 3"));
+  CHECK_NOTHROW(scale(v[4], 2.0));
+  CHECK_THROWS_WITH(tape.chain(0), Contains("segment 0"));
+  CHECK_THROWS_WITH(tape.chain(Tape::kMaxSegment + 1), Contains("segment"));
+  const std::uint32_t c = tape.chain(2);
+  {
+    const ChainLink link(tape, c);
+    tanh(v[4]);
+  }
+  {
+    const ChainLink link(tape, c);  // a second link of another size
+    CHECK_THROWS_WITH(sum(v[4]), Contains("joins a recomputed chain"));
+  }
+  // segment 2: links 0 and 2 share the one ring buffer, so link 2 cannot read link 0
+  const std::uint32_t d = tape.chain(2);
+  Var l0, l1;
+  {
+    const ChainLink link(tape, d);
+    l0 = tanh(v[4]);
+  }
+  {
+    const ChainLink link(tape, d);
+    l1 = tanh(l0);
+  }
+  {
+    const ChainLink link(tape, d);
+    CHECK_THROWS_WITH(tanh(l0), Contains("overwrite its own input"));
+  }
+  {
+    const ChainLink link(tape, d);
+    CHECK_NOTHROW(tanh(l1));  // the chain goes on after the refusal
+  }
+  Tape other(DType::f64);
+  CHECK_THROWS_WITH(ChainLink(other, 0), Contains("no chain 0"));
 }
