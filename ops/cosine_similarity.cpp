@@ -113,6 +113,38 @@ struct CosineSimilarityKernel {
     });
   }
 
+  // Per (h, n) over the batch lanes: a = g/D (in place of g) and the norm terms' coefficients, with
+  // t = g d / D²: cm_n = Σ_h t ‖K_h‖/‖M_n‖ and kc_h = Σ_n t ‖M_n‖/‖K_h‖ (a zero norm gives 0). One division
+  // per (h, n), the norms' reciprocals taken once; kc stays in registers across the slots. K as in slot_sums.
+  template <int K>
+  static void coefficients(const T* saved, T* a, T* cm, T* kc, std::int64_t H, std::int64_t B, std::int64_t N) {
+    const std::int64_t heads = K == 0 ? H : K;
+    const T *dot = saved, *nm = dot + H * N * B, *nk = nm + N * B;
+    ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
+      using X = decltype(x);
+      constexpr std::size_t kHeads = K == 0 ? kMaxKeys : K;
+      std::array<X, kHeads> kn{}, inv_kn{}, kcv{};
+      for (std::int64_t h = 0; h < heads; ++h) {
+        kn[h] = ops::load<X>(nk + h * B + q);
+        inv_kn[h] = ops::over_positive(X(T(1)), kn[h]);
+      }
+      for (std::int64_t n = 0; n < N; ++n) {
+        const X mn = ops::load<X>(nm + n * B + q), inv_mn = ops::over_positive(X(T(1)), mn);
+        X cmv(T(0));
+        for (std::int64_t h = 0; h < heads; ++h) {
+          const std::int64_t o = (h * N + n) * B + q;
+          const X g = ops::load<X>(a + o), inv = X(T(1)) / (kn[h] * mn + X(T(kEps)));
+          const X ga = g * inv, t = ga * ops::load<X>(dot + o) * inv;
+          ops::store(a + o, ga);
+          cmv += t * kn[h] * inv_mn;
+          kcv[h] += t * mn * inv_kn[h];
+        }
+        ops::store(cm + n * B + q, cmv);
+      }
+      for (std::int64_t h = 0; h < heads; ++h) ops::store(kc + h * B + q, kcv[h]);
+    });
+  }
+
   static void forward(const OpCall<T>& c) {
     const int H = c.arity - 1;
     const Shape& m = c.x_shape[H];
@@ -149,42 +181,22 @@ struct CosineSimilarityKernel {
     const int H = c.arity - 1;
     const Shape& m = c.x_shape[H];
     const std::int64_t B = m.batch, N = m.slots, E = m.rows * m.cols;
-    const T *dot = c.saved, *nm = dot + H * N * B, *nk = nm + N * B;
     T *kt = c.scratch, *gkt = kt + H * E * B, *a = gkt + H * E * B, *cm = a + H * N * B, *kc = cm + N * B;
     for (int h = 0; h < H; ++h) ops::to_batch_inner(c.x[h], B, m.rows, m.cols, kt + h * E * B);
     ops::to_batch_inner(c.grad_y, B, H, N, a);  // g, overwritten by a = g/D below
-    std::fill_n(gkt, H * E * B, T(0));
-    std::fill_n(cm, N * B, T(0));
-    std::fill_n(kc, H * B, T(0));
-    // Per (h, n) over the batch lanes: a = g/D and the norm terms' coefficients (t = g d / D²; a zero norm
-    // gives 0).
-    for (int h = 0; h < H; ++h)
-      for (std::int64_t n = 0; n < N; ++n) {
-        const std::int64_t o = (h * N + n) * B;
-        ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
-          using X = decltype(x);
-          const X kn = ops::load<X>(nk + h * B + q), mn = ops::load<X>(nm + n * B + q);
-          const X g = ops::load<X>(a + o + q), den = kn * mn + X(T(kEps));
-          const X t = g * ops::load<X>(dot + o + q) / (den * den);
-          ops::store(a + o + q, g / den);
-          ops::store(cm + n * B + q, ops::load<X>(cm + n * B + q) + ops::over_positive(t * kn, mn));
-          ops::store(kc + h * B + q, ops::load<X>(kc + h * B + q) + ops::over_positive(t * mn, kn));
-        });
-      }
-    // grad_M_n += Σ_h a_h K_h - cm M_n, and grad_K_h += Σ_n a_h M_n (transposed), in one pass over M.
+    with_keys(H, [&](auto k) { coefficients<decltype(k)::value>(c.saved, a, cm, kc, H, B, N); });
+    // grad_K_h = -kc_h K_h + Σ_n a_h M_n (transposed) and grad_M_n += Σ_h a_h K_h - cm M_n, the sums in one
+    // pass over M.
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t e = 0; e < E; ++e)
+        for (std::int64_t b = 0; b < B; ++b) gkt[(h * E + e) * B + b] = -kc[h * B + b] * kt[(h * E + e) * B + b];
     with_keys(H, [&](auto k) {
       ops::for_each_slot_group(N, [&](std::int64_t n0, auto s) {
         slot_group_backward<decltype(k)::value, decltype(s)::value>(c, kt, gkt, a, cm, H, E, B, N, n0);
       });
     });
-    // grad_K_h -= kc_h K_h, then back to the keys' layout.
     for (int h = 0; h < H; ++h)
-      if (T* gk = c.grad_x[h]) {
-        T *g = gkt + h * E * B, *k = kt + h * E * B;
-        for (std::int64_t e = 0; e < E; ++e)
-          for (std::int64_t b = 0; b < B; ++b) g[e * B + b] -= kc[h * B + b] * k[e * B + b];
-        ops::from_batch_inner(g, B, m.rows, m.cols, gk, /*accumulate=*/true);
-      }
+      if (T* gk = c.grad_x[h]) ops::from_batch_inner(gkt + h * E * B, B, m.rows, m.cols, gk, /*accumulate=*/true);
   }
 };
 
