@@ -16,7 +16,7 @@ struct ExpDef {
 };
 template <class T>
 using ExpKernel = ops::Unary<ExpDef>::Kernel<T>;
-constexpr OpDef kOp = make_op<ExpKernel>("exp", ops::elementwise_flops);
+constexpr OpDef kOp = make_op<ExpKernel>("exp", ops::elementwise_flops, /*assigns_fresh=*/true);
 }  // namespace
 
 Var exp(Var x) { return x.tape->apply(kOp, {x}, x.shape()); }

@@ -112,6 +112,10 @@ struct NtmAddressingKernel {
     const std::int64_t Np = (N + W - 1) / W * W;
     T *gsim = c.grad_x[0], *gbeta = c.grad_x[1], *gg = c.grad_x[2], *gs = c.grad_x[3], *ggamma = c.grad_x[4],
       *gwp = c.grad_x[5];
+    // A fresh gradient (assigns_fresh) is assigned; the similarity's only when this head's row is all of it.
+    const bool fresh_sim = c.fresh(0) && c.x_shape[0].rows == 1, fresh_beta = c.fresh(1), fresh_g = c.fresh(2),
+               fresh_s = c.fresh(3), fresh_gamma = c.fresh(4), fresh_wp = c.fresh(5);
+    if (gsim && c.fresh(0) && !fresh_sim) std::fill_n(gsim, c.x_shape[0].numel(), T(0));
     T *ext = c.scratch, *gwc = ext + Np + 2 * S;  // ∂w̃ extended; ∂w_c
     for (std::int64_t b = 0; b < B; ++b) {
       const T *sim = c.x[0] + (h * B + b) * N, *s = c.x[3] + b * K, *wp = c.x[5] + b * N;
@@ -126,7 +130,7 @@ struct NtmAddressingKernel {
         acc = xsimd::fma(du, simd::load_chunk(lws, i, N, T(0)), acc);
         (du * V(gamma) / simd::load_chunk(wse, i, N, T(1))).store_unaligned(ext + S + i);
       }
-      if (ggamma) ggamma[b] += xsimd::hadd(acc);
+      if (ggamma) ggamma[b] = (fresh_gamma ? T(0) : ggamma[b]) + xsimd::hadd(acc);
       extend_periodically(ext, S, N);
       // circular shift: ∂s_k += Σ_j w_g,j e[j + k], w_g recomputed
       if (gs)
@@ -137,7 +141,7 @@ struct NtmAddressingKernel {
                 V(g) * simd::load_chunk(wc, j, N, T(0)) + V(T(1) - g) * simd::load_chunk(wp, j, N, T(0));
             acc = xsimd::fma(vg, V::load_unaligned(ext + j + k), acc);
           }
-          gs[b * K + k] += xsimd::hadd(acc);
+          gs[b * K + k] = (fresh_s ? T(0) : gs[b * K + k]) + xsimd::hadd(acc);
         }
       // ∂w_g,j = Σ_k s_k e[j + k] (lanes past N: 0 in every sum through w_c, w_{t−1}, masked in stores);
       // interpolation: ∂g += <∂w_g, w_c − w_{t−1}>, ∂w_{t−1} += (1 − g) ∂w_g, ∂w_c = g ∂w_g
@@ -148,12 +152,13 @@ struct NtmAddressingKernel {
         const V vc = simd::load_chunk(wc, j, N, T(0));
         accg = xsimd::fma(v, vc - simd::load_chunk(wp, j, N, T(0)), accg);
         if (gwp)
-          simd::store_chunk(simd::load_chunk(gwp + b * N, j, N, T(0)) + V(T(1) - g) * v, gwp + b * N, j, N);
+          simd::store_chunk((fresh_wp ? V(T(0)) : simd::load_chunk(gwp + b * N, j, N, T(0))) + V(T(1) - g) * v,
+                            gwp + b * N, j, N);
         const V v2 = V(g) * v;
         accc = xsimd::fma(v2, vc, accc);
         v2.store_unaligned(gwc + j);
       }
-      if (gg) gg[b] += xsimd::hadd(accg);
+      if (gg) gg[b] = (fresh_g ? T(0) : gg[b]) + xsimd::hadd(accg);
       // content softmax: dz = w_c ⊙ (∂w_c − <∂w_c, w_c>), ∂β += <dz, K_h>, ∂K_h += β dz
       if (gsim || gbeta) {
         const V d2(xsimd::hadd(accc));
@@ -162,9 +167,10 @@ struct NtmAddressingKernel {
         for (std::int64_t j = 0; j < N; j += W) {
           const V dz = simd::load_chunk(wc, j, N, T(0)) * (V::load_unaligned(gwc + j) - d2);
           acc = xsimd::fma(dz, simd::load_chunk(sim, j, N, T(0)), acc);
-          if (gk) simd::store_chunk(simd::load_chunk(gk, j, N, T(0)) + V(beta) * dz, gk, j, N);
+          if (gk)
+            simd::store_chunk((fresh_sim ? V(T(0)) : simd::load_chunk(gk, j, N, T(0))) + V(beta) * dz, gk, j, N);
         }
-        if (gbeta) gbeta[b] += xsimd::hadd(acc);
+        if (gbeta) gbeta[b] = (fresh_beta ? T(0) : gbeta[b]) + xsimd::hadd(acc);
       }
     }
   }
@@ -174,7 +180,7 @@ Flops flops(const Shape* x, int, const Shape& y, const OpAttrs&) {
   const double n = double(y.numel()), k = double(x[3].cols);
   return {n * (2.0 * k + 16.0), n * (4.0 * k + 24.0)};
 }
-constexpr OpDef kOp = make_op<NtmAddressingKernel>("ntm_addressing", flops);
+constexpr OpDef kOp = make_op<NtmAddressingKernel>("ntm_addressing", flops, /*assigns_fresh=*/true);
 }  // namespace
 
 Var ntm_addressing(Var similarity, std::int64_t head, Var beta, Var gate, Var shift, Var gamma, Var w_prev) {

@@ -15,7 +15,7 @@ struct ReluDef {
 };
 template <class T>
 using ReluKernel = ops::Unary<ReluDef>::Kernel<T>;
-constexpr OpDef kOp = make_op<ReluKernel>("relu", ops::elementwise_flops);
+constexpr OpDef kOp = make_op<ReluKernel>("relu", ops::elementwise_flops, /*assigns_fresh=*/true);
 }  // namespace
 
 Var relu(Var x) { return x.tape->apply(kOp, {x}, x.shape()); }

@@ -16,7 +16,7 @@ struct SigmoidDef {
 };
 template <class T>
 using SigmoidKernel = ops::Unary<SigmoidDef>::Kernel<T>;
-constexpr OpDef kOp = make_op<SigmoidKernel>("sigmoid", ops::elementwise_flops);
+constexpr OpDef kOp = make_op<SigmoidKernel>("sigmoid", ops::elementwise_flops, /*assigns_fresh=*/true);
 }  // namespace
 
 Var sigmoid(Var x) { return x.tape->apply(kOp, {x}, x.shape()); }

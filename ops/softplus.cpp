@@ -13,15 +13,18 @@ struct SoftplusDef {
   template <class T>
   static void f_n(const T* x, T* y, std::int64_t n) { ops::simd::softplus(x, y, n); }
   template <class T>
-  static void df_n(const T* x, const T*, const T* g, T* gx, std::int64_t n) {
+  static void df_n(const T* x, const T*, const T* g, T* gx, std::int64_t n, bool assign) {
     ops::simd::sigmoid_chunks(x, n, [&](std::int64_t k, const T* s, std::int64_t m) {
-      for (std::int64_t q = 0; q < m; ++q) gx[k + q] += g[k + q] * s[q];
+      if (assign)
+        for (std::int64_t q = 0; q < m; ++q) gx[k + q] = g[k + q] * s[q];
+      else
+        for (std::int64_t q = 0; q < m; ++q) gx[k + q] += g[k + q] * s[q];
     });
   }
 };
 template <class T>
 using SoftplusKernel = ops::Unary<SoftplusDef>::Kernel<T>;
-constexpr OpDef kOp = make_op<SoftplusKernel>("softplus", ops::elementwise_flops);
+constexpr OpDef kOp = make_op<SoftplusKernel>("softplus", ops::elementwise_flops, /*assigns_fresh=*/true);
 }  // namespace
 
 Var softplus(Var x) { return x.tape->apply(kOp, {x}, x.shape()); }

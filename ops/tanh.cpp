@@ -16,7 +16,7 @@ struct TanhDef {
 };
 template <class T>
 using TanhKernel = ops::Unary<TanhDef>::Kernel<T>;
-constexpr OpDef kOp = make_op<TanhKernel>("tanh", ops::elementwise_flops);
+constexpr OpDef kOp = make_op<TanhKernel>("tanh", ops::elementwise_flops, /*assigns_fresh=*/true);
 }  // namespace
 
 Var tanh(Var x) { return x.tape->apply(kOp, {x}, x.shape()); }

@@ -411,3 +411,21 @@ TEST_CASE("memory ops in float32 agree with float64 at a batch taking 8-, 4-lane
       CHECK(f32[k].get(e) == Approx(f64[k].get(e)).epsilon(1e-4).margin(1e-5));
     }
 }
+
+TEST_CASE("ntm_addressing passes gradcheck when its inputs already hold gradients from later ops", "[ops][gradcheck]") {
+  // Every input is also read by ops recorded after ntm_addressing, whose backward runs first: the fused
+  // op then adds to live gradients instead of assigning fresh ones (assigns_fresh's other path).
+  Rng rng(29);
+  const std::vector<Tensor> t = addressing_inputs(rng, 3, 19, 3);
+  std::vector<GradcheckInput> in;
+  for (std::size_t k = 0; k < t.size(); ++k) in.push_back({kAddressingInputs[k], t[k]});
+  GradcheckReport report = gradcheck(
+      [](Tape&, std::span<const Var> x) {
+        const Var w = ntm_addressing(x[0], 1, x[1], x[2], x[3], x[4], x[5]);
+        const Var extra = hadamard(x[5], add(hadamard(x[1], x[2]), hadamard(x[4], row(x[0], 1))));
+        return add(sum(add(w, extra)), sum(hadamard(x[3], x[3])));
+      },
+      in, nullptr, {});
+  INFO(report.str());
+  CHECK(report.passed);
+}
