@@ -1,17 +1,57 @@
 // The only translation unit that includes OpenBLAS's cblas.h (xtensor-blas declares its own CBLAS
-// prototypes, which clash with it).
+// prototypes, which clash with it) and LIBXSMM's header.
+//
+// float32 GEMMs go to a LIBXSMM kernel when it has one for the call, else to OpenBLAS. LIBXSMM generates
+// (JIT, once per shape) kernels for small matrices; on the NTM's shapes they measured, hot, per call:
+// 240x15x15 NN 1.07 µs against OpenBLAS's 1.72, 15x15x240 TN (β = 1) 1.07 against 2.02, 96x6x15 NN 0.39
+// against 0.67, 96x15x6 NN 0.16 against 0.31. LIBXSMM 1.17 is column-major and generates no kernel when B
+// is transposed (row-major NT and TT); those, alpha ≠ 1 and β other than 0 or 1 stay with OpenBLAS.
+// float64 (gradient checks) always goes to OpenBLAS.
 #include "runtime/blas.hpp"
 
+#include <array>
+
 #include <cblas.h>
+#include <libxsmm.h>
 
 namespace matmem::blas {
 namespace {
 CBLAS_TRANSPOSE tr(bool t) { return t ? CblasTrans : CblasNoTrans; }
+
+// Row-major C = op(A) B is column-major Cᵀ = Bᵀ op(A)ᵀ: an n x m product with b first and a second,
+// a's transposition becoming the second operand's. Kernels are cached per thread by call shape (LIBXSMM's
+// own registry lookup costs about 45 ns, as much as the smallest products).
+struct XsmmKey {
+  std::int64_t m, n, k, lda, ldb, ldc;
+  int flags;
+  bool operator==(const XsmmKey&) const = default;
+};
+struct XsmmEntry {
+  XsmmKey key{-1, -1, -1, -1, -1, -1, -1};
+  libxsmm_smmfunction kernel = nullptr;  // nullptr: LIBXSMM has none for this shape
+};
+libxsmm_smmfunction xsmm_kernel(const XsmmKey& key) {
+  thread_local std::array<XsmmEntry, 256> cache;
+  std::uint64_t h = std::uint64_t(key.flags);
+  for (std::int64_t v : {key.m, key.n, key.k, key.lda, key.ldb, key.ldc}) h = (h ^ std::uint64_t(v)) * 0x100000001b3ULL;
+  XsmmEntry& e = cache[(h >> 32) % cache.size()];
+  if (!(e.key == key)) {
+    const libxsmm_blasint M = key.n, N = key.m, K = key.k, lda = key.ldb, ldb = key.lda, ldc = key.ldc;
+    const float alpha = 1, beta = (key.flags & LIBXSMM_GEMM_FLAG_BETA_0) ? 0.0f : 1.0f;
+    e.key = key;
+    e.kernel = libxsmm_smmdispatch(M, N, K, &lda, &ldb, &ldc, &alpha, &beta, &key.flags, nullptr);
+  }
+  return e.kernel;
+}
 }  // namespace
 
 template <>
 void gemm<float>(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
                  std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  if (!tb && alpha == 1.0f && (beta == 0.0f || beta == 1.0f)) {
+    const int flags = (ta ? LIBXSMM_GEMM_FLAG_TRANS_B : 0) | (beta == 0.0f ? LIBXSMM_GEMM_FLAG_BETA_0 : 0);
+    if (const libxsmm_smmfunction f = xsmm_kernel({m, n, k, lda, ldb, ldc, flags})) return f(b, a, c);
+  }
   cblas_sgemm(CblasRowMajor, tr(ta), tr(tb), int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c,
               int(ldc));
 }
