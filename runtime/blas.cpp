@@ -5,7 +5,9 @@
 // (JIT, once per shape) kernels for small matrices; on the NTM's shapes they measured, hot, per call:
 // 240x15x15 NN 1.07 µs against OpenBLAS's 1.72, 15x15x240 TN (β = 1) 1.07 against 2.02, 96x6x15 NN 0.39
 // against 0.67, 96x15x6 NN 0.16 against 0.31. LIBXSMM 1.17 is column-major and generates no kernel when B
-// is transposed (row-major NT and TT); those, alpha ≠ 1 and β other than 0 or 1 stay with OpenBLAS.
+// is transposed (row-major NT and TT); those, alpha ≠ 1, β other than 0 or 1, and products of more than
+// LIBXSMM's own small-matrix bound (64³ multiply-adds: its kernels do not block for the caches, and the
+// bench's 1024³ peak measurement ran at 28 GFLOP/s through one, ~90 through OpenBLAS) stay with OpenBLAS.
 // float64 (gradient checks) always goes to OpenBLAS.
 #include "runtime/blas.hpp"
 
@@ -48,7 +50,7 @@ libxsmm_smmfunction xsmm_kernel(const XsmmKey& key) {
 template <>
 void gemm<float>(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
                  std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
-  if (!tb && alpha == 1.0f && (beta == 0.0f || beta == 1.0f)) {
+  if (!tb && alpha == 1.0f && (beta == 0.0f || beta == 1.0f) && m * n * k <= LIBXSMM_CONFIG_MAX_MNK) {
     const int flags = (ta ? LIBXSMM_GEMM_FLAG_TRANS_B : 0) | (beta == 0.0f ? LIBXSMM_GEMM_FLAG_BETA_0 : 0);
     if (const libxsmm_smmfunction f = xsmm_kernel({m, n, k, lda, ldb, ldc, flags})) return f(b, a, c);
   }
