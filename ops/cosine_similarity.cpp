@@ -48,34 +48,39 @@ void with_keys(int H, F&& f) {
 
 template <class T>
 struct CosineSimilarityKernel {
-  // Slot n over batch lanes q: nm = Σ_e M², dot_h = Σ_e K_h M, in 1 + H registers. K > 0 keys fixed at
-  // compile time, or K = 0 for H given at run time.
-  template <int K>
-  static void slot_sums(const T* slot, const T* kt, std::int64_t H, std::int64_t E, std::int64_t B, std::int64_t N,
-                        std::int64_t n, T* dot, T* nm) {
+  // Slots n0 .. n0+S-1 over batch lanes q: nm_n = Σ_e M_n², dot_h,n = Σ_e K_h M_n, S (1 + H) sums in
+  // registers; each key element is loaded once for the group (ops::for_each_slot_group). K > 0 keys fixed
+  // at compile time, or K = 0 for H given at run time.
+  template <int K, int S>
+  static void slot_group_sums(const T* mem, const T* kt, std::int64_t H, std::int64_t E, std::int64_t B,
+                              std::int64_t N, std::int64_t n0, T* dot, T* nm) {
     const std::int64_t heads = K == 0 ? H : K;
+    const T* slot = mem + n0 * E * B;
     ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
       using X = decltype(x);
-      // Independent sums per quantity (ops::kChains of them, added up at the end).
-      std::array<X, ops::kChains> am{};
-      std::array<std::array<X, K == 0 ? kMaxKeys : K>, ops::kChains> ad{};
-      ops::for_each_chained(E, [&](std::int64_t e, int u) {
-        const X mv = ops::load<X>(slot + e * B + q);
-        am[u] += mv * mv;
-        for (std::int64_t h = 0; h < heads; ++h) ad[u][h] += ops::load<X>(kt + (h * E + e) * B + q) * mv;
-      });
-      for (int u = 1; u < ops::kChains; ++u) {
-        am[0] += am[u];
-        for (std::int64_t h = 0; h < heads; ++h) ad[0][h] += ad[u][h];
+      constexpr std::size_t kHeads = K == 0 ? kMaxKeys : K;
+      std::array<X, S> am{};
+      std::array<std::array<X, kHeads>, S> ad{};
+      for (std::int64_t e = 0; e < E; ++e) {
+        std::array<X, kHeads> kv{};
+        for (std::int64_t h = 0; h < heads; ++h) kv[h] = ops::load<X>(kt + (h * E + e) * B + q);
+#pragma GCC unroll 8
+        for (int u = 0; u < S; ++u) {
+          const X mv = ops::load<X>(slot + (u * E + e) * B + q);
+          am[u] += mv * mv;
+          for (std::int64_t h = 0; h < heads; ++h) ad[u][h] += kv[h] * mv;
+        }
       }
-      ops::store(nm + n * B + q, am[0]);
-      for (std::int64_t h = 0; h < heads; ++h) ops::store(dot + (h * N + n) * B + q, ad[0][h]);
+      for (int u = 0; u < S; ++u) {
+        ops::store(nm + (n0 + u) * B + q, am[u]);
+        for (std::int64_t h = 0; h < heads; ++h) ops::store(dot + (h * N + n0 + u) * B + q, ad[u][h]);
+      }
     });
   }
 
   // Slots n0 .. n0+S-1 of backward over batch lanes q: grad_M_n += Σ_h a_h K_h - cm M_n, gkt_h += a_h M_n.
   // The group's terms of gkt are summed in registers (ops::for_each_slot_group), so grad_M is the only
-  // store per slot element. K as in slot_sums.
+  // store per slot element. K as in slot_group_sums.
   template <int K, int S>
   static void slot_group_backward(const OpCall<T>& c, const T* kt, T* gkt, const T* a, const T* cm, std::int64_t H,
                                   std::int64_t E, std::int64_t B, std::int64_t N, std::int64_t n0) {
@@ -115,7 +120,7 @@ struct CosineSimilarityKernel {
 
   // Per (h, n) over the batch lanes: a = g/D (in place of g) and the norm terms' coefficients, with
   // t = g d / D²: cm_n = Σ_h t ‖K_h‖/‖M_n‖ and kc_h = Σ_n t ‖M_n‖/‖K_h‖ (a zero norm gives 0). One division
-  // per (h, n), the norms' reciprocals taken once; kc stays in registers across the slots. K as in slot_sums.
+  // per (h, n), the norms' reciprocals taken once; kc stays in registers across the slots. K as in slot_group_sums.
   template <int K>
   static void coefficients(const T* saved, T* a, T* cm, T* kc, std::int64_t H, std::int64_t B, std::int64_t N) {
     const std::int64_t heads = K == 0 ? H : K;
@@ -153,17 +158,23 @@ struct CosineSimilarityKernel {
     T *dot = c.saved, *nm = dot + H * N * B, *nk = nm + N * B;
     T* kt = c.scratch;
     for (int h = 0; h < H; ++h) ops::to_batch_inner(c.x[h], B, m.rows, m.cols, kt + h * E * B);
-    for (std::int64_t n = 0; n < N; ++n) {
-      const T* slot = mem + n * E * B;
-      with_keys(H, [&](auto k) { slot_sums<decltype(k)::value>(slot, kt, H, E, B, N, n, dot, nm); });
-    }
+    with_keys(H, [&](auto k) {
+      ops::for_each_slot_group(N, [&](std::int64_t n0, auto s) {
+        slot_group_sums<decltype(k)::value, decltype(s)::value>(mem, kt, H, E, B, N, n0, dot, nm);
+      });
+    });
     for (std::int64_t q = 0; q < N * B; ++q) nm[q] = std::sqrt(nm[q]);
-    for (int h = 0; h < H; ++h)
-      for (std::int64_t b = 0; b < B; ++b) {
-        T acc = 0;
-        for (std::int64_t e = 0; e < E; ++e) acc += kt[(h * E + e) * B + b] * kt[(h * E + e) * B + b];
-        nk[h * B + b] = std::sqrt(acc);
-      }
+    for (int h = 0; h < H; ++h)  // ‖K_h‖ per item: vertical sums over the batch lanes
+      ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
+        using X = decltype(x);
+        X acc(T(0));
+        for (std::int64_t e = 0; e < E; ++e) {
+          const X kv = ops::load<X>(kt + (h * E + e) * B + q);
+          acc += kv * kv;
+        }
+        ops::store(nk + h * B + q, acc);
+      });
+    for (std::int64_t q = 0; q < H * B; ++q) nk[q] = std::sqrt(nk[q]);
     T* yt = kt + H * E * B;  // y with the batch innermost, then transposed to [B,H,N]
     for (int h = 0; h < H; ++h)
       for (std::int64_t n = 0; n < N; ++n) {
