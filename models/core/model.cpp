@@ -85,23 +85,21 @@ Step::Step(Model& model, Tape& tape) : model_(model), tape_(tape) {
   name_scratch_.reserve(128);
 }
 
-Var Step::state(std::string_view name) const {
+std::size_t Step::state_index(std::string_view name) const {
   for (std::size_t k = 0; k < model_.states_.size(); ++k)
-    if (model_.states_[k].name == name) return current_[k];
+    if (model_.states_[k].name == name) return k;
   throw Error(fmt::format("model {}: no state named {}", model_.name_, name));
 }
 
+Var Step::state(std::string_view name) const { return current_[state_index(name)]; }
+
 void Step::next(std::string_view name, Var value) {
-  for (std::size_t k = 0; k < model_.states_.size(); ++k)
-    if (model_.states_[k].name == name) {
-      const Shape want = with_batch(model_.states_[k].shape, batch_);
-      if (value.shape() != want)
-        throw ShapeError(fmt::format("model {}: next state {} is {}, declared {}", model_.name_, name,
-                                     value.shape().str(), want.str()));
-      next_[k] = value;
-      return;
-    }
-  throw Error(fmt::format("model {}: no state named {}", model_.name_, name));
+  const std::size_t k = state_index(name);
+  const Shape want = with_batch(model_.states_[k].shape, batch_);
+  if (value.shape() != want)
+    throw ShapeError(fmt::format("model {}: next state {} is {}, declared {}", model_.name_, name,
+                                 value.shape().str(), want.str()));
+  next_[k] = value;
 }
 
 Var Step::parameter(std::string_view path, std::string_view term, std::string_view leaf, Shape shape, Init init) {
@@ -200,11 +198,7 @@ int Step::auto_segment(std::size_t bytes) {
   return fit < 1 ? 1 : int(std::min<std::size_t>(fit + 1, 8));
 }
 
-ChainLink Step::link(std::string_view name) {
-  for (std::size_t k = 0; k < model_.states_.size(); ++k)
-    if (model_.states_[k].name == name) return ChainLink(tape_, chains_[k]);
-  throw Error(fmt::format("model {}: no state named {}", model_.name_, name));
-}
+ChainLink Step::link(std::string_view name) { return ChainLink(tape_, chains_[state_index(name)]); }
 
 void Step::begin_step(std::int64_t t, Var input, bool output_needed) {
   time_ = t;

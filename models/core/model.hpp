@@ -159,6 +159,7 @@ class Step {
   std::int64_t batch_ = 1;
   std::int64_t time_ = 0;
   bool output_needed_ = true;
+  std::size_t state_index(std::string_view name) const;  // throws if the model declares no such state
   Var input_, output_;
   std::vector<Var> current_, next_;
   std::vector<std::uint32_t> chains_;  // per state: its chain in this pass, or ChainLink::kNone
