@@ -161,12 +161,16 @@ inline Shape* Tape::gather_inputs(const OpDef& op, std::span<const Var> in, cons
     xs[a] = nodes_[in[a].id].shape;
     call_values_[a] = nodes_[in[a].id].value;
   }
-  if (op.flops) {
-    Flops f = op.flops(xs, int(in.size()), y_shape, attrs);
-    flops_.forward += f.forward;
-    if (requires_grad) flops_.backward += f.backward;
-  }
+  count_flops(op, xs, int(in.size()), y_shape, attrs, requires_grad);
   return xs;
+}
+
+inline void Tape::count_flops(const OpDef& op, const Shape* xs, int arity, const Shape& y_shape, OpAttrs attrs,
+                              bool requires_grad) {
+  if (!op.flops) return;
+  const Flops f = op.flops(xs, arity, y_shape, attrs);
+  flops_.forward += f.forward;
+  if (requires_grad) flops_.backward += f.backward;
 }
 
 // One output: kept apart from the several-output apply below, whose generality costs tens of ns per op.
@@ -222,12 +226,12 @@ void Tape::apply(const OpDef& op, std::span<const Var> in, std::span<const Shape
     out_elements += o.shape.numel();
     nodes_.push_back(o);
   }
-  gather_inputs(op, in, y_shape, attrs, n.requires_grad);  // for the FLOPs
   dispatch(dtype_, [&](auto z) {
     using T = decltype(z);
     const auto t0 = profile_ ? Clock::now() : Clock::time_point{};
-    forward_node<T>(id);
+    forward_node<T>(id);  // gathers the inputs' shapes into call_shapes_
     if (profile_) profile_->add_forward(op, ns_since(t0), double((out_elements + saved) * esize));
+    count_flops(op, call_shapes_.data(), int(in.size()), y_shape, attrs, n.requires_grad);
     if (anomaly_)
       for (std::size_t k = 0; k < outputs; ++k)
         check_finite(static_cast<const T*>(call_ys_[k]), call_y_shapes_[k], id + std::uint32_t(k), "produced");
