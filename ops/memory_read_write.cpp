@@ -59,12 +59,9 @@ OpEntry memory_read_write_entry() {
   return {"memory_read_write", [](Rng& rng, SampleSize s) {
             const SampleDims d = sample_dims(s);
             OpSample sample;
-            sample.inputs = {{"M", random_tensor(rng, memory(d.batch, d.slots, d.mem_rows, d.mem_cols))},
-                             {"w", random_tensor(rng, weighting(d.batch, d.slots), 0.0, 1.0)},
-                             {"E", random_tensor(rng, matrices(d.batch, d.mem_rows, d.mem_cols), 0.0, 1.0)},
-                             {"A", random_tensor(rng, matrices(d.batch, d.mem_rows, d.mem_cols))},
-                             {"w_1", random_tensor(rng, weighting(d.batch, d.slots), 0.0, 1.0)},
-                             {"w_2", random_tensor(rng, weighting(d.batch, d.slots), 0.0, 1.0)}};
+            sample.inputs = memory_write_inputs(rng, d);
+            sample.inputs.push_back({"w_1", random_tensor(rng, weighting(d.batch, d.slots), 0.0, 1.0)});
+            sample.inputs.push_back({"w_2", random_tensor(rng, weighting(d.batch, d.slots), 0.0, 1.0)});
             // One output that depends on all three, cheaply: memory_read(M', w_1) + R_1 + 2 R_2.
             sample.apply = [](Tape&, std::span<const Var> x) {
               std::array<Var, 3> out;

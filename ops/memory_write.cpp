@@ -33,10 +33,7 @@ OpEntry memory_write_entry() {
   return {"memory_write", [](Rng& rng, SampleSize s) {
             const SampleDims d = sample_dims(s);
             OpSample sample;
-            sample.inputs = {{"M", random_tensor(rng, memory(d.batch, d.slots, d.mem_rows, d.mem_cols))},
-                             {"w", random_tensor(rng, weighting(d.batch, d.slots), 0.0, 1.0)},
-                             {"E", random_tensor(rng, matrices(d.batch, d.mem_rows, d.mem_cols), 0.0, 1.0)},
-                             {"A", random_tensor(rng, matrices(d.batch, d.mem_rows, d.mem_cols))}};
+            sample.inputs = memory_write_inputs(rng, d);
             sample.apply = [](Tape&, std::span<const Var> x) { return memory_write(x[0], x[1], x[2], x[3]); };
             return sample;
           }};

@@ -98,6 +98,13 @@ OpSample unary_sample(Rng& rng, SampleSize size, Var (*op)(Var), double lo, doub
   return s;
 }
 
+std::vector<GradcheckInput> memory_write_inputs(Rng& rng, const SampleDims& d) {
+  return {{"M", random_tensor(rng, memory(d.batch, d.slots, d.mem_rows, d.mem_cols))},
+          {"w", random_tensor(rng, weighting(d.batch, d.slots), 0.0, 1.0)},
+          {"E", random_tensor(rng, matrices(d.batch, d.mem_rows, d.mem_cols), 0.0, 1.0)},
+          {"A", random_tensor(rng, matrices(d.batch, d.mem_rows, d.mem_cols))}};
+}
+
 OpSample binary_sample(Rng& rng, SampleSize size, Var (*op)(Var, Var), bool broadcast) {
   const SampleDims d = sample_dims(size);
   OpSample s;

@@ -41,6 +41,9 @@ struct SampleDims {
   std::int64_t slots, mem_rows, mem_cols;        // memories
 };
 SampleDims sample_dims(SampleSize size);
+// A memory write's operands in the ranges the NTM gives them: M [B,N,r,c], w [B,N] and E [B,r,c] in [0, 1],
+// A [B,r,c] (memory_write, and the write of memory_read_write).
+std::vector<GradcheckInput> memory_write_inputs(Rng& rng, const SampleDims& d);
 
 }  // namespace matmem
 
