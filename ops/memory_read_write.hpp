@@ -81,17 +81,28 @@ struct MemoryReadWriteKernel {
       for (std::int64_t e0 = 0; e0 < E; e0 += kBlock) {
         if (RK > 0 && e0 + kBlock <= E) {  // a full block: RK·kBlock sums in registers
           std::array<std::array<X, kBlock>, kReads<RK>> acc{};
-          for (std::int64_t n = 0; n < N; ++n) {
+          std::array<X, kBlock> eb, ab;  // the block's erase and add lanes, at fixed offsets on the stack
+          for (std::int64_t e = 0; e < kBlock; ++e) {
+            eb[std::size_t(e)] = ops::load<X>(et + (e0 + e) * B + q);
+            ab[std::size_t(e)] = ops::load<X>(at + (e0 + e) * B + q);
+          }
+          const T* slot = mem + e0 * B + q;
+          T* yslot = y + e0 * B + q;
+          for (std::int64_t n = 0; n < N; ++n, slot += E * B, yslot += E * B) {
             const X wv = ops::load<X>(wt + n * B + q);
-            const T* slot = mem + (n * E + e0) * B + q;
-            T* yslot = y + (n * E + e0) * B + q;
-#pragma GCC unroll 16
-            for (std::int64_t e = 0; e < kBlock; ++e) {
-              const X mv = ops::load<X>(slot + e * B);
-              const std::int64_t i = (e0 + e) * B + q;
-              ops::store(yslot + e * B, mv + wv * (ops::load<X>(at + i) - mv * ops::load<X>(et + i)));
+            std::array<X, kReads<RK>> rw;
+            for (int r = 0; r < RK; ++r) rw[std::size_t(r)] = ops::load<X>(rwt + (r * N + n) * B + q);
+            const T* mp = slot;
+            T* yp = yslot;
+#pragma GCC unroll 32
+            for (std::int64_t e = 0; e < kBlock; ++e, mp += B, yp += B) {
+              // Running pointers: with the element stride B known only at run time, precomputed offsets
+              // for every e of the unrolled block do not fit the registers and were reloaded from the stack.
+              asm("" : "+r"(mp), "+r"(yp));
+              const X mv = ops::load<X>(mp);
+              ops::store(yp, mv + wv * (ab[std::size_t(e)] - mv * eb[std::size_t(e)]));
 #pragma GCC unroll 4
-              for (int r = 0; r < RK; ++r) acc[std::size_t(r)][e] += ops::load<X>(rwt + (r * N + n) * B + q) * mv;
+              for (int r = 0; r < RK; ++r) acc[std::size_t(r)][std::size_t(e)] += rw[std::size_t(r)] * mv;
             }
           }
           for (int r = 0; r < RK; ++r)

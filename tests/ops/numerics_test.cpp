@@ -331,10 +331,12 @@ TEST_CASE("memory ops pass gradcheck at a batch that fills SIMD chunks and leave
 
 TEST_CASE("memory_read_write equals memory_write and memory_read, in values and in every gradient", "[ops]") {
   // Batch 19: SIMD chunks and a tail in float64 (and float32); two reads; grad_M assigned (the fused op is
-  // M's only consumer) or added to (a later consumer of M runs its backward first).
+  // M's only consumer) or added to (a later consumer of M runs its backward first). Slots of 2x3 and 4x7:
+  // the forward's element blocks (kBlock = 12) are all partial, or two whole and one partial.
+  for (const auto& [r, c] : {std::pair<std::int64_t, std::int64_t>{2, 3}, {4, 7}})
   for (bool later_consumer : {false, true}) {
     Rng rng(31);
-    const std::int64_t B = 19, N = 5, r = 2, c = 3;
+    const std::int64_t B = 19, N = 5;
     const std::vector<Tensor> in = {random_tensor(rng, memory(B, N, r, c)),
                                     random_tensor(rng, weighting(B, N), 0.0, 1.0),
                                     random_tensor(rng, matrices(B, r, c), 0.0, 1.0),
@@ -372,7 +374,8 @@ TEST_CASE("memory_read_write equals memory_write and memory_read, in values and 
     const char* names[] = {"M'", "R_1", "R_2", "grad M", "grad w", "grad E", "grad A", "grad w_1", "grad w_2"};
     for (std::size_t k = 0; k < fused.size(); ++k)
       for (std::int64_t e = 0; e < fused[k].numel(); ++e) {
-        INFO(names[k] << " element " << e << (later_consumer ? " (grad_M added to)" : " (grad_M assigned)"));
+        INFO("slots " << r << "x" << c << ", " << names[k] << " element " << e
+                      << (later_consumer ? " (grad_M added to)" : " (grad_M assigned)"));
         CHECK(fused[k].get(e) == Approx(separate[k].get(e)).epsilon(1e-12).margin(1e-14));
       }
   }
@@ -380,8 +383,10 @@ TEST_CASE("memory_read_write equals memory_write and memory_read, in values and 
 
 TEST_CASE("memory ops in float32 agree with float64 at a batch taking 8-, 4-lane and scalar chunks", "[ops]") {
   // Batch 13: in float32 on AVX-512 an 8-lane, a 4-lane and a scalar chunk (ops::simd_loop), in float64 8 + 4 + 1.
+  // Slots of 2x3 and 5x5 (the forward's element blocks all partial, or two whole and one partial).
+  for (const auto& [r, c] : {std::pair<std::int64_t, std::int64_t>{2, 3}, {5, 5}}) {
   Rng rng(51);
-  const std::int64_t B = 13, N = 6, r = 2, c = 3;
+  const std::int64_t B = 13, N = 6;
   const std::vector<Tensor> in = {random_tensor(rng, memory(B, N, r, c)), random_tensor(rng, weighting(B, N), 0.0, 1.0),
                                   random_tensor(rng, matrices(B, r, c), 0.0, 1.0), random_tensor(rng, matrices(B, r, c)),
                                   random_tensor(rng, weighting(B, N), 0.0, 1.0), random_tensor(rng, matrices(B, r, c))};
@@ -407,9 +412,10 @@ TEST_CASE("memory ops in float32 agree with float64 at a batch taking 8-, 4-lane
   const std::vector<Tensor> f32 = run(DType::f32), f64 = run(DType::f64);
   for (std::size_t k = 0; k < f32.size(); ++k)
     for (std::int64_t e = 0; e < f32[k].numel(); ++e) {
-      INFO("tensor " << k << " element " << e);
+      INFO("slots " << r << "x" << c << ", tensor " << k << " element " << e);
       CHECK(f32[k].get(e) == Approx(f64[k].get(e)).epsilon(1e-4).margin(1e-5));
     }
+  }
 }
 
 TEST_CASE("ntm_addressing passes gradcheck when its inputs already hold gradients from later ops", "[ops][gradcheck]") {
