@@ -194,7 +194,8 @@ void Step::begin_sequence(std::int64_t batch) {
 }
 
 int Step::auto_segment(std::size_t bytes) {
-  const std::size_t fit = kRingBytes / std::max<std::size_t>(bytes, 1);
+  if (bytes < kChainMinBytes) return 1;
+  const std::size_t fit = kRingBytes / bytes;
   return fit < 1 ? 1 : int(std::min<std::size_t>(fit + 1, 8));
 }
 

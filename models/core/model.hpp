@@ -139,8 +139,13 @@ class Step {
   // state whose segment is 1 the scope changes nothing.
   ChainLink link(std::string_view name);
   // The segment for a state of `bytes` per pass (StateDecl::segment 0): as many as keep the ring buffers
-  // within kRingBytes (a core's L2 holds them), at most 8; 1 (no recomputation) when one does not fit.
+  // within kRingBytes (a core's L2 holds them), at most 8; 1 (no recomputation) when one does not fit, or
+  // when the state is smaller than kChainMinBytes: a pass's copies of a small state stay in cache anyway, and
+  // the re-runs only add time (the vector NTM's 10 KiB memory: 9% slower per step with recomputation; the
+  // MatNTM's 270 KiB memory, every one of them otherwise written to and read back from memory out of cache:
+  // 3–6% faster, see README.md, "Performance").
   static constexpr std::size_t kRingBytes = std::size_t(1) << 20;
+  static constexpr std::size_t kChainMinBytes = std::size_t(128) << 10;
   static int auto_segment(std::size_t bytes);
 
   // Used by Unroller.

@@ -47,8 +47,9 @@ const std::vector<ConfigKey>& config_keys() {
       {"ntm.read_heads", "1", "read heads"},
       {"ntm.write_heads", "1", "write heads"},
       {"ntm.shift", "1", "shift range S (shifts −S..S)"},
-      {"ntm.memory_segment", "1",
-       "keep every n-th time step's memory, recompute the others in backward (1: keep all; 0: n from the memory's size)"},
+      {"ntm.memory_segment", "0",
+       "keep every n-th time step's memory, recompute the others in backward (1: keep all; 0: n from the memory's "
+       "size, 4 at the paper's sizes, 1 under 128 KiB)"},
       {"ntm.initial_weighting", "\"first_slot\"", "first_slot (w0 = δ1) or zero (see models/ntm/matntm.hpp)"},
       {"log_every", "50", "steps between rows of metrics.csv and progress updates"},
       {"checkpoint_every", "500", "steps between checkpoints (0: only at the end)"},

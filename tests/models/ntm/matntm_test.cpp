@@ -162,3 +162,30 @@ TEST_CASE("MatNTM with its memory recomputed every second step passes gradcheck 
   INFO(r.str());
   CHECK(r.passed);
 }
+
+TEST_CASE("the automatic memory segment recomputes a large memory and keeps a small one", "[models][ntm][chain]") {
+  const std::size_t paper = std::size_t(16) * 120 * 6 * 6 * sizeof(float);  // 270 KiB
+  CHECK(Step::auto_segment(paper) == 4);                       // three ring buffers within the 1 MiB budget
+  CHECK(Step::auto_segment(Step::kChainMinBytes) == 8);        // at most 8
+  CHECK(Step::auto_segment(Step::kChainMinBytes - 4) == 1);    // small: kept
+  CHECK(Step::auto_segment(std::size_t(10) << 10) == 1);       // the vector NTM's memory
+  CHECK(Step::auto_segment(Step::kRingBytes + 4) == 1);        // one ring buffer would not fit
+  // MatNTM's default (memory_segment 0) at the paper's memory: memories in ring buffers; at a small one, none.
+  for (bool large : {true, false}) {
+    NTMConfig c = small(CellKind::rnn, 1, 1);
+    if (large) c.slots = 120, c.slot_rows = 6, c.slot_cols = 6;
+    REQUIRE(c.memory_segment == 0);
+    MatNTM m(c, DType::f32, 3);
+    m.build();
+    Sequence seq = testing::random_sequence(m, 16, 6, 5);
+    for (std::vector<Tensor>* ts : {&seq.inputs, &seq.targets})
+      for (Tensor& t : *ts) t = t.to(DType::f32);
+    Tape tape(DType::f32);
+    Unroller u(m, tape);
+    u.run(seq);
+    int in_ring = 0;
+    for (std::uint32_t k = 0; k < tape.size(); ++k) in_ring += tape.node(k).chain != 0;
+    INFO((large ? "270 KiB memory" : "small memory"));
+    CHECK((in_ring > 0) == large);
+  }
+}
