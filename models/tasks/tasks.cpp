@@ -9,15 +9,26 @@ namespace {
 void require(bool ok, const std::string& what) {
   if (!ok) throw Error(what);
 }
+// The frames are written element by element for every sequence drawn: through typed pointers, not
+// Tensor::set (a dtype dispatch per element).
 void set_row(Tensor& f, std::int64_t row, double v) {
-  for (std::int64_t b = 0; b < f.shape().batch; ++b)
-    for (std::int64_t j = 0; j < f.shape().cols; ++j) f.set(f.shape().offset(b, 0, row, j), v);
+  dispatch(f.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const TensorView<T> x = f.view<T>();
+    for (std::int64_t b = 0; b < x.shape.batch; ++b)
+      for (std::int64_t j = 0; j < x.shape.cols; ++j) x.at(b, row, j) = T(v);
+  });
 }
-// Copies matrix m [B,r,c] into the first r rows of frame f [B,r+extra,c].
+// Copies matrix m [B,r,c] into the first r rows of frame f [B,r+extra,c] (the same dtype).
 void put(Tensor& f, const Tensor& m) {
-  for (std::int64_t b = 0; b < m.shape().batch; ++b)
-    for (std::int64_t i = 0; i < m.shape().rows; ++i)
-      for (std::int64_t j = 0; j < m.shape().cols; ++j) f.set(f.shape().offset(b, 0, i, j), m.at(b, i, j));
+  dispatch(f.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const TensorView<T> x = f.view<T>();
+    const TensorView<const T> y = m.view<T>();
+    for (std::int64_t b = 0; b < y.shape.batch; ++b)
+      for (std::int64_t i = 0; i < y.shape.rows; ++i)
+        for (std::int64_t j = 0; j < y.shape.cols; ++j) x.at(b, i, j) = y.at(b, i, j);
+  });
 }
 // The first r rows of frame f as matrix m [B,r,c].
 void take_rows(const Tensor& f, Tensor& m) {
@@ -26,7 +37,10 @@ void take_rows(const Tensor& f, Tensor& m) {
       for (std::int64_t j = 0; j < m.shape().cols; ++j) m.set(m.shape().offset(b, 0, i, j), f.at(b, i, j));
 }
 void random_bits(Rng& rng, Tensor& m) {
-  for (std::int64_t k = 0; k < m.numel(); ++k) m.set(k, rng.bernoulli(0.5) ? 1.0 : 0.0);
+  dispatch(m.dtype(), [&](auto z) {
+    using T = decltype(z);
+    for (T& v : m.view<T>()) v = rng.bernoulli(0.5) ? T(1) : T(0);
+  });
 }
 }  // namespace
 
@@ -144,9 +158,13 @@ void RecallTask::sample_size_into(Rng& rng, std::int64_t k, Sequence& s, DType d
 
 template <class T>
 double bit_errors_per_sequence(const T* logits, const Tensor& target) {
-  double wrong = 0;
-  for (std::int64_t k = 0; k < target.numel(); ++k) wrong += (logits[k] > 0) != (target.get(k) > 0.5);
-  return wrong / double(target.shape().batch);
+  std::int64_t wrong = 0;
+  dispatch(target.dtype(), [&](auto z) {
+    using U = decltype(z);
+    const U* t = target.view<U>().data;
+    for (std::int64_t k = 0; k < target.numel(); ++k) wrong += (logits[k] > 0) != (t[k] > U(0.5));
+  });
+  return double(wrong) / double(target.shape().batch);
 }
 template double bit_errors_per_sequence<float>(const float*, const Tensor&);
 template double bit_errors_per_sequence<double>(const double*, const Tensor&);
