@@ -506,6 +506,7 @@ void Tape::clear() {
   inputs_.clear();
   chain_count_ = 0;
   pending_link_ = 0;
+  peak_pass_bytes_ = std::max(peak_pass_bytes_, arena_.bytes_in_use());
   arena_.reset();
   epoch_ = next_epoch++;
   flops_ = {};

@@ -4,12 +4,12 @@
 //   bilinear(P, U, V) = Uᵀ P V is mat with one term and no bias.
 //
 // In matmem's layout (runtime/shape.hpp) a batch P is one r x (B c) matrix P̂ = [P_1 | ... | P_B], so per term
-//   Q̂ = P̂ V  as the (r B) x c matrix times V        -> (r B) x c'   (one GEMM, Q̂ saved for backward)
+//   Q̂ = P̂ V  as the (r B) x c matrix times V        -> (r B) x c'   (one GEMM)
 //   Ŷ += Uᵀ Q̂ as r' x r times the r x (B c') matrix  -> r' x (B c')  (one GEMM)
 // and with Ĝ the upstream gradient (r' x B c') and Ĥ = U Ĝ (r x B c'):
 //   grad_U += Q̂ Ĝᵀ,   grad_P̂ += Ĥ Vᵀ (as (r B) x c'),   grad_V += P̂ᵀ Ĥ (as (r B) x c),   grad_B += Σ_b G_b.
 // Or, associating the other way ("U first"):
-//   T̂ = Uᵀ P̂  as r' x r times r x (B c)               -> r' x (B c)    (one GEMM, T̂ saved)
+//   T̂ = Uᵀ P̂  as r' x r times r x (B c)               -> r' x (B c)    (one GEMM)
 //   Ŷ += T̂ V  as the (r' B) x c matrix times V        -> (r' B) x c'
 //             (after the first term: T̂ V into scratch with β = 0, then added to Ŷ. OpenBLAS 0.3.21 runs this
 //             tall, narrow NN GEMM 2–3x slower with β = 1: in the NTM controller's mat, 240 x 15 x 6 took
@@ -20,19 +20,25 @@
 // r' B c (r + c'). The NTM's heads project a 15x15 state to 1x1 … 6x6 outputs, where U first is 1.6–3.5x
 // faster with OpenBLAS (its V-first GEMMs are (r B) x c' with r B = 240 rows and c' ≤ 6, a shape it runs
 // at a few GFLOP/s).
-// Whatever the batch size, a term costs two GEMMs forward and at most four backward.
+// Whatever the batch size, a term costs two GEMMs forward and at most four backward, or five when Q̂ (or
+// T̂) is not saved but recomputed in backward with forward's first GEMM. That is the choice on a tape whose
+// passes outgrow the cache (Tape::recompute_saved), where a saved Q̂ is written out and read back from
+// memory (27 x 240 floats per call for the NTM controller's first layer) and the GEMM costs less than that
+// traffic; on a small tape it would only add the GEMM (measured in the commit that made the choice).
 //
 // Stacked (several terms, see stacked() for when): every term V first, the Q̂_t = P̂_t V_t ((r_t B) x c',
-// one GEMM each) written into consecutive row blocks of one saved Q̂ = [Q̂_1; Q̂_2; ...] ((Σ r_t) x (B c')),
+// one GEMM each) written into consecutive row blocks of one Q̂ = [Q̂_1; Q̂_2; ...] ((Σ r_t) x (B c'), saved or
+// in scratch),
 // and with U_stack = [U_1; U_2; ...] ((Σ r_t) x r', copied into scratch)
 //   Ŷ = U_stackᵀ Q̂                                   (one GEMM for all terms)
 // and backward
 //   Ĥ = U_stack Ĝ  ((Σ r_t) x (B c'), one GEMM; its row blocks are the Ĥ_t),
-//   grad U_stack = Q̂ Ĝᵀ (one GEMM into scratch, its row blocks added to each grad_U_t),
+//   grad U_stack = Q̂ Ĝᵀ (Q̂ saved or recomputed; one GEMM into scratch, its row blocks added to each grad_U_t),
 //   per term grad_P̂_t += Ĥ_t V_tᵀ (NN through a transposed copy of a small V_t, β = 0 straight into a fresh
 //   grad_P̂_t or into scratch and then added, as per term (add_product): the NT GEMM with β = 1 ran
 //   240 x 15 x 15 in 4.2 µs, NN with β = 0 in 1.5), grad_V_t += P̂_tᵀ Ĥ_t.
-// k terms: k + 1 GEMMs forward, at most 2 k + 2 backward (3 terms: 4 and 8 instead of 6 and 12).
+// k terms: k + 1 GEMMs forward, at most 2 k + 2 backward (3 terms: 4 and 8 instead of 6 and 12), k more
+// when Q̂ is recomputed.
 #include <algorithm>
 #include <array>
 
@@ -96,24 +102,51 @@ std::int64_t stacked_rows(const Shape* x, int arity) {
   for (int t = 0; t < arity / 3; ++t) rows += x[3 * t].rows;
   return rows;
 }
+// Where Q̂ / T̂ go in scratch when they are not saved (forward writes them here, backward recomputes them;
+// see the header). Stacked: U_stack and grad U_stack (R r' each), Ĥ (R B c'), Vᵀ, grad_P̂'s product (max r_t B c_t),
+// then Q (R B c'). Per term: the largest term's backward scratch (or, forward, a later U-first term's
+// product before it is added), then one term's Q̂ or T̂.
+std::int64_t q_offset(const Shape* x, int arity, const Shape& y) {
+  std::int64_t off = 0;
+  if (stacked(x, arity, y)) {
+    std::int64_t tmp = 0;
+    for (int t = 0; t < arity / 3; ++t) tmp = std::max(tmp, x[3 * t].rows * y.batch * x[3 * t].cols);
+    const std::int64_t R = stacked_rows(x, arity);
+    return 2 * R * y.rows + R * y.batch * y.cols + kTransposeV + tmp;
+  }
+  for (int t = 0; t < arity / 3; ++t) {
+    const Shape& p = x[3 * t];
+    off = std::max(off, term_scratch(p, y));
+    if (t > 0 && u_first(p.rows, p.cols, y.rows, y.cols)) off = std::max(off, y.numel());
+  }
+  return off;
+}
+std::int64_t scratch_size(const Shape* x, int arity, const Shape& y) {
+  std::int64_t q = 0;
+  if (stacked(x, arity, y)) q = stacked_rows(x, arity) * y.batch * y.cols;
+  else
+    for (int t = 0; t < arity / 3; ++t) q = std::max(q, term_saved(x[3 * t], y));
+  return q_offset(x, arity, y) + q;
+}
 
 template <class T>
 struct BilinearKernel {
   static void forward(const OpCall<T>& c) {
     const std::int64_t B = c.y_shape.batch, rp = c.y_shape.rows, cp = c.y_shape.cols;
     const int terms = c.arity / 3;
-    T* saved = c.saved;
     if (stacked(c.x_shape, c.arity, c.y_shape)) {
       forward_stacked(c);
       add_bias(c);
       return;
     }
+    T* saved = c.saved;  // nullptr: Q̂ or T̂ go to scratch and backward recomputes them
+    T* const qs = c.scratch + q_offset(c.x_shape, c.arity, c.y_shape);
     for (int t = 0; t < terms; ++t) {
       const Shape& ps = c.x_shape[3 * t];
       const std::int64_t r = ps.rows, cc = ps.cols;
       const T *p = c.x[3 * t], *u = c.x[3 * t + 1], *v = c.x[3 * t + 2];
       const T beta = t == 0 ? T(0) : T(1);
-      T* q = saved;
+      T* q = saved ? saved : qs;
       if (u_first(r, cc, rp, cp)) {
         blas::gemm<T>(true, false, rp, B * cc, r, T(1), u, rp, p, B * cc, T(0), q, B * cc);
         T* yt = t == 0 ? c.y : c.scratch;
@@ -124,7 +157,7 @@ struct BilinearKernel {
         blas::gemm<T>(false, false, r * B, cp, cc, T(1), p, cc, v, cp, T(0), q, cp);
         blas::gemm<T>(true, false, rp, B * cp, r, T(1), u, rp, q, B * cp, beta, c.y, B * cp);
       }
-      saved += term_saved(ps, c.y_shape);
+      if (saved) saved += term_saved(ps, c.y_shape);
     }
     add_bias(c);
   }
@@ -146,18 +179,26 @@ struct BilinearKernel {
     return rows;
   }
 
-  // Q_t = P̂_t V_t into consecutive row blocks of Q (saved), then Ŷ = U_stackᵀ Q.
-  static void forward_stacked(const OpCall<T>& c) {
-    const std::int64_t B = c.y_shape.batch, rp = c.y_shape.rows, cp = c.y_shape.cols;
-    T* us = c.scratch;
-    const std::int64_t R = stack_u(c, us);
-    T* q = c.saved;
+  // Q_t = P̂_t V_t into consecutive row blocks of Q (saved, or in scratch when recomputed; returned).
+  static T* stacked_q(const OpCall<T>& c) {
+    const std::int64_t B = c.y_shape.batch, cp = c.y_shape.cols;
+    T* const q0 = c.saved ? c.saved : c.scratch + q_offset(c.x_shape, c.arity, c.y_shape);
+    T* q = q0;
     for (int t = 0; t < c.arity / 3; ++t) {
       const std::int64_t r = c.x_shape[3 * t].rows, cc = c.x_shape[3 * t].cols;
       blas::gemm<T>(false, false, r * B, cp, cc, T(1), c.x[3 * t], cc, c.x[3 * t + 2], cp, T(0), q, cp);
       q += r * B * cp;
     }
-    blas::gemm<T>(true, false, rp, B * cp, R, T(1), us, rp, c.saved, B * cp, T(0), c.y, B * cp);
+    return q0;
+  }
+
+  // Q as above, then Ŷ = U_stackᵀ Q.
+  static void forward_stacked(const OpCall<T>& c) {
+    const std::int64_t B = c.y_shape.batch, rp = c.y_shape.rows, cp = c.y_shape.cols;
+    T* us = c.scratch;
+    const std::int64_t R = stack_u(c, us);
+    const T* q = stacked_q(c);
+    blas::gemm<T>(true, false, rp, B * cp, R, T(1), us, rp, q, B * cp, T(0), c.y, B * cp);
   }
 
   // Ĥ = U_stack Ĝ (row blocks Ĥ_t), grad U_stack = Q Ĝᵀ (added block by block), then per term
@@ -174,7 +215,8 @@ struct BilinearKernel {
     const std::int64_t R = stacked_rows(c.x_shape, c.arity);
     T *us = c.scratch, *h = us + R * rp, *gus = h + R * B * cp, *vt = gus + R * rp, *tmp = vt + kTransposeV;
     if (any_u) {
-      blas::gemm<T>(false, true, R, rp, B * cp, T(1), c.saved, B * cp, g, B * cp, T(0), gus, rp);
+      const T* q = c.saved ? c.saved : stacked_q(c);
+      blas::gemm<T>(false, true, R, rp, B * cp, T(1), q, B * cp, g, B * cp, T(0), gus, rp);
       const T* src = gus;
       for (int t = 0; t < terms; ++t) {
         const std::int64_t n = c.x_shape[3 * t].rows * rp;
@@ -201,7 +243,6 @@ struct BilinearKernel {
     const std::int64_t B = c.y_shape.batch, rp = c.y_shape.rows, cp = c.y_shape.cols;
     const int terms = c.arity / 3;
     const T* g = c.grad_y;
-    T* saved = c.saved;
     // A fresh grad_P̂ is assigned below; a fresh U, V or bias gradient (a U that is not a parameter, say)
     // is zeroed here and accumulated into like any other.
     for (int k = 0; k < c.arity; ++k)
@@ -212,6 +253,8 @@ struct BilinearKernel {
       bias_grad(c);
       return;
     }
+    T* saved = c.saved;  // nullptr: each term's T̂ or Q̂ is recomputed into qs
+    T* const qs = c.scratch + q_offset(c.x_shape, c.arity, c.y_shape);
     for (int t = 0; t < terms; ++t) {
       const Shape& ps = c.x_shape[3 * t];
       const std::int64_t r = ps.rows, cc = ps.cols;
@@ -219,8 +262,12 @@ struct BilinearKernel {
       T *gp = c.grad_x[3 * t], *gu = c.grad_x[3 * t + 1], *gv = c.grad_x[3 * t + 2];
       const bool small_v = cc * cp <= kTransposeV, fresh_p = c.fresh(3 * t);
       if (u_first(r, cc, rp, cp)) {
-        T *tq = saved, *h = c.scratch, *vt = h + rp * B * cc, *tmp = vt + (small_v ? cc * cp : 0);
-        if (gv) blas::gemm<T>(true, false, cc, cp, rp * B, T(1), tq, cc, g, cp, T(1), gv, cp);
+        T *h = c.scratch, *vt = h + rp * B * cc, *tmp = vt + (small_v ? cc * cp : 0);
+        if (gv) {
+          const T* tq = saved ? saved : qs;
+          if (!saved) blas::gemm<T>(true, false, rp, B * cc, r, T(1), u, rp, p, B * cc, T(0), qs, B * cc);  // T̂
+          blas::gemm<T>(true, false, cc, cp, rp * B, T(1), tq, cc, g, cp, T(1), gv, cp);
+        }
         if (gu || gp) ops::times_vt(rp * B, g, v, cc, cp, vt, h);
         if (gu) blas::gemm<T>(false, true, r, rp, B * cc, T(1), p, B * cc, h, B * cc, T(1), gu, rp);
         if (gp)
@@ -228,14 +275,18 @@ struct BilinearKernel {
             blas::gemm<T>(false, false, r, B * cc, rp, T(1), u, rp, h, B * cc, T(0), out, B * cc);
           });
       } else {
-        T *q = saved, *h = c.scratch, *vt = h + r * B * cp, *tmp = vt + (small_v ? cc * cp : 0);
-        if (gu) blas::gemm<T>(false, true, r, rp, B * cp, T(1), q, B * cp, g, B * cp, T(1), gu, rp);
+        T *h = c.scratch, *vt = h + r * B * cp, *tmp = vt + (small_v ? cc * cp : 0);
+        if (gu) {
+          const T* q = saved ? saved : qs;
+          if (!saved) blas::gemm<T>(false, false, r * B, cp, cc, T(1), p, cc, v, cp, T(0), qs, cp);  // Q̂
+          blas::gemm<T>(false, true, r, rp, B * cp, T(1), q, B * cp, g, B * cp, T(1), gu, rp);
+        }
         if (gp || gv) blas::gemm<T>(false, false, r, B * cp, rp, T(1), u, rp, g, B * cp, T(0), h, B * cp);
         if (gp)
           add_product(gp, fresh_p, r * B * cc, tmp, [&](T* out) { ops::times_vt(r * B, h, v, cc, cp, vt, out); });
         if (gv) blas::gemm<T>(true, false, cc, cp, r * B, T(1), p, cc, h, cp, T(1), gv, cp);
       }
-      saved += term_saved(ps, c.y_shape);
+      if (saved) saved += term_saved(ps, c.y_shape);
     }
     bias_grad(c);
   }
@@ -246,17 +297,19 @@ struct BilinearKernel {
   }
 };
 
-Flops flops(const Shape* x, int arity, const Shape& y, const OpAttrs&) {
-  double f = 0;
+// Backward: twice forward's GEMMs, plus forward's first-stage GEMMs again when Q̂ or T̂ are recomputed.
+Flops flops(const Shape* x, int arity, const Shape& y, const OpAttrs& attrs) {
+  double f = 0, first = 0;
   const bool stack = stacked(x, arity, y);
   for (int t = 0; t < arity / 3; ++t) {
     const Shape& p = x[3 * t];
-    const double r = double(p.rows), c = double(p.cols), rp = double(y.rows), cp = double(y.cols);
-    f += 2.0 * double(y.batch) *
-         (!stack && u_first(p.rows, p.cols, y.rows, y.cols) ? rp * c * (r + cp) : r * cp * (c + rp));
+    const double r = double(p.rows), c = double(p.cols), rp = double(y.rows), cp = double(y.cols), B = double(y.batch);
+    const bool uf = !stack && u_first(p.rows, p.cols, y.rows, y.cols);
+    f += 2.0 * B * (uf ? rp * c * (r + cp) : r * cp * (c + rp));
+    first += 2.0 * B * (uf ? rp * c * r : r * cp * c);
   }
   if (arity % 3 == 1) f += double(y.numel());
-  return {f, 2.0 * f};
+  return {f, 2.0 * f + (attrs.i[0] ? first : 0.0)};
 }
 
 constexpr OpDef kBilinear = make_op<BilinearKernel>("bilinear", flops, /*assigns_fresh=*/true);
@@ -274,7 +327,6 @@ Var apply_terms(const OpDef& op, std::span<const MatTerm> terms, Var bias) {
   std::array<Var, 3 * kMaxTerms + 1> in;
   std::array<Shape, 3 * kMaxTerms + 1> shapes;
   std::size_t n = 0;
-  std::int64_t saved = 0, scratch = 0;
   for (const MatTerm& t : terms) {
     ops::same_tape(name, first, t.p);
     ops::same_tape(name, t.p, t.u);
@@ -293,9 +345,6 @@ Var apply_terms(const OpDef& op, std::span<const MatTerm> terms, Var bias) {
     in[n++] = t.p;
     in[n++] = t.u;
     in[n++] = t.v;
-    saved += term_saved(p, out);
-    scratch = std::max(scratch, term_scratch(p, out));
-    if (n > 3 && u_first(p.rows, p.cols, out.rows, out.cols)) scratch = std::max(scratch, out.numel());  // forward
   }
   if (bias.valid()) {
     ops::same_tape(name, first, bias);
@@ -304,15 +353,18 @@ Var apply_terms(const OpDef& op, std::span<const MatTerm> terms, Var bias) {
                                    out.cols, out.str()));
     in[n++] = bias;
   }
-  if (stacked(shapes.data(), int(3 * terms.size()), out)) {  // Q saved; U_stack, Ĥ, grad U_stack in scratch
-    const std::int64_t R = stacked_rows(shapes.data(), int(3 * terms.size()));
-    saved = R * out.batch * out.cols;
-    std::int64_t tmp = 0;
-    for (std::size_t t = 0; t < terms.size(); ++t)
-      tmp = std::max(tmp, shapes[3 * t].rows * out.batch * shapes[3 * t].cols);
-    scratch = 2 * R * out.rows + R * out.batch * out.cols + kTransposeV + tmp;
+  const int arity = int(3 * terms.size());
+  const bool recompute = first.tape->recompute_saved();
+  std::int64_t saved = 0;
+  if (!recompute) {
+    if (stacked(shapes.data(), arity, out)) saved = stacked_rows(shapes.data(), arity) * out.batch * out.cols;
+    else
+      for (int t = 0; t < arity / 3; ++t) saved += term_saved(shapes[3 * t], out);
   }
-  return first.tape->apply(op, std::span<const Var>(in.data(), n), out, {}, saved, scratch);
+  OpAttrs attrs;
+  attrs.i[0] = recompute;  // for flops()
+  return first.tape->apply(op, std::span<const Var>(in.data(), n), out, attrs, saved,
+                           scratch_size(shapes.data(), arity, out));
 }
 
 }  // namespace

@@ -2,11 +2,13 @@
 //   Y_k = U_kᵀ X V_k + B_k,   X:[B,r,c], U_k:[r,r'_k], V_k:[c,c'_k], B_k:[r'_k,c'_k] -> Y_k:[B,r'_k,c'_k], k = 1..K
 // Equal to K single-term mat calls (ops/bilinear.cpp, whose layout notes apply: X̂ is r x (B c)), but the
 // K first-stage GEMMs Uᵀ X̂ are one, with the U's side by side in U_s = [U_1 | … | U_K] (r x R', R' = Σ r'_k):
-//   T̂ = U_sᵀ X̂ (R' x B c, saved; its row block k is T̂_k),   Ŷ_k = T̂_k V_k (as (r'_k B) x c times c x c'_k)
+//   T̂ = U_sᵀ X̂ (R' x B c; its row block k is T̂_k),   Ŷ_k = T̂_k V_k (as (r'_k B) x c times c x c'_k)
 // and backward, with Ĥ_k = Ĝ_k V_kᵀ stacked into Ĥ (R' x B c):
 //   grad_V_k += T̂_kᵀ Ĝ_k,   grad_B_k += Σ_b G_k,   grad_U_s += X̂ Ĥᵀ (then split into the grad_U_k),
 //   grad_X̂ += U_s Ĥ
-// so K projections cost K + 1 GEMMs forward and 2K + 2 backward instead of 2K and 4K. Every term is
+// so K projections cost K + 1 GEMMs forward and 2K + 2 backward instead of 2K and 4K, one more when T̂ is
+// recomputed rather than saved (on a tape whose passes outgrow the cache, Tape::recompute_saved; as in mat).
+// Every term is
 // associated U first, the cheaper order when the outputs are smaller than X (the NTM heads' 1x1 … 6x6
 // projections of a 15x15 state). A test checks it against the separate mat calls in values and gradients.
 #include <algorithm>
@@ -31,9 +33,11 @@ Dims dims_of(const Shape* x, int arity) {
   for (std::int64_t k = 0; k < d.K; ++k) d.R += x[1 + 3 * k].cols;
   return d;
 }
-// scratch: U_s [r·R'], Ĥ [R'·B·c], grad_U_s [r·R'], grad_X̂'s product [r·B·c], one Vᵀ [c·max c'_k].
+// scratch: U_s [r·R'], Ĥ [R'·B·c], grad_U_s [r·R'], grad_X̂'s product [r·B·c], T̂ [R'·B·c] (when it is not
+// saved: forward writes it here and backward recomputes it, see Tape::recompute_saved), one Vᵀ [c·max c'_k].
+std::int64_t t_hat_offset(const Dims& d) { return 2 * d.r * d.R + d.R * d.B * d.c + d.r * d.B * d.c; }
 std::int64_t scratch_size(const Dims& d, std::int64_t max_cols) {
-  return 2 * d.r * d.R + d.R * d.B * d.c + d.r * d.B * d.c + d.c * max_cols;
+  return t_hat_offset(d) + d.R * d.B * d.c + d.c * max_cols;
 }
 
 template <class T>
@@ -49,18 +53,25 @@ struct ProjectionsKernel {
     }
   }
 
+  // T̂ = U_sᵀ X̂ (U_s stacked in scratch first) into the saved buffer, or into scratch when it is recomputed.
+  static T* t_hat(const OpCall<T>& c, const Dims& d) {
+    const std::int64_t bc = d.B * d.c;
+    T *us = c.scratch, *t = c.saved ? c.saved : c.scratch + t_hat_offset(d);
+    stack_u(c, d, us);
+    blas::gemm<T>(true, false, d.R, bc, d.r, T(1), us, d.R, c.x[0], bc, T(0), t, bc);
+    return t;
+  }
+
   static void forward(const OpCall<T>& c) {
     const Dims d = dims_of(c.x_shape, c.arity);
     const std::int64_t B = d.B, bc = d.B * d.c;
-    T* us = c.scratch;
-    stack_u(c, d, us);
-    blas::gemm<T>(true, false, d.R, bc, d.r, T(1), us, d.R, c.x[0], bc, T(0), c.saved, bc);
+    const T* th = t_hat(c, d);
     std::int64_t off = 0;
     for (std::int64_t k = 0; k < d.K; ++k) {
       const std::int64_t rk = c.x_shape[1 + 3 * k].cols, ck = c.x_shape[2 + 3 * k].cols;
       const T *v = c.x[2 + 3 * k], *bias = c.x[3 + 3 * k];
       T* y = c.ys[k];
-      blas::gemm<T>(false, false, rk * B, ck, d.c, T(1), c.saved + off * bc, d.c, v, ck, T(0), y, ck);
+      blas::gemm<T>(false, false, rk * B, ck, d.c, T(1), th + off * bc, d.c, v, ck, T(0), y, ck);
       ops::add_bias(y, bias, B, rk, ck);
       off += rk;
     }
@@ -69,14 +80,19 @@ struct ProjectionsKernel {
   static void backward(const OpCall<T>& c) {
     const Dims d = dims_of(c.x_shape, c.arity);
     const std::int64_t B = d.B, bc = d.B * d.c;
-    T *us = c.scratch, *h = us + d.r * d.R, *gus = h + d.R * bc, *tmp = gus + d.r * d.R, *vt = tmp + d.r * bc;
+    T *us = c.scratch, *h = us + d.r * d.R, *gus = h + d.R * bc, *tmp = gus + d.r * d.R;
+    T* vt = c.scratch + t_hat_offset(d) + d.R * bc;
     // A fresh U, V or B gradient (one that is not a parameter) is zeroed, then accumulated into.
     for (int a = 1; a < c.arity; ++a)
       if (c.fresh(a) && c.grad_x[a]) std::fill_n(c.grad_x[a], c.x_shape[a].numel(), T(0));
+    bool any_v = false;
+    for (std::int64_t k = 0; k < d.K; ++k) any_v = any_v || c.grad_x[2 + 3 * k];
+    const T* th = c.saved ? c.saved : any_v ? t_hat(c, d) : nullptr;  // t_hat stacks U_s too
+    if (c.saved || !any_v) stack_u(c, d, us);
     std::int64_t off = 0;
     for (std::int64_t k = 0; k < d.K; ++k) {
       const std::int64_t rk = c.x_shape[1 + 3 * k].cols, ck = c.x_shape[2 + 3 * k].cols;
-      const T *v = c.x[2 + 3 * k], *g = c.grad_ys[k], *tk = c.saved + off * bc;
+      const T *v = c.x[2 + 3 * k], *g = c.grad_ys[k], *tk = th ? th + off * bc : nullptr;
       if (T* gv = c.grad_x[2 + 3 * k]) blas::gemm<T>(true, false, d.c, ck, rk * B, T(1), tk, d.c, g, ck, T(1), gv, ck);
       if (T* gb = c.grad_x[3 + 3 * k]) ops::add_bias_grad(gb, g, B, rk, ck);
       ops::times_vt(rk * B, g, v, d.c, ck, vt, h + off * bc);  // Ĥ_k = Ĝ_k V_kᵀ
@@ -94,7 +110,6 @@ struct ProjectionsKernel {
     }
     // grad_X̂ += U_s Ĥ, with β = 0 (into a fresh gradient, or into scratch and then added)
     if (T* gx = c.grad_x[0]) {
-      stack_u(c, d, us);
       ops::add_product(gx, c.fresh(0), d.r * bc, tmp, [&](T* out) {
         blas::gemm<T>(false, false, d.r, bc, d.R, T(1), us, d.R, h, bc, T(0), out, bc);
       });
@@ -102,14 +117,15 @@ struct ProjectionsKernel {
   }
 };
 
-Flops flops(const Shape* x, int arity, const Shape&, const OpAttrs&) {
+Flops flops(const Shape* x, int arity, const Shape&, const OpAttrs& attrs) {
   const Dims d = dims_of(x, arity);
-  double f = 2.0 * double(d.R * d.B * d.c * d.r);
+  const double t_hat = 2.0 * double(d.R * d.B * d.c * d.r);  // again in backward when recomputed
+  double f = t_hat;
   for (std::int64_t k = 0; k < d.K; ++k) {
     const double rk = double(x[1 + 3 * k].cols), ck = double(x[2 + 3 * k].cols);
     f += 2.0 * rk * double(d.B) * double(d.c) * ck + rk * double(d.B) * ck;
   }
-  return {f, 2.0 * f};
+  return {f, 2.0 * f + (attrs.i[0] ? t_hat : 0.0)};
 }
 constexpr OpDef kOp = make_op<ProjectionsKernel>("projections", flops, /*assigns_fresh=*/true);
 }  // namespace
@@ -145,8 +161,11 @@ void projections(Var x, std::span<const Projection> p, std::span<Var> out) {
     d.R += u.cols;
     max_cols = std::max(max_cols, v.cols);
   }
+  const bool recompute = x.tape->recompute_saved();  // T̂ saved, or recomputed in backward (Tape::recompute_saved)
+  OpAttrs attrs;
+  attrs.i[0] = recompute;  // for flops()
   x.tape->apply(kOp, std::span<const Var>(in.data(), 1 + 3 * p.size()), std::span<const Shape>(shapes.data(), p.size()),
-                out, {}, d.R * d.B * d.c, scratch_size(d, max_cols));
+                out, attrs, recompute ? 0 : d.R * d.B * d.c, scratch_size(d, max_cols));
 }
 
 OpEntry projections_entry() {

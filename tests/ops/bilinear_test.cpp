@@ -2,8 +2,11 @@
 // order, U first or V first, at the first position and after it, where a U-first term's product goes
 // through scratch and is added) and the stacked path (all terms V first, one shared Uᵀ GEMM), with terms
 // whose inputs want no gradient and a P shared by two terms; and for both paths, that a fresh grad_P is
-// assigned (not added to) and a live one added to.
+// assigned (not added to) and a live one added to; each with Q̂ / T̂ saved and recomputed in backward
+// (Tape::recompute_saved), the two bit for bit the same.
 #include <catch2/catch.hpp>
+
+#include <cstdint>
 
 #include "autodiff/gradcheck.hpp"
 #include "ops/ops.hpp"
@@ -52,8 +55,10 @@ std::vector<GradcheckInput> inputs(const Case& k, std::int64_t batch) {
   return in;
 }
 
-GradcheckFn terms_of(const Case& k) {
-  return [&k](Tape&, std::span<const Var> x) {
+// recompute: the tape recomputes saved buffers whatever its size (else it always saves them).
+GradcheckFn terms_of(const Case& k, bool recompute) {
+  return [&k, recompute](Tape& tape, std::span<const Var> x) {
+    tape.set_recompute_above(recompute ? 0 : SIZE_MAX);
     std::vector<MatTerm> terms;
     for (std::size_t t = 0; t < k.terms.size(); ++t) terms.push_back({x[3 * t], x[3 * t + 1], x[3 * t + 2]});
     if (k.shared_p) terms.back().p = x[0];
@@ -65,10 +70,11 @@ GradcheckFn terms_of(const Case& k) {
 TEST_CASE("mat per term and stacked equals the naive sum and passes gradcheck", "[ops][gradcheck]") {
   for (const Case& k : kCases) {
     const std::size_t nt = k.terms.size();
-    for (std::int64_t batch : {1, 3, 17}) {
-      INFO(k.name << ", batch " << batch);
+    for (std::int64_t batch : {1, 3, 17})
+    for (bool recompute : {false, true}) {
+      INFO(k.name << ", batch " << batch << (recompute ? ", recomputed" : ", saved"));
       std::vector<GradcheckInput> in = inputs(k, batch);
-      const GradcheckFn f = terms_of(k);
+      const GradcheckFn f = terms_of(k, recompute);
       for (DType dtype : {DType::f64, DType::f32}) {
         Tape tape(dtype);
         std::vector<Tensor> values;
@@ -106,13 +112,14 @@ namespace {
 // consumer of every P runs its backward first, so mat adds to a live grad_P). twice: backward runs twice on
 // the same tape and the second's gradients are returned; it hands mat the first's grad_P buffers as fresh,
 // so adding to them instead of assigning would double the gradient.
-std::vector<Tensor> mat_grads(const Case& k, const std::vector<GradcheckInput>& in, DType dtype, bool later_p, bool twice) {
+std::vector<Tensor> mat_grads(const Case& k, const std::vector<GradcheckInput>& in, DType dtype, bool later_p, bool twice,
+                              bool recompute) {
   Tape tape(dtype);
   std::vector<Tensor> values;
   for (const auto& x : in) values.push_back(x.value.to(dtype));
   std::vector<Var> vars;
   for (std::size_t a = 0; a < values.size(); ++a) vars.push_back(tape.input(values[a], in[a].differentiable));
-  Var y = terms_of(k)(tape, vars);
+  Var y = terms_of(k, recompute)(tape, vars);
   if (later_p)
     for (std::size_t t = 0; t < k.terms.size(); ++t)
       if (in[3 * t].differentiable) y = add(y, scale(sum(vars[3 * t]), 0.0));
@@ -132,19 +139,46 @@ TEST_CASE("mat per term and stacked assigns a fresh grad_P and adds to a live on
   for (const Case& k : kCases) {
     for (std::int64_t batch : {1, 3, 17}) {
       const std::vector<GradcheckInput> in = inputs(k, batch);
-      const std::vector<Tensor> ref = mat_grads(k, in, DType::f64, false, false);
+      const std::vector<Tensor> ref = mat_grads(k, in, DType::f64, false, false, false);
       for (DType dtype : {DType::f64, DType::f32}) {
         const double tol = dtype == DType::f32 ? 1e-5 : 1e-12;
         for (const auto& [later_p, twice] : {std::pair{false, false}, std::pair{false, true}, std::pair{true, false}}) {
           INFO(k.name << ", batch " << batch << (dtype == DType::f32 ? ", float32" : ", float64")
                       << (later_p ? ", grad_P live" : "") << (twice ? ", second backward" : ""));
-          const std::vector<Tensor> got = mat_grads(k, in, dtype, later_p, twice);
+          const std::vector<Tensor> got = mat_grads(k, in, dtype, later_p, twice, false);
+          const std::vector<Tensor> recomputed = mat_grads(k, in, dtype, later_p, twice, true);
           REQUIRE(got.size() == ref.size());
+          REQUIRE(recomputed.size() == ref.size());
           for (std::size_t a = 0; a < ref.size(); ++a)
-            for (std::int64_t e = 0; e < ref[a].numel(); ++e)
+            for (std::int64_t e = 0; e < ref[a].numel(); ++e) {
               CHECK(got[a].get(e) == Approx(ref[a].get(e)).epsilon(tol).margin(tol));
+              CHECK(recomputed[a].get(e) == got[a].get(e));
+            }
         }
       }
     }
+  }
+}
+
+TEST_CASE("mat saves Q̂ on a small tape and recomputes it once a pass has outgrown the cache", "[ops]") {
+  for (const Case& k : {kCases[0], kCases[2]}) {  // per term; stacked
+    INFO(k.name);
+    const std::vector<GradcheckInput> in = inputs(k, 3);
+    std::vector<Tensor> values;
+    for (const auto& x : in) values.push_back(x.value.to(DType::f32));
+    Tape tape(DType::f32);
+    auto record = [&] {
+      std::vector<Var> vars;
+      for (const Tensor& v : values) vars.push_back(tape.input(v));
+      std::vector<MatTerm> terms;
+      for (std::size_t t = 0; t < k.terms.size(); ++t) terms.push_back({vars[3 * t], vars[3 * t + 1], vars[3 * t + 2]});
+      return mat(terms, vars.back());
+    };
+    CHECK_FALSE(tape.recompute_saved());
+    CHECK(tape.node(record().id).saved_count > 0);
+    tape.clear();
+    tape.set_recompute_above(tape.peak_pass_bytes());  // as if that pass had filled the cache
+    CHECK(tape.recompute_saved());
+    CHECK(tape.node(record().id).saved_count == 0);
   }
 }

@@ -1,6 +1,9 @@
 // projections against one mat call per projection, in values and in every gradient, with X's gradient
-// fresh (projections is X's only consumer) and live (a later consumer of X runs its backward first).
+// fresh (projections is X's only consumer) and live (a later consumer of X runs its backward first), with
+// T̂ saved and recomputed in backward (Tape::recompute_saved; the same bit for bit).
 #include <catch2/catch.hpp>
+
+#include <cstdint>
 
 #include <array>
 #include <vector>
@@ -24,8 +27,9 @@ TEST_CASE("projections equal one mat per projection, in values and in every grad
     }
     std::vector<Tensor> g;
     for (auto [rk, ck] : outs) g.push_back(random_tensor(rng, matrices(B, rk, ck)));
-    auto run = [&](bool fused) {
+    auto run = [&](bool fused, bool recompute) {
       Tape tape(DType::f64);
+      tape.set_recompute_above(recompute ? 0 : SIZE_MAX);
       std::vector<Var> x;
       for (const Tensor& t : in) x.push_back(tape.input(t, true));
       std::array<Var, 4> y;
@@ -45,13 +49,15 @@ TEST_CASE("projections equal one mat per projection, in values and in every grad
       for (const Var& v : x) result.push_back(v.grad_copy());
       return result;
     };
-    const std::vector<Tensor> fused = run(true), separate = run(false);
+    const std::vector<Tensor> fused = run(true, false), separate = run(false, false), recomputed = run(true, true);
     REQUIRE(fused.size() == separate.size());
+    REQUIRE(recomputed.size() == fused.size());
     for (std::size_t k = 0; k < fused.size(); ++k)
       for (std::int64_t e = 0; e < fused[k].numel(); ++e) {
         INFO((k < 4 ? "output " : "gradient of input ") << (k < 4 ? k : k - 4) << " element " << e
                                                           << (later_consumer ? " (grad X added to)" : " (grad X fresh)"));
         CHECK(fused[k].get(e) == Approx(separate[k].get(e)).epsilon(1e-12).margin(1e-13));
+        CHECK(recomputed[k].get(e) == fused[k].get(e));
       }
   }
 }
