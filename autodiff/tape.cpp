@@ -18,8 +18,10 @@ namespace {
 constexpr std::size_t kMaxArity = 64;
 using Clock = std::chrono::steady_clock;
 double ns_since(Clock::time_point t0) { return std::chrono::duration<double, std::nano>(Clock::now() - t0).count(); }
-// The profile's row for the backward pass's gradient zeroing (it has no kernels of its own).
-constexpr OpDef kZeroGrads{"(zero gradients)", nullptr, nullptr, nullptr, nullptr};
+// The profile's row for each backward call's set-up: gathering the inputs, and their gradient buffers
+// (taken from the free lists and zeroed where the op accumulates into them), and the gradients of outputs
+// nothing consumed. It has no kernel of its own.
+constexpr OpDef kBackwardSetup{"(backward set-up)", nullptr, nullptr, nullptr, nullptr};
 // And for the forward re-runs of recomputed chains' segments (Tape::chain).
 constexpr OpDef kRecompute{"(recompute)", nullptr, nullptr, nullptr, nullptr};
 std::atomic<std::uint64_t> next_epoch{1};
@@ -455,7 +457,7 @@ void Tape::run_backward(std::uint32_t top) {
     }
     if (profile_) {
       const auto t1 = Clock::now();
-      profile_->add_backward(kZeroGrads, std::chrono::duration<double, std::nano>(t1 - t0).count());
+      profile_->add_backward(kBackwardSetup, std::chrono::duration<double, std::nano>(t1 - t0).count());
       n.op->backward<T>()(c);
       profile_->add_backward(*n.op, ns_since(t1));
     } else {
