@@ -121,6 +121,13 @@ std::int64_t q_offset(const Shape* x, int arity, const Shape& y) {
   }
   return off;
 }
+// The saved buffer when Q̂ / T̂ are saved: Q (stacked), or every term's in turn.
+std::int64_t saved_size(const Shape* x, int arity, const Shape& y) {
+  if (stacked(x, arity, y)) return stacked_rows(x, arity) * y.batch * y.cols;
+  std::int64_t saved = 0;
+  for (int t = 0; t < arity / 3; ++t) saved += term_saved(x[3 * t], y);
+  return saved;
+}
 std::int64_t scratch_size(const Shape* x, int arity, const Shape& y) {
   std::int64_t q = 0;
   if (stacked(x, arity, y)) q = stacked_rows(x, arity) * y.batch * y.cols;
@@ -354,17 +361,11 @@ Var apply_terms(const OpDef& op, std::span<const MatTerm> terms, Var bias) {
     in[n++] = bias;
   }
   const int arity = int(3 * terms.size());
-  const bool recompute = first.tape->recompute_saved();
-  std::int64_t saved = 0;
-  if (!recompute) {
-    if (stacked(shapes.data(), arity, out)) saved = stacked_rows(shapes.data(), arity) * out.batch * out.cols;
-    else
-      for (int t = 0; t < arity / 3; ++t) saved += term_saved(shapes[3 * t], out);
-  }
+  const bool recompute = first.tape->recompute_saved();  // Q̂ / T̂ saved, or recomputed in backward
   OpAttrs attrs;
   attrs.i[0] = recompute;  // for flops()
-  return first.tape->apply(op, std::span<const Var>(in.data(), n), out, attrs, saved,
-                           scratch_size(shapes.data(), arity, out));
+  return first.tape->apply(op, std::span<const Var>(in.data(), n), out, attrs,
+                           recompute ? 0 : saved_size(shapes.data(), arity, out), scratch_size(shapes.data(), arity, out));
 }
 
 }  // namespace

@@ -8,9 +8,9 @@
 //   grad_X̂ += U_s Ĥ
 // so K projections cost K + 1 GEMMs forward and 2K + 2 backward instead of 2K and 4K, one more when T̂ is
 // recomputed rather than saved (on a tape whose passes outgrow the cache, Tape::recompute_saved; as in mat).
-// Every term is
-// associated U first, the cheaper order when the outputs are smaller than X (the NTM heads' 1x1 … 6x6
-// projections of a 15x15 state). A test checks it against the separate mat calls in values and gradients.
+// Every term is associated U first, the cheaper order when the outputs are smaller than X (the NTM heads'
+// 1x1 … 6x6 projections of a 15x15 state). A test checks it against the separate mat calls in values and
+// gradients, with T̂ saved and recomputed.
 #include <algorithm>
 #include <array>
 
