@@ -1,5 +1,7 @@
 #include "models/ntm/matntm.hpp"
 
+#include <cstdint>
+
 #include "../model_gradcheck.hpp"
 
 using namespace matmem;
@@ -120,8 +122,9 @@ TEST_CASE("with w0 = 0 and a uniform memory every slot stays identical and a fir
 }
 
 namespace {
-// Loss and every parameter gradient of one run of 9 steps at batch 3, with the memory's chain segment.
-std::vector<double> run_with_segment(int segment, DType dtype, int writes) {
+// Loss and every parameter gradient of one run of 9 steps at batch 3, with the memory's chain segment;
+// recompute_saved: the tape also recomputes mat's and projections' first-stage products (Tape::recompute_saved).
+std::vector<double> run_with_segment(int segment, DType dtype, int writes, bool recompute_saved = false) {
   NTMConfig c = small(CellKind::rnn, 1, writes);
   c.memory_segment = segment;
   MatNTM m(c, dtype, 7);
@@ -131,6 +134,7 @@ std::vector<double> run_with_segment(int segment, DType dtype, int writes) {
     for (std::vector<Tensor>* ts : {&seq.inputs, &seq.targets})
       for (Tensor& t : *ts) t = t.to(DType::f32);
   Tape tape(dtype);
+  tape.set_recompute_above(recompute_saved ? 0 : SIZE_MAX);
   Unroller u(m, tape);
   m.params().zero_grad();
   const Var loss = u.run(seq).loss;
@@ -150,6 +154,9 @@ TEST_CASE("recomputing the memory in backward changes no loss or gradient bit", 
         INFO(name_of(dtype) << ", " << writes << " write heads, segment " << segment);
         CHECK(run_with_segment(segment, dtype, writes) == keep);
       }
+      INFO(name_of(dtype) << ", " << writes << " write heads, first-stage products recomputed too");
+      CHECK(run_with_segment(1, dtype, writes, true) == keep);
+      CHECK(run_with_segment(3, dtype, writes, true) == keep);
     }
 }
 
