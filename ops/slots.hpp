@@ -22,10 +22,7 @@ namespace matmem::ops {
 // for float64 (gradient checks), one element at a time.
 #if XSIMD_WITH_AVX512F
 // r[i] holds row i of a 16 x 16 tile; afterwards r[j] holds column j. Four rounds of two-input shuffles:
-// pairs of elements, then of pairs, then of 128-bit quarters twice. (GCC 12 takes the intrinsics'
-// undefined pass-through operand for an uninitialised read: a known false -Wmaybe-uninitialized.)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// pairs of elements, then of pairs, then of 128-bit quarters twice.
 inline void transpose16x16(__m512 r[16]) {
   __m512 t[16];
   for (int i = 0; i < 8; ++i) {
@@ -48,7 +45,6 @@ inline void transpose16x16(__m512 r[16]) {
     r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
   }
 }
-#pragma GCC diagnostic pop
 #endif
 template <class T>
 inline void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd,

@@ -19,23 +19,20 @@ void set_row(Tensor& f, std::int64_t row, double v) {
       for (std::int64_t j = 0; j < x.shape.cols; ++j) x.at(b, row, j) = T(v);
   });
 }
-// Copies matrix m [B,r,c] into the first r rows of frame f [B,r+extra,c] (the same dtype).
-void put(Tensor& f, const Tensor& m) {
-  dispatch(f.dtype(), [&](auto z) {
+// The first `rows` rows of every matrix of `from` into those of `to` (both [B,·,c], the same dtype): a
+// matrix [B,r,c] into a frame [B,r+extra,c] (put), or back out of one (take_rows).
+void copy_rows(const Tensor& from, Tensor& to, std::int64_t rows) {
+  dispatch(to.dtype(), [&](auto z) {
     using T = decltype(z);
-    const TensorView<T> x = f.view<T>();
-    const TensorView<const T> y = m.view<T>();
-    for (std::int64_t b = 0; b < y.shape.batch; ++b)
-      for (std::int64_t i = 0; i < y.shape.rows; ++i)
-        for (std::int64_t j = 0; j < y.shape.cols; ++j) x.at(b, i, j) = y.at(b, i, j);
+    const TensorView<T> x = to.view<T>();
+    const TensorView<const T> y = from.view<T>();
+    for (std::int64_t b = 0; b < x.shape.batch; ++b)
+      for (std::int64_t i = 0; i < rows; ++i)
+        for (std::int64_t j = 0; j < x.shape.cols; ++j) x.at(b, i, j) = y.at(b, i, j);
   });
 }
-// The first r rows of frame f as matrix m [B,r,c].
-void take_rows(const Tensor& f, Tensor& m) {
-  for (std::int64_t b = 0; b < m.shape().batch; ++b)
-    for (std::int64_t i = 0; i < m.shape().rows; ++i)
-      for (std::int64_t j = 0; j < m.shape().cols; ++j) m.set(m.shape().offset(b, 0, i, j), f.at(b, i, j));
-}
+void put(Tensor& f, const Tensor& m) { copy_rows(m, f, m.shape().rows); }
+void take_rows(const Tensor& f, Tensor& m) { copy_rows(f, m, m.shape().rows); }
 void random_bits(Rng& rng, Tensor& m) {
   dispatch(m.dtype(), [&](auto z) {
     using T = decltype(z);
