@@ -36,7 +36,10 @@ struct Options {
   double seconds = 0.05;  // per measurement
   std::string csv;
   bool profile = false;
+  int threads = 1;
 };
+
+std::string threads_text(int n) { return n == 1 ? "one thread" : fmt::format("{} threads (the batch split)", n); }
 
 struct Timing {
   double median_us, min_us;
@@ -171,15 +174,15 @@ struct StepTimes {
 };
 
 // `warmup` untimed calls of step(), then `steps` timed ones with the FLOPs the tape recorded for each.
-template <class F>
-StepTimes time_steps(F&& step, const Tape& tape, int warmup, int steps) {
+template <class F, class G>
+StepTimes time_steps(F&& step, G&& step_flops, int warmup, int steps) {
   for (int k = 0; k < warmup; ++k) step();
   StepTimes out;
   for (int k = 0; k < steps; ++k) {
     const auto s = Clock::now();
     step();
     out.ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - s).count());
-    out.flops += tape.flops().forward + tape.flops().backward;
+    out.flops += step_flops();
   }
   out.flops /= steps;
   return out;
@@ -222,7 +225,7 @@ void print_profile(const std::string& name, const OpProfile& p, int steps, doubl
 }
 
 StepTimes time_trainer(Trainer& t, int warmup, int steps) {
-  return time_steps([&] { t.step(); }, t.tape(), warmup, steps);
+  return time_steps([&] { t.step(); }, [&] { return t.step_flops(); }, warmup, steps);
 }
 
 // The fixed step of the C++-peer comparison: a 2-layer MatRNN (6x5 in, 15x15 x2, 5x5 out), batch 16, 21 steps
@@ -254,7 +257,7 @@ StepTimes time_matrnn_fixed(int warmup, int steps) {
     tape.backward(r.loss);
     opt.step();
   };
-  return time_steps(step, tape, warmup, steps);
+  return time_steps(step, [&] { return tape.flops().forward + tape.flops().backward; }, warmup, steps);
 }
 
 int bench_train(const Options& o) {
@@ -264,9 +267,10 @@ int bench_train(const Options& o) {
   auto wanted = [&](const std::string& name) {
     return o.configs.empty() || std::find(o.configs.begin(), o.configs.end(), name) != o.configs.end();
   };
+  if (o.profile && o.threads > 1) throw Error("bench train: --profile times one thread; leave out --threads");
   const double peak = sgemm_peak_gflops();
-  fmt::print("training steps (forward, backward, clip, optimiser), float32, one thread; single-core SGEMM peak "
-             "(1024^3) {:.1f} GFLOP/s\n", peak);
+  fmt::print("training steps (forward, backward, clip, optimiser), float32, {}; single-core SGEMM peak "
+             "(1024^3) {:.1f} GFLOP/s\n", threads_text(o.threads), peak);
   fmt::print("{:<18} {:>6} {:>10} {:>9} {:>9} {:>11} {:>9} {:>9}\n", "config", "steps", "ms median", "ms min",
              "ms max", "sequences/s", "GFLOP/s", "RSS MiB");
   std::vector<std::function<void()>> profiles;  // printed after the table
@@ -282,6 +286,7 @@ int bench_train(const Options& o) {
     c.apply_preset(model, task);
     for (const std::string& kv : b.sets) c.set(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1), b.name);
     c.set("seed", "1", b.name);
+    c.set("threads", std::to_string(o.threads), "--threads");
     Trainer t(c);
     const StepTimes times = time_trainer(t, o.warmup, o.steps);
     report_row(b.name, times, c.integer("batch"), csv);
@@ -293,11 +298,13 @@ int bench_train(const Options& o) {
       profiles.push_back([=] { print_profile(b.name, p, o.steps, ms); });
     }
   }
-  if (wanted("matrnn2-fixed")) report_row("matrnn2-fixed", time_matrnn_fixed(o.warmup, o.steps), 16, csv);
+  // The C++-peer step is its own loop on one tape, not a Trainer: one thread whatever --threads says.
+  const bool peer = wanted("matrnn2-fixed") && o.threads == 1;
+  if (peer) report_row("matrnn2-fixed", time_matrnn_fixed(o.warmup, o.steps), 16, csv);
   for (auto& print : profiles) print();
   for (const TrainBench& b : train_benches())
     if (wanted(b.name)) fmt::print("  {}: {}\n", b.name, b.about);
-  if (wanted("matrnn2-fixed"))
+  if (peer)
     fmt::print("  matrnn2-fixed: 2-layer MatRNN, batch 16, 21 fixed steps, BCE on the last 10, RMSprop (no momentum/clip)\n");
   return 0;
 }
@@ -340,8 +347,8 @@ int bench_scaling(const Options& o) {
        }},
       {"batch", {1, 4, 16, 64, 256}, [](std::int64_t n) { return std::vector<std::string>{fmt::format("batch={}", n)}; }},
   };
-  fmt::print("MatNTM copy (paper config, sequences of fixed length 10 unless swept), float32, one thread, {} steps each\n",
-             o.steps);
+  fmt::print("MatNTM copy (paper config, sequences of fixed length 10 unless swept), float32, {}, {} steps each\n",
+             threads_text(o.threads), o.steps);
   fmt::print("{:<8} {:>6} {:>10} {:>12} {:>9}\n", "sweep", "size", "ms/step", "sequences/s", "RSS MiB");
   for (const Sweep& sw : sweeps) {
     if (!o.configs.empty() && std::find(o.configs.begin(), o.configs.end(), sw.name) == o.configs.end()) continue;
@@ -351,6 +358,7 @@ int bench_scaling(const Options& o) {
       c.apply_preset("ntm", "copy");
       c.set("task.min_length", "10", "scaling");
       c.set("task.max_length", "10", "scaling");
+      c.set("threads", std::to_string(o.threads), "--threads");
       for (const std::string& kv : sw.sets(n)) c.set(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1), "scaling");
       Trainer t(c);
       const StepTimes st = time_trainer(t, 1, o.steps);
@@ -369,7 +377,7 @@ int bench_scaling(const Options& o) {
 
 void add_bench_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("bench", "Time ops or whole training steps on one thread");
+  CLI::App* cmd = app.add_subcommand("bench", "Time ops or whole training steps (one thread unless --threads)");
   cmd->add_option("what", o->what, "What to time: ops, train or scaling")
       ->required()
       ->check(CLI::IsMember({"ops", "train", "scaling"}));
@@ -382,6 +390,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--repeats", o->repeats, "Measurements per op (the median is reported)")->capture_default_str();
   cmd->add_option("--seconds", o->seconds, "Seconds per measurement")->capture_default_str();
   cmd->add_option("--csv", o->csv, "Also write the table to this CSV file");
+  cmd->add_option("--threads", o->threads,
+                  "train, scaling: threads each training step splits its batch over (config key threads; "
+                  "matrnn2-fixed runs only with 1)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   cmd->add_flag("--profile", o->profile, "train: then time every op kind over as many steps and print where a step goes");
   cmd->callback([o] {
     if (o->what == "ops") bench_ops(*o);

@@ -23,6 +23,7 @@ struct Options {
   std::vector<std::string> sets;
   std::int64_t steps = 0;
   std::int64_t seed = -1;
+  std::int64_t threads = 0;
   bool json = false, help_config = false, anomaly = false;
 };
 
@@ -45,6 +46,7 @@ Config resolve(const Options& o) {
     if (!o.task.empty()) c.set_json("task", o.task, "--task");
     if (o.steps > 0) c.set_json("steps", o.steps, "--steps");
     if (o.seed >= 0) c.set_json("seed", o.seed, "--seed");
+    if (o.threads > 0) c.set_json("threads", o.threads, "--threads");
     if (o.anomaly) c.set_json("anomaly", true, "--anomaly");
   };
   Config probe;
@@ -101,8 +103,9 @@ void run(const Options& o) {
   std::string out = o.out;
   if (!o.resume.empty()) {
     if (!o.model.empty() || !o.task.empty() || !o.config_file.empty() || !o.sets.empty() || o.seed >= 0)
-      throw Error("--resume takes the config from the checkpoint; only --steps (and --out) may be given with it");
-    trainer = Trainer::resume(o.resume, o.steps);
+      throw Error("--resume takes the config from the checkpoint; only --steps, --threads (and --out) may be given "
+                  "with it");
+    trainer = Trainer::resume(o.resume, o.steps, o.threads);
     if (out.empty()) out = o.resume;
   } else {
     trainer = std::make_unique<Trainer>(resolve(o));
@@ -110,7 +113,6 @@ void run(const Options& o) {
   const Config& c = trainer->config();
   if (out.empty()) out = fmt::format("runs/{}-{}-seed{}", c.str("model"), c.str("task"), c.integer("seed"));
   std::filesystem::create_directories(out);
-  trainer->tape().set_anomaly_mode(c.flag("anomaly"));
   const std::int64_t total = trainer->steps_total(), log_every = c.integer("log_every"),
                      ckpt_every = c.integer("checkpoint_every");
   const std::string metrics_path = (std::filesystem::path(out) / "metrics.csv").string();
@@ -124,9 +126,9 @@ void run(const Options& o) {
     cfg << c.dump() << "\n";
   }
   if (!o.json)
-    fmt::print("training {} on {} ({} parameters), steps {}..{}, seed {}, into {}\n", trainer->model().name(),
+    fmt::print("training {} on {} ({} parameters), steps {}..{}, seed {}{}, into {}\n", trainer->model().name(),
                c.str("task"), trainer->model().params().element_count(), trainer->steps_done() + 1, total,
-               c.integer("seed"), out);
+               c.integer("seed"), trainer->threads() > 1 ? fmt::format(", {} threads", trainer->threads()) : "", out);
   Progress progress(total, ::isatty(STDOUT_FILENO), o.json);
   const auto t0 = std::chrono::steady_clock::now();
   double loss = 0, bits = 0, norm = 0, frames = 0, last_loss = 0, last_bits = 0, last_draw = 0;
@@ -186,6 +188,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--set", o->sets, "Override one config key: --set key=value (repeatable)");
   cmd->add_option("--steps", o->steps, "Training steps (with --resume: the new total)");
   cmd->add_option("--seed", o->seed, "Seed of the run");
+  cmd->add_option("--threads", o->threads,
+                  "Split each step's batch over this many threads (config key threads; default 1; allowed with "
+                  "--resume)")
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--out", o->out, "Directory for metrics.csv, config.json and checkpoints (default runs/MODEL-TASK-seedS)");
   cmd->add_option("--resume", o->resume, "Continue the run whose checkpoint is in this directory");
   cmd->add_flag("--json", o->json, "Print only one final JSON line: steps, seconds, seconds_per_step, loss, bits, params");

@@ -1,5 +1,7 @@
 #include "models/tasks/tasks.hpp"
 
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "runtime/error.hpp"
@@ -71,6 +73,27 @@ Tensor& Sequence::add_target(DType dtype, Shape shape, std::int64_t step) {
   targets.push_back(take(dtype, shape));
   target_steps.push_back(step);
   return targets.back();
+}
+
+void batch_slice(const Sequence& from, std::int64_t first, std::int64_t count, Sequence& out) {
+  // Frames [B,r,c] are batch-interleaved rows (runtime/shape.hpp): row i of items first.. is one run.
+  auto slice = [&](const Tensor& x, Tensor& y) {
+    const Shape& s = x.shape();
+    if (s.slots != 1 || first < 0 || count < 1 || first + count > s.batch)
+      throw Error(fmt::format("batch_slice: sequences {}..{} of frames {}", first, first + count - 1, s.str()));
+    const std::size_t run = std::size_t(count * s.cols) * size_of(x.dtype());
+    const auto* src = static_cast<const std::byte*>(x.raw());
+    auto* dst = static_cast<std::byte*>(y.raw());
+    for (std::int64_t i = 0; i < s.rows; ++i)
+      std::memcpy(dst + std::size_t(i) * run, src + std::size_t(s.offset(first, 0, i, 0)) * size_of(x.dtype()), run);
+  };
+  out.reset();
+  for (const Tensor& x : from.inputs)
+    slice(x, out.add_input(x.dtype(), matrices(count, x.shape().rows, x.shape().cols)));
+  for (std::size_t k = 0; k < from.targets.size(); ++k) {
+    const Tensor& x = from.targets[k];
+    slice(x, out.add_target(x.dtype(), matrices(count, x.shape().rows, x.shape().cols), from.target_steps[k]));
+  }
 }
 
 // --- Task ----------------------------------------------------------------------------------------------------

@@ -37,6 +37,10 @@ struct Sequence {
   std::vector<Tensor> spare_;
 };
 
+// Sequences first..first+count−1 of `from`'s batch, into `out` (reusing its buffers as Task::sample_into
+// does): the part of a batch one thread trains on (models/training/trainer.hpp).
+void batch_slice(const Sequence& from, std::int64_t first, std::int64_t count, Sequence& out);
+
 // A task: draws batches of sequences from the run's Rng. size is the copy length or the recall item count.
 class Task {
  public:

@@ -53,6 +53,9 @@ const std::vector<ConfigKey>& config_keys() {
       {"ntm.initial_weighting", "\"first_slot\"", "first_slot (w0 = δ1) or zero (see models/ntm/matntm.hpp)"},
       {"log_every", "50", "steps between rows of metrics.csv and progress updates"},
       {"checkpoint_every", "500", "steps between checkpoints (0: only at the end)"},
+      {"threads", "1",
+       "threads a training step splits its batch over (at most one per sequence; the sums then round "
+       "differently from one thread's; see models/training/trainer.hpp)"},
       {"anomaly", "false", "anomaly mode: check every op for NaN/Inf (slower)"},
   };
   return keys;

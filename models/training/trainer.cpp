@@ -1,6 +1,8 @@
 #include "models/training/trainer.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -12,6 +14,7 @@
 #include "models/training/clip.hpp"
 #include "models/training/rmsprop.hpp"
 #include "runtime/error.hpp"
+#include "runtime/thread_team.hpp"
 
 namespace matmem {
 
@@ -36,6 +39,7 @@ void validate(const Config& c) {
   positive("steps");
   positive("batch");
   positive("log_every");
+  positive("threads");
   if (c.integer("checkpoint_every") < 0) throw Error("config: checkpoint_every must be ≥ 0");
   if (c.num("clip.value") < 0 || c.num("clip.norm") < 0) throw Error("config: clip.value and clip.norm must be ≥ 0");
 }
@@ -44,6 +48,20 @@ void validate(const Config& c) {
 Rng data_rng_for(std::int64_t seed) { return Rng(std::uint64_t(seed) ^ 0x5eed5eed5eed5eedULL); }
 }  // namespace
 
+// A part of the batch and what runs it: part 0 the trainer's model, tape and unroller; every other part its
+// own copy of the model (parameter values copied in before each step), tape and unroller.
+struct Trainer::Part {
+  Model* model = nullptr;
+  Tape* tape = nullptr;
+  Unroller* unroller = nullptr;
+  std::unique_ptr<Model> own_model;
+  std::unique_ptr<Tape> own_tape;
+  std::unique_ptr<Unroller> own_unroller;
+  Sequence slice;  // the part's sequences of the batch
+  Tensor seed;     // [1] holding B_k / B, the loss's backward seed
+  double weight = 0, loss = 0, bits = 0;
+};
+
 Trainer::Trainer(const Config& config)
     : config_(config), tape_(DType::f32), data_rng_(data_rng_for(config.integer("seed"))) {
   validate(config_);
@@ -51,22 +69,100 @@ Trainer::Trainer(const Config& config)
   model_ = make_model(config_, *task_, DType::f32);
   optimizer_ = make_optimizer(config_, model_->params());
   unroller_ = std::make_unique<Unroller>(*model_, tape_);
+  const std::int64_t threads = std::min(config_.integer("threads"), config_.integer("batch"));
+  for (std::int64_t k = 0; threads > 1 && k < threads; ++k) {
+    auto part = std::make_unique<Part>();
+    if (k == 0) {
+      part->model = model_.get(), part->tape = &tape_, part->unroller = unroller_.get();
+    } else {
+      part->own_model = make_model(config_, *task_, DType::f32);
+      // Each step copies the values by position: the copy must create the same parameters in the same order.
+      const ParameterStore &ours = model_->params(), &theirs = part->own_model->params();
+      for (std::size_t i = 0; i < ours.size(); ++i)
+        if (i >= theirs.size() || theirs[i].name != ours[i].name || theirs[i].value.shape() != ours[i].value.shape())
+          throw Error(fmt::format("threads: model {} built a second time creates different parameters "
+                                  "(parameter {})", model_->name(), ours[i].name));
+      part->own_tape = std::make_unique<Tape>(DType::f32);
+      part->own_unroller = std::make_unique<Unroller>(*part->own_model, *part->own_tape);
+      part->model = part->own_model.get(), part->tape = part->own_tape.get(), part->unroller = part->own_unroller.get();
+    }
+    part->seed = Tensor(DType::f32, scalars(1));
+    parts_.push_back(std::move(part));
+  }
+  if (threads > 1) team_ = std::make_unique<ThreadTeam>(int(threads));
+  set_anomaly_mode(config_.flag("anomaly"));
+}
+
+Trainer::~Trainer() = default;
+
+int Trainer::threads() const { return parts_.empty() ? 1 : int(parts_.size()); }
+
+void Trainer::set_anomaly_mode(bool on) {
+  tape_.set_anomaly_mode(on);
+  for (auto& p : parts_) p->tape->set_anomaly_mode(on);
+}
+
+double Trainer::step_flops() const {
+  if (parts_.empty()) return tape_.flops().forward + tape_.flops().backward;
+  double f = 0;
+  for (const auto& p : parts_) f += p->tape->flops().forward + p->tape->flops().backward;
+  return f;
+}
+
+// Part k of a batch of B sequences takes sequences [B k / n, B (k + 1) / n).
+void Trainer::run_parallel(StepStats& stats) {
+  const std::int64_t B = sequence_.inputs[0].shape().batch, n = std::int64_t(parts_.size());
+  ParameterStore& params = model_->params();
+  for (std::int64_t k = 0; k < n; ++k) {
+    Part& p = *parts_[std::size_t(k)];
+    const std::int64_t first = B * k / n, count = B * (k + 1) / n - first;
+    batch_slice(sequence_, first, count, p.slice);
+    p.weight = double(count) / double(B);
+    p.seed.fill(p.weight);
+    if (k > 0)
+      for (std::size_t i = 0; i < params.size(); ++i)
+        std::memcpy(p.model->params()[i].value.raw(), params[i].value.raw(), params[i].value.bytes());
+  }
+  team_->run([&](int k) {
+    Part& p = *parts_[std::size_t(k)];
+    p.model->params().zero_grad();
+    const SequenceResult& r = p.unroller->run(p.slice);
+    p.loss = p.weight * r.loss.item();
+    p.bits = p.weight * r.bits;
+    p.tape->backward(r.loss, p.seed);
+  });
+  // In part order, into part 0's (the model's) gradients.
+  for (std::int64_t k = 0; k < n; ++k) {
+    const Part& p = *parts_[std::size_t(k)];
+    stats.loss += p.loss;
+    stats.bits += p.bits;
+    if (k == 0) continue;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      float* g = params[i].grad.view<float>().data;
+      const float* h = p.model->params()[i].grad.view<float>().data;
+      for (std::int64_t e = 0, m = params[i].grad.numel(); e < m; ++e) g[e] += h[e];
+    }
+  }
 }
 
 StepStats Trainer::step() {
   task_->sample_into(data_rng_, sequence_, DType::f32);
   const Sequence& seq = sequence_;
   ParameterStore& params = model_->params();
-  params.zero_grad();
-  const SequenceResult& r = unroller_->run(seq);
   StepStats stats;
-  stats.loss = r.loss.item();
-  stats.bits = r.bits;
   stats.frames = std::int64_t(seq.inputs.size());
-  tape_.backward(r.loss);
+  if (team_) {
+    run_parallel(stats);
+  } else {
+    params.zero_grad();
+    const SequenceResult& r = unroller_->run(seq);
+    stats.loss = r.loss.item();
+    stats.bits = r.bits;
+    tape_.backward(r.loss);
+  }
   stats.grad_norm = gradient_norm(params);
   if (!std::isfinite(stats.loss) || !std::isfinite(stats.grad_norm)) {
-    // Find the op: the same sequence again, every op checked.
+    // Find the op: the same sequence again, whole, on part 0's tape, every op checked.
     std::string where = "no op produced a NaN/Inf under anomaly mode (the input data may hold one)";
     params.zero_grad();
     tape_.set_anomaly_mode(true);
@@ -103,7 +199,7 @@ void Trainer::save(const std::string& dir) const {
   write_safetensors((std::filesystem::path(dir) / "checkpoint.safetensors").string(), f);
 }
 
-std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t steps) {
+std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t steps, std::int64_t threads) {
   const std::string path = (std::filesystem::path(dir) / "checkpoint.safetensors").string();
   TensorFile f = read_safetensors(path);
   auto meta = [&](const char* key) -> const std::string& {
@@ -116,6 +212,7 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
   Config config;
   config.merge_json_text(meta("config"), fmt::format("checkpoint {} (config)", path));
   if (steps > 0) config.set_json("steps", steps, "--steps");
+  if (threads > 0) config.set_json("threads", threads, "--threads");
   auto t = std::make_unique<Trainer>(config);
   ParameterStore& params = t->model_->params();
   std::size_t used = 0;

@@ -6,6 +6,14 @@
 // stops the step before any parameter changes: the step is re-run in anomaly mode and the TrainingError
 // names the op that produced the first NaN/Inf.
 //
+// With `threads` = n > 1 in the config, a step splits its batch into min(n, batch) contiguous parts of
+// ⌊B/n⌋ or ⌈B/n⌉ sequences and runs each part's forward and backward in its own thread (ThreadTeam), on
+// its own tape, with its own copy of the model whose parameter values are copied from the trainer's model
+// before the step. Part k backpropagates its mean loss seeded with B_k / B, so the parts' gradients, added
+// into the model's in part order, are the gradient of the whole batch's mean loss; clipping and the
+// optimiser then run once, on the model. The sums are in a different order than one thread's, so a run with
+// n threads rounds differently from a run with one, but is itself reproducible bit for bit.
+//
 // save() writes DIR/checkpoint.safetensors atomically: parameters ("param/<name>"), optimiser state
 // ("optim/<name>/<slot>"), and metadata: step, the data Rng's state, the optimiser's step count and the
 // resolved config. resume() restores all of it, so an interrupted and resumed run equals an uninterrupted
@@ -13,6 +21,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "autodiff/tape.hpp"
 #include "models/registry.hpp"
@@ -20,6 +29,8 @@
 #include "runtime/error.hpp"
 
 namespace matmem {
+
+class ThreadTeam;
 
 struct TrainingError : Error {
   using Error::Error;
@@ -33,8 +44,10 @@ struct StepStats {
 class Trainer {
  public:
   explicit Trainer(const Config& config);
-  // A trainer restored from DIR/checkpoint.safetensors; `steps` > 0 replaces the configured step budget.
-  static std::unique_ptr<Trainer> resume(const std::string& dir, std::int64_t steps = 0);
+  ~Trainer();
+  // A trainer restored from DIR/checkpoint.safetensors; `steps` > 0 replaces the configured step budget and
+  // `threads` > 0 the configured threads.
+  static std::unique_ptr<Trainer> resume(const std::string& dir, std::int64_t steps = 0, std::int64_t threads = 0);
 
   StepStats step();
   std::int64_t steps_done() const { return step_; }
@@ -46,8 +59,11 @@ class Trainer {
   const Task& task() const { return *task_; }
   const Config& config() const { return config_; }
   Optimizer& optimizer() { return *optimizer_; }
-  Tape& tape() { return tape_; }
+  Tape& tape() { return tape_; }  // part 0's (the only one with one thread)
   Rng& data_rng() { return data_rng_; }
+  int threads() const;
+  // The FLOPs the last step's tapes recorded, forward and backward, over all parts.
+  double step_flops() const;
 
  private:
   Config config_;
@@ -59,6 +75,13 @@ class Trainer {
   Rng data_rng_;
   Sequence sequence_;  // reused: drawing a batch allocates nothing once the longest has been seen
   std::int64_t step_ = 0;
+  // threads > 1: the batch's parts (part 0 runs model_ on tape_) and the team that runs them; else empty.
+  struct Part;
+  std::vector<std::unique_ptr<Part>> parts_;
+  std::unique_ptr<ThreadTeam> team_;
+
+  void run_parallel(StepStats& stats);
+  void set_anomaly_mode(bool on);
 };
 
 std::unique_ptr<Optimizer> make_optimizer(const Config& config, ParameterStore& params);

@@ -1,5 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <memory>
+#include <string>
+#include <utility>
+
 #include "models/tasks/tasks.hpp"
 #include "runtime/error.hpp"
 
@@ -74,4 +78,34 @@ TEST_CASE("bit errors count wrong bits per sequence", "[tasks]") {
 TEST_CASE("impossible task settings are refused with a message", "[tasks][errors]") {
   CHECK_THROWS_WITH(CopyTask({.min_length = 5, .max_length = 2}), Catch::Contains("min_length"));
   CHECK_THROWS_WITH(RecallTask({.min_items = 1}), Catch::Contains("min_items"));
+}
+
+TEST_CASE("a batch slice holds the chosen sequences' frames and targets at the same steps", "[tasks]") {
+  for (const char* name : {"copy", "recall"}) {
+    INFO(name);
+    std::unique_ptr<Task> task;
+    if (std::string(name) == "copy") task = std::make_unique<CopyTask>(CopyTaskOptions{.rows = 3, .cols = 4, .batch = 5});
+    else task = std::make_unique<RecallTask>(RecallTaskOptions{.rows = 3, .cols = 4, .batch = 5});
+    Rng rng(9);
+    const Sequence whole = task->sample(rng);
+    Sequence part;
+    for (auto [first, count] : {std::pair<std::int64_t, std::int64_t>{0, 2}, {2, 3}, {4, 1}, {0, 5}}) {
+      batch_slice(whole, first, count, part);  // again into the same Sequence: its buffers are reused
+      REQUIRE(part.inputs.size() == whole.inputs.size());
+      REQUIRE(part.targets.size() == whole.targets.size());
+      CHECK(part.target_steps == whole.target_steps);
+      auto same = [&](const Tensor& p, const Tensor& w) {
+        REQUIRE(p.shape() == matrices(count, w.shape().rows, w.shape().cols));
+        for (std::int64_t b = 0; b < count; ++b)
+          for (std::int64_t i = 0; i < w.shape().rows; ++i)
+            for (std::int64_t j = 0; j < w.shape().cols; ++j) REQUIRE(p.at(b, i, j) == w.at(first + b, i, j));
+      };
+      for (std::size_t t = 0; t < whole.inputs.size(); ++t) same(part.inputs[t], whole.inputs[t]);
+      for (std::size_t t = 0; t < whole.targets.size(); ++t) same(part.targets[t], whole.targets[t]);
+    }
+  }
+  Sequence part;
+  Rng rng(1);
+  const Sequence whole = CopyTask({.rows = 2, .cols = 2, .batch = 3}).sample(rng);
+  CHECK_THROWS_WITH(batch_slice(whole, 2, 2, part), Catch::Matchers::Contains("sequences 2..3 of frames [3,3,2]"));
 }

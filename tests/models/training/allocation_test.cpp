@@ -25,18 +25,20 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 using namespace matmem;
 
 TEST_CASE("training steps allocate nothing once every sequence length has been seen", "[trainer][memory]") {
-  for (const char* model : {"ntm", "matlstm"}) {
-    INFO(model);
-    Config c = testing::small_config(model, 3, 4);
-    c.set("clip.norm", "1", "test");
-    Trainer t(c);
-    for (int k = 0; k < 60; ++k) t.step();  // P(a length of 1..3 unseen in 60 draws) < 1e-10
-    allocations = 0;
-    counting = true;
-    for (int k = 0; k < 30; ++k) t.step();
-    counting = false;
-    CHECK(allocations == 0);
-  }
+  for (const char* model : {"ntm", "matlstm"})
+    for (const char* threads : {"1", "2"}) {  // 2: the batch split over a ThreadTeam
+      INFO(model << ", threads " << threads);
+      Config c = testing::small_config(model, 3, 4);
+      c.set("clip.norm", "1", "test");
+      c.set("threads", threads, "test");
+      Trainer t(c);
+      for (int k = 0; k < 60; ++k) t.step();  // P(a length of 1..3 unseen in 60 draws) < 1e-10
+      allocations = 0;
+      counting = true;
+      for (int k = 0; k < 30; ++k) t.step();
+      counting = false;
+      CHECK(allocations == 0);
+    }
 }
 
 TEST_CASE("the counting allocator counts", "[trainer][memory]") {
