@@ -274,6 +274,7 @@ int bench_train(const Options& o) {
   fmt::print("{:<18} {:>6} {:>10} {:>9} {:>9} {:>11} {:>9} {:>9}\n", "config", "steps", "ms median", "ms min",
              "ms max", "sequences/s", "GFLOP/s", "RSS MiB");
   std::vector<std::function<void()>> profiles;  // printed after the table
+  std::vector<std::string> notes;               // configs that run fewer threads than asked
   for (const TrainBench& b : train_benches()) {
     if (!wanted(b.name)) continue;
     Config c;
@@ -288,6 +289,9 @@ int bench_train(const Options& o) {
     c.set("seed", "1", b.name);
     c.set("threads", std::to_string(o.threads), "--threads");
     Trainer t(c);
+    if (t.threads() != o.threads)
+      notes.push_back(fmt::format("  {}: batch {}, so {} (Trainer::kMinPart)", b.name, c.integer("batch"),
+                                  threads_text(t.threads())));
     const StepTimes times = time_trainer(t, o.warmup, o.steps);
     report_row(b.name, times, c.integer("batch"), csv);
     if (o.profile) {
@@ -301,7 +305,9 @@ int bench_train(const Options& o) {
   // The C++-peer step is its own loop on one tape, not a Trainer: one thread whatever --threads says.
   const bool peer = wanted("matrnn2-fixed") && o.threads == 1;
   if (peer) report_row("matrnn2-fixed", time_matrnn_fixed(o.warmup, o.steps), 16, csv);
+  if (wanted("matrnn2-fixed") && !peer) notes.push_back("  matrnn2-fixed: not timed: it runs one thread; leave out --threads");
   for (auto& print : profiles) print();
+  for (const std::string& note : notes) fmt::print("{}\n", note);
   for (const TrainBench& b : train_benches())
     if (wanted(b.name)) fmt::print("  {}: {}\n", b.name, b.about);
   if (peer)

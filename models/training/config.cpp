@@ -54,7 +54,7 @@ const std::vector<ConfigKey>& config_keys() {
       {"log_every", "50", "steps between rows of metrics.csv and progress updates"},
       {"checkpoint_every", "500", "steps between checkpoints (0: only at the end)"},
       {"threads", "1",
-       "threads a training step splits its batch over (at most one per sequence; the sums then round "
+       "threads a training step splits its batch over (at most one per 4 sequences; the sums then round "
        "differently from one thread's; see models/training/trainer.hpp)"},
       {"anomaly", "false", "anomaly mode: check every op for NaN/Inf (slower)"},
   };

@@ -28,7 +28,7 @@ TEST_CASE("training steps allocate nothing once every sequence length has been s
   for (const char* model : {"ntm", "matlstm"})
     for (const char* threads : {"1", "2"}) {  // 2: the batch split over a ThreadTeam
       INFO(model << ", threads " << threads);
-      Config c = testing::small_config(model, 3, 4);
+      Config c = testing::small_config(model, 3, 8);
       c.set("clip.norm", "1", "test");
       c.set("threads", threads, "test");
       Trainer t(c);

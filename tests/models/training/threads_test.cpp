@@ -21,8 +21,9 @@ Config with_threads(Config c, int threads) {
 TEST_CASE("a step split over threads has the whole batch's loss, bits and gradient", "[trainer][threads]") {
   for (const char* model : {"ntm", "matlstm"})
     for (int threads : {2, 3}) {
-      INFO(model << ", " << threads << " threads, batch 5 (uneven parts)");
-      Config c = testing::small_config(model, 4, 5);
+      const int batch = 4 * threads + 1;  // uneven parts: 4 and 5, or 4, 4 and 5
+      INFO(model << ", " << threads << " threads, batch " << batch);
+      Config c = testing::small_config(model, 4, batch);
       c.set("clip.value", "0", "test");  // compare the gradients as computed
       Trainer one(c), many(with_threads(c, threads));
       REQUIRE(many.threads() == threads);
@@ -47,7 +48,7 @@ TEST_CASE("a step split over threads has the whole batch's loss, bits and gradie
 }
 
 TEST_CASE("a run with threads is reproducible bit for bit", "[trainer][threads]") {
-  Config c = with_threads(testing::small_config("ntm", 4, 4), 2);
+  Config c = with_threads(testing::small_config("ntm", 4, 8), 2);
   Trainer a(c), b(c);
   for (int k = 0; k < 5; ++k) {
     const StepStats sa = a.step(), sb = b.step();
@@ -60,11 +61,12 @@ TEST_CASE("a run with threads is reproducible bit for bit", "[trainer][threads]"
   }
 }
 
-TEST_CASE("threads are at most one per sequence, and at least one", "[trainer][threads]") {
-  Trainer t(with_threads(testing::small_config("matrnn", 3, 2), 4));
+TEST_CASE("a step runs in at most one thread per four sequences, and at least one", "[trainer][threads]") {
+  Trainer t(with_threads(testing::small_config("matrnn", 3, 11), 4));
   CHECK(t.threads() == 2);
   t.step();
-  Trainer single(with_threads(testing::small_config("matrnn", 3, 1), 4));
+  Trainer single(with_threads(testing::small_config("matrnn", 3, 7), 4));
   CHECK(single.threads() == 1);
+  single.step();
   CHECK_THROWS_WITH(Trainer(with_threads(testing::small_config("matrnn"), 0)), Contains("threads = 0"));
 }
