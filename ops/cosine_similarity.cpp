@@ -72,8 +72,8 @@ struct CosineSimilarityKernel {
         }
       }
       for (int u = 0; u < S; ++u) {
-        ops::store(nm + (n0 + u) * B + q, am[u]);
-        for (std::int64_t h = 0; h < heads; ++h) ops::store(dot + (h * N + n0 + u) * B + q, ad[u][h]);
+        ops::store<X>(nm + (n0 + u) * B + q, am[u]);
+        for (std::int64_t h = 0; h < heads; ++h) ops::store<X>(dot + (h * N + n0 + u) * B + q, ad[u][h]);
       }
     });
   }
@@ -111,9 +111,9 @@ struct CosineSimilarityKernel {
             g += av[u][h] * kv[h];
             gk[h] += av[u][h] * mv;
           }
-          if (gslot) ops::store(gslot + s, g);
+          if (gslot) ops::store<X>(gslot + s, g);
         }
-        for (std::int64_t h = 0; h < heads; ++h) ops::store(gkt + (h * E + e) * B + q, gk[h]);
+        for (std::int64_t h = 0; h < heads; ++h) ops::store<X>(gkt + (h * E + e) * B + q, gk[h]);
       }
     });
   }
@@ -140,13 +140,13 @@ struct CosineSimilarityKernel {
           const std::int64_t o = (h * N + n) * B + q;
           const X g = ops::load<X>(a + o), inv = X(T(1)) / (kn[h] * mn + X(T(kEps)));
           const X ga = g * inv, t = ga * ops::load<X>(dot + o) * inv;
-          ops::store(a + o, ga);
+          ops::store<X>(a + o, ga);
           cmv += t * kn[h] * inv_mn;
           kcv[h] += t * mn * inv_kn[h];
         }
-        ops::store(cm + n * B + q, cmv);
+        ops::store<X>(cm + n * B + q, cmv);
       }
-      for (std::int64_t h = 0; h < heads; ++h) ops::store(kc + h * B + q, kcv[h]);
+      for (std::int64_t h = 0; h < heads; ++h) ops::store<X>(kc + h * B + q, kcv[h]);
     });
   }
 
@@ -172,7 +172,7 @@ struct CosineSimilarityKernel {
           const X kv = ops::load<X>(kt + (h * E + e) * B + q);
           acc += kv * kv;
         }
-        ops::store(nk + h * B + q, acc);
+        ops::store<X>(nk + h * B + q, acc);
       });
     for (std::int64_t q = 0; q < H * B; ++q) nk[q] = std::sqrt(nk[q]);
     T* yt = kt + H * E * B;  // y with the batch innermost, then transposed to [B,H,N]
@@ -182,7 +182,7 @@ struct CosineSimilarityKernel {
         ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
           using X = decltype(x);
           const X den = ops::load<X>(nk + h * B + q) * ops::load<X>(nm + n * B + q) + X(T(kEps));
-          ops::store(yt + o + q, ops::load<X>(dot + o + q) / den);
+          ops::store<X>(yt + o + q, ops::load<X>(dot + o + q) / den);
         });
       }
     ops::from_batch_inner(yt, B, H, N, c.y, /*accumulate=*/false);

@@ -28,7 +28,7 @@ struct MemoryReadKernel {
         using X = decltype(x);
         const X wv = ops::load<X>(wt + n * B + q);
         for (std::int64_t e = 0; e < E; ++e)
-          ops::store(rt + e * B + q, ops::load<X>(rt + e * B + q) + wv * ops::load<X>(slot + e * B + q));
+          ops::store<X>(rt + e * B + q, ops::load<X>(rt + e * B + q) + wv * ops::load<X>(slot + e * B + q));
       });
     }
     ops::from_batch_inner(rt, B, m.rows, m.cols, c.y, /*accumulate=*/false);
@@ -50,12 +50,12 @@ struct MemoryReadKernel {
         std::array<X, ops::kChains> acc{};
         auto element = [&](std::int64_t e, int u) {
           const X g = ops::load<X>(gt + e * B + q);
-          if (gslot) ops::store(gslot + e * B + q, ops::load<X>(gslot + e * B + q) + wv * g);
+          if (gslot) ops::store<X>(gslot + e * B + q, ops::load<X>(gslot + e * B + q) + wv * g);
           acc[u] += g * ops::load<X>(slot + e * B + q);
         };
         ops::for_each_chained(E, element);
         for (int u = 1; u < ops::kChains; ++u) acc[0] += acc[u];
-        ops::store(gwt + n * B + q, acc[0]);
+        ops::store<X>(gwt + n * B + q, acc[0]);
       });
     }
     if (gw) ops::from_batch_inner(gwt, B, 1, N, gw, /*accumulate=*/true);

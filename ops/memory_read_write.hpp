@@ -71,7 +71,7 @@ struct MemoryReadWriteKernel {
           for (std::int64_t e = 0; e < E; ++e) {
             const std::int64_t i = e * B + q;
             const X mv = ops::load<X>(mem + n * E * B + i);
-            ops::store(y + n * E * B + i, mv + wv * (ops::load<X>(at + i) - mv * ops::load<X>(et + i)));
+            ops::store<X>(y + n * E * B + i, mv + wv * (ops::load<X>(at + i) - mv * ops::load<X>(et + i)));
           }
         });
       return;
@@ -100,14 +100,14 @@ struct MemoryReadWriteKernel {
               // for every e of the unrolled block do not fit the registers and were reloaded from the stack.
               asm("" : "+r"(mp), "+r"(yp));
               const X mv = ops::load<X>(mp);
-              ops::store(yp, mv + wv * (ab[std::size_t(e)] - mv * eb[std::size_t(e)]));
+              ops::store<X>(yp, mv + wv * (ab[std::size_t(e)] - mv * eb[std::size_t(e)]));
 #pragma GCC unroll 4
               for (int r = 0; r < RK; ++r) acc[std::size_t(r)][std::size_t(e)] += rw[std::size_t(r)] * mv;
             }
           }
           for (int r = 0; r < RK; ++r)
             for (std::int64_t e = 0; e < kBlock; ++e)
-              ops::store(rt + r * E * B + (e0 + e) * B + q, acc[std::size_t(r)][e]);
+              ops::store<X>(rt + r * E * B + (e0 + e) * B + q, acc[std::size_t(r)][e]);
         } else {  // a last partial block, or R at run time: sums in rt
           const std::int64_t e1 = std::min(E, e0 + kBlock);
           for (std::int64_t n = 0; n < N; ++n) {
@@ -115,9 +115,9 @@ struct MemoryReadWriteKernel {
             for (std::int64_t e = e0; e < e1; ++e) {
               const std::int64_t i = e * B + q;
               const X mv = ops::load<X>(mem + n * E * B + i);
-              ops::store(y + n * E * B + i, mv + wv * (ops::load<X>(at + i) - mv * ops::load<X>(et + i)));
+              ops::store<X>(y + n * E * B + i, mv + wv * (ops::load<X>(at + i) - mv * ops::load<X>(et + i)));
               for (std::int64_t r = 0; r < R; ++r)
-                ops::store(rt + r * E * B + i,
+                ops::store<X>(rt + r * E * B + i,
                            ops::load<X>(rt + r * E * B + i) + ops::load<X>(rwt + (r * N + n) * B + q) * mv);
             }
           }
@@ -160,17 +160,17 @@ struct MemoryReadWriteKernel {
             d += rw[u][r] * gr[r];
             racc[u][r] += gr[r] * mv;
           }
-          if (gm) ops::store(gm + s, assign_m ? d : ops::load<X>(gm + s) + d);
+          if (gm) ops::store<X>(gm + s, assign_m ? d : ops::load<X>(gm + s) + d);
           acc[u] += gv * (av - mv * ev);
           ge -= wg * mv;
           ga += wg;
         }
-        ops::store(get + i, ge);
-        ops::store(gat + i, ga);
+        ops::store<X>(get + i, ge);
+        ops::store<X>(gat + i, ga);
       }
       for (int u = 0; u < S; ++u) {
-        ops::store(gwt + u * B + q, acc[u]);
-        for (std::int64_t r = 0; r < R; ++r) ops::store(grwt + (r * N + u) * B + q, racc[u][r]);
+        ops::store<X>(gwt + u * B + q, acc[u]);
+        for (std::int64_t r = 0; r < R; ++r) ops::store<X>(grwt + (r * N + u) * B + q, racc[u][r]);
       }
     });
   }

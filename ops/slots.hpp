@@ -92,13 +92,39 @@ inline void from_batch_inner(const T* xt, std::int64_t B, std::int64_t r, std::i
 }
 
 // simd_loop<T>(n, f) calls f(q, X{}) over [0, n): X = xsimd::batch<T> on full chunks, then narrower
-// batches (256- and 128-bit, where the widest is wider) on what is left, then X = T on the last few, so one
-// generic body (using load<X> / store) serves all. A batch of 8 or 4 items still runs in SIMD on AVX-512.
-// Call load/store qualified (ops::store): unqualified, store(p, batch) finds xsimd::store by
+// batches (256- and 128-bit, where the widest is wider), then, for 2 or 3 lanes left, one 128-bit pass with
+// the lanes past n loaded as 0 and never stored (X = Partial<T>: masked loads and stores, AVX-512VL), and
+// for 1 lane (or without AVX-512VL) X = T, one lane at a time. One generic body (using load<X> / store<X>)
+// serves all. A batch of 8 or 4 items still runs in SIMD on AVX-512. Every call of f is a pass over the
+// memory's slots, so a masked pass in place of two or three scalar ones paid: the MatNTM copy step at
+// batch 10 (8 lanes, then 2) ran 0.86 of its time with two scalar passes. A lone lane stays scalar: as
+// one masked pass the batch-1 step took 1.5x as long (a load of a value a masked store just wrote waits
+// for the store, and the kernels' read sums do that on every slot).
+// Call load/store qualified (ops::store<X>): unqualified, store(p, batch) finds xsimd::store by
 // argument-dependent lookup, an aligned store.
 // simd_loop is always inlined and flattens f's body into itself. A kernel's body is a lambda capturing by
 // reference; left out of line, every SIMD store (a may-alias store) made the compiler reload each
 // captured pointer and size through the closure, two dependent loads per use.
+#if defined(__AVX512VL__) && XSIMD_WITH_SSE2
+#define MATMEM_PARTIAL_LANES 1
+template <class T>
+struct Partial : xsimd::batch<T, xsimd::sse2> {
+  using Base = xsimd::batch<T, xsimd::sse2>;
+  using Base::Base;
+  Partial() = default;
+  Partial(const Base& b) : Base(b) {}
+};
+// The live lanes of the Partial pass running on this thread (set by simd_loop).
+inline thread_local unsigned partial_lanes = 0;
+template <class X>
+constexpr bool is_partial = false;
+template <class T>
+constexpr bool is_partial<Partial<T>> = true;
+#else
+template <class X>
+constexpr bool is_partial = false;
+#endif
+
 template <class T, class F>
 [[gnu::always_inline, gnu::flatten]] inline void simd_loop(std::int64_t n, F&& f) {
   using V = xsimd::batch<T>;
@@ -116,17 +142,40 @@ template <class T, class F>
     for (; q + std::int64_t(V4::size) <= n; q += V4::size) f(q, V4{});
   }
 #endif
+#ifdef MATMEM_PARTIAL_LANES
+  if constexpr (V::size * sizeof(T) > 16) {
+    if (q + 1 < n) {
+      partial_lanes = unsigned(n - q);
+      f(q, Partial<T>{});
+      return;
+    }
+  }
+#endif
   for (; q < n; ++q) f(q, T{});
 }
 template <class X, class T>
 inline X load(const T* p) {
   if constexpr (std::is_same_v<X, T>) return *p;
+#ifdef MATMEM_PARTIAL_LANES
+  else if constexpr (is_partial<X> && std::is_same_v<T, float>)
+    return X(_mm_maskz_loadu_ps(__mmask8((1u << partial_lanes) - 1), p));
+  else if constexpr (is_partial<X> && std::is_same_v<T, double>)
+    return X(_mm_maskz_loadu_pd(__mmask8((1u << partial_lanes) - 1), p));
+#endif
   else return X::load_unaligned(p);
 }
-template <class X, class T>
-inline void store(T* p, const X& v) {
+// store<X>(p, v): X, the pass's type, is named, not deduced: an expression of Partial<T> operands has the
+// type of a full batch, and would be stored whole.
+template <class X, class T, class V>
+inline void store(T* p, const V& v) {
   if constexpr (std::is_same_v<X, T>) *p = v;
-  else v.store_unaligned(p);
+#ifdef MATMEM_PARTIAL_LANES
+  else if constexpr (is_partial<X> && std::is_same_v<T, float>)
+    _mm_mask_storeu_ps(p, __mmask8((1u << partial_lanes) - 1), X(v));
+  else if constexpr (is_partial<X> && std::is_same_v<T, double>)
+    _mm_mask_storeu_pd(p, __mmask8((1u << partial_lanes) - 1), X(v));
+#endif
+  else X(v).store_unaligned(p);
 }
 
 // Independent accumulators for a sum along a slot's elements (element e into chain e mod kChains), so

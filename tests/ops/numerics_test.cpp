@@ -175,6 +175,33 @@ TEST_CASE("batch-innermost transposition puts each element where a memory's layo
   }
 }
 
+TEST_CASE("simd_loop covers every lane of a batch once and writes nothing past it", "[ops]") {
+  // y[q] = 2 x[q] + 1 over lanes [0, n), then sentinels: every width's full chunks and, with AVX-512VL, the
+  // masked last pass (a store of a whole 128-bit batch there would overwrite the sentinels).
+  auto check = [](auto zero) {
+    using T = decltype(zero);
+    for (std::int64_t n = 1; n <= 40; ++n) {
+      INFO("n " << n << ", " << sizeof(T) * 8 << "-bit");
+      std::vector<T> x(std::size_t(n) + 32), y(std::size_t(n) + 32, T(-7));
+      for (std::size_t k = 0; k < x.size(); ++k) x[k] = T(k);
+      std::vector<int> calls(std::size_t(n), 0);
+      ops::simd_loop<T>(n, [&](std::int64_t q, auto v) {
+        using X = decltype(v);
+        ops::store<X>(y.data() + q, ops::load<X>(x.data() + q) * X(T(2)) + X(T(1)));
+        ++calls[std::size_t(q)];
+      });
+      for (std::int64_t k = 0; k < n; ++k) CHECK(y[std::size_t(k)] == T(2 * k + 1));
+      for (std::size_t k = std::size_t(n); k < y.size(); ++k) CHECK(y[k] == T(-7));
+      std::int64_t passes = 0;
+      for (int c : calls) passes += c;
+      CHECK(passes >= 1);
+      CHECK(passes <= n);
+    }
+  };
+  check(float(0));
+  check(double(0));
+}
+
 TEST_CASE("memory ops refuse a one-slot memory with a message naming the op and the shape", "[ops]") {
   Rng rng(3);
   Tape tape(DType::f64);
@@ -297,7 +324,8 @@ TEST_CASE("ntm_addressing equals the composed ops it fuses, in values and in eve
 }
 
 TEST_CASE("memory ops pass gradcheck at a batch that fills SIMD chunks and leaves a tail", "[ops][gradcheck]") {
-  // Batch 19 in float64: two 8-lane chunks (AVX-512) and a scalar tail of 3, or other splits elsewhere.
+  // Batch 19 in float64: two 8-lane chunks (AVX-512), a 2-lane chunk and a scalar lane; in float32 a
+  // 16-lane chunk and the last 3 in a masked 128-bit pass (AVX-512VL).
   Rng rng(21);
   const std::int64_t B = 19, N = 4, r = 2, c = 3;
   std::vector<GradcheckInput> in = {{"M", random_tensor(rng, memory(B, N, r, c))},
@@ -381,12 +409,14 @@ TEST_CASE("memory_read_write equals memory_write and memory_read, in values and 
   }
 }
 
-TEST_CASE("memory ops in float32 agree with float64 at a batch taking 8-, 4-lane and scalar chunks", "[ops]") {
-  // Batch 13: in float32 on AVX-512 an 8-lane, a 4-lane and a scalar chunk (ops::simd_loop), in float64 8 + 4 + 1.
+TEST_CASE("memory ops in float32 agree with float64 at a batch that is no multiple of the SIMD widths", "[ops]") {
+  // Batch 13 (ops::simd_loop): on AVX-512 an 8-lane, a 4-lane and a scalar chunk, in float32 and in
+  // float64. Batch 14 (below): 8 + 4 and the last 2 lanes in a masked 128-bit pass (AVX-512VL).
   // Slots of 2x3 and 5x5 (the forward's element blocks all partial, or two whole and one partial).
+  for (const std::int64_t B : {13, 14})
   for (const auto& [r, c] : {std::pair<std::int64_t, std::int64_t>{2, 3}, {5, 5}}) {
   Rng rng(51);
-  const std::int64_t B = 13, N = 6;
+  const std::int64_t N = 6;
   const std::vector<Tensor> in = {random_tensor(rng, memory(B, N, r, c)), random_tensor(rng, weighting(B, N), 0.0, 1.0),
                                   random_tensor(rng, matrices(B, r, c), 0.0, 1.0), random_tensor(rng, matrices(B, r, c)),
                                   random_tensor(rng, weighting(B, N), 0.0, 1.0), random_tensor(rng, matrices(B, r, c))};
@@ -412,7 +442,7 @@ TEST_CASE("memory ops in float32 agree with float64 at a batch taking 8-, 4-lane
   const std::vector<Tensor> f32 = run(DType::f32), f64 = run(DType::f64);
   for (std::size_t k = 0; k < f32.size(); ++k)
     for (std::int64_t e = 0; e < f32[k].numel(); ++e) {
-      INFO("slots " << r << "x" << c << ", tensor " << k << " element " << e);
+      INFO("batch " << B << ", slots " << r << "x" << c << ", tensor " << k << " element " << e);
       CHECK(f32[k].get(e) == Approx(f64[k].get(e)).epsilon(1e-4).margin(1e-5));
     }
   }
