@@ -27,24 +27,29 @@ bool same_bits(const ParameterStore& a, const ParameterStore& b) {
 }  // namespace
 
 TEST_CASE("a run interrupted at a checkpoint and resumed equals the uninterrupted run bit for bit", "[trainer]") {
-  for (const char* model : {"ntm", "matlstm"}) {
-    INFO(model);
-    Config c = small(model);
-    c.set("steps", "8", "test");
-    Trainer whole(c);
-    while (whole.steps_done() < 8) whole.step();
+  for (const char* model : {"ntm", "matlstm"})
+    for (const char* threads : {"1", "2"}) {
+      INFO(model << ", threads " << threads);
+      Config c = small(model);
+      c.set("steps", "8", "test");
+      c.set("batch", "8", "test");  // two parts of four with two threads
+      c.set("threads", threads, "test");
+      Trainer whole(c);
+      REQUIRE(whole.threads() == std::stoi(threads));
+      while (whole.steps_done() < 8) whole.step();
 
-    const std::string dir = temp_dir(std::string("resume-") + model);
-    Trainer first(c);
-    while (first.steps_done() < 3) first.step();
-    first.save(dir);
-    for (int k = 0; k < 2; ++k) first.step();  // work after the checkpoint is lost, as in a crash
-    auto resumed = Trainer::resume(dir);
-    CHECK(resumed->steps_done() == 3);
-    while (resumed->steps_done() < 8) resumed->step();
-    CHECK(same_bits(whole.model().params(), resumed->model().params()));
-    CHECK(std::memcmp(&whole.data_rng().state(), &resumed->data_rng().state(), sizeof(Rng::State)) == 0);
-  }
+      const std::string dir = temp_dir(std::string("resume-") + model + "-" + threads);
+      Trainer first(c);
+      while (first.steps_done() < 3) first.step();
+      first.save(dir);
+      for (int k = 0; k < 2; ++k) first.step();  // work after the checkpoint is lost, as in a crash
+      auto resumed = Trainer::resume(dir);
+      CHECK(resumed->steps_done() == 3);
+      CHECK(resumed->threads() == whole.threads());
+      while (resumed->steps_done() < 8) resumed->step();
+      CHECK(same_bits(whole.model().params(), resumed->model().params()));
+      CHECK(std::memcmp(&whole.data_rng().state(), &resumed->data_rng().state(), sizeof(Rng::State)) == 0);
+    }
 }
 
 TEST_CASE("the same seed and config give the same run and another seed a different one", "[trainer]") {
