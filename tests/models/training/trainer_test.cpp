@@ -133,3 +133,18 @@ TEST_CASE("a non-finite loss stops the step, names the op and leaves parameters 
   CHECK(std::filesystem::file_size(dir + "/checkpoint.safetensors") == before);
   CHECK_NOTHROW(Trainer::resume(dir));
 }
+
+TEST_CASE("with the batch split over threads a non-finite loss is caught the same way", "[trainer][errors][threads]") {
+  register_model("exploding", [](const Config&, const Task& t, DType, std::uint64_t) {
+    return std::unique_ptr<Model>(new Exploding(t));
+  });
+  Config c = small("exploding");
+  c.set("batch", "8", "test");
+  c.set("threads", "2", "test");
+  Trainer t(c);
+  REQUIRE(t.threads() == 2);
+  const double scale = t.model().params().at("exploding/scale").value.get(0);
+  CHECK_THROWS_WITH(t.step(), Contains("step 1") && Contains("not finite") && Contains("op exp"));
+  CHECK(t.steps_done() == 0);
+  CHECK(t.model().params().at("exploding/scale").value.get(0) == scale);
+}
