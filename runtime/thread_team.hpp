@@ -28,7 +28,8 @@ class ThreadTeam {
   template <class F>
   void run(F&& f) {
     using Fn = std::remove_reference_t<F>;
-    run_parts(+[](void* fn, int part) { (*static_cast<Fn*>(fn))(part); }, const_cast<void*>(static_cast<const void*>(&f)));
+    run_parts(+[](void* fn, int part) { (*static_cast<Fn*>(fn))(part); },
+              const_cast<void*>(static_cast<const void*>(&f)));
   }
 
  private:

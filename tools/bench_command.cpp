@@ -305,7 +305,8 @@ int bench_train(const Options& o) {
   // The C++-peer step is its own loop on one tape, not a Trainer: one thread whatever --threads says.
   const bool peer = wanted("matrnn2-fixed") && o.threads == 1;
   if (peer) report_row("matrnn2-fixed", time_matrnn_fixed(o.warmup, o.steps), 16, csv);
-  if (wanted("matrnn2-fixed") && !peer) notes.push_back("  matrnn2-fixed: not timed: it runs one thread; leave out --threads");
+  if (wanted("matrnn2-fixed") && !peer)
+    notes.push_back("  matrnn2-fixed: not timed: it runs one thread; leave out --threads");
   for (auto& print : profiles) print();
   for (const std::string& note : notes) fmt::print("{}\n", note);
   for (const TrainBench& b : train_benches())

@@ -69,7 +69,8 @@ Trainer::Trainer(const Config& config)
   model_ = make_model(config_, *task_, DType::f32);
   optimizer_ = make_optimizer(config_, model_->params());
   unroller_ = std::make_unique<Unroller>(*model_, tape_);
-  const std::int64_t threads = std::min(config_.integer("threads"), std::max<std::int64_t>(1, config_.integer("batch") / kMinPart));
+  const std::int64_t threads =
+      std::min(config_.integer("threads"), std::max<std::int64_t>(1, config_.integer("batch") / kMinPart));
   for (std::int64_t k = 0; threads > 1 && k < threads; ++k) {
     auto part = std::make_unique<Part>();
     if (k == 0) {

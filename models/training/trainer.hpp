@@ -8,12 +8,12 @@
 //
 // With `threads` = n > 1 in the config, a step splits its batch of B into n' = min(n, ⌊B / kMinPart⌋)
 // contiguous parts of ⌊B/n'⌋ or ⌈B/n'⌉ sequences (n' = 1: no split) and runs each part's forward and
-// backward in its own thread (ThreadTeam), on
-// its own tape, with its own copy of the model whose parameter values are copied from the trainer's model
-// before the step. Part k backpropagates its mean loss seeded with B_k / B, so the parts' gradients, added
-// into the model's in part order, are the gradient of the whole batch's mean loss; clipping and the
-// optimiser then run once, on the model. The sums are in a different order than one thread's, so a run with
-// n threads rounds differently from a run with one, but is itself reproducible bit for bit.
+// backward in its own thread (ThreadTeam), on its own tape, with its own copy of the model whose parameter
+// values are copied from the trainer's model before the step. Part k backpropagates its mean loss seeded
+// with B_k / B, so the parts' gradients, added into the model's in part order, are the gradient of the
+// whole batch's mean loss; clipping and the optimiser then run once, on the model. The sums are in a
+// different order than one thread's, so a run with n threads rounds differently from a run with one, but
+// is itself reproducible bit for bit.
 //
 // save() writes DIR/checkpoint.safetensors atomically: parameters ("param/<name>"), optimiser state
 // ("optim/<name>/<slot>"), and metadata: step, the data Rng's state, the optimiser's step count and the
@@ -64,8 +64,9 @@ class Trainer {
   Rng& data_rng() { return data_rng_; }
   int threads() const;  // the parts a step runs in: n' above
   // The fewest sequences in a part. The memory ops' SIMD lanes run over the batch, and a part of 2 or 3
-  // sequences runs them one lane at a time: the MatNTM copy step at batch 4 took 2.5 ms with one thread and
-  // 3.6 ms with two (parts of 2), at batch 8 4.0 and 3.6 ms.
+  // sequences leaves most of them empty: the MatNTM copy step at batch 4 took 2.5 ms with one thread and
+  // 3.6 ms with two (parts of 2, then run as scalar passes; as the masked passes of ops::simd_loop since,
+  // a batch of 2 runs 0.975 of that), at batch 8 4.0 and 3.6 ms.
   static constexpr std::int64_t kMinPart = 4;
   // The FLOPs the last step's tapes recorded, forward and backward, over all parts.
   double step_flops() const;

@@ -84,8 +84,10 @@ TEST_CASE("a batch slice holds the chosen sequences' frames and targets at the s
   for (const char* name : {"copy", "recall"}) {
     INFO(name);
     std::unique_ptr<Task> task;
-    if (std::string(name) == "copy") task = std::make_unique<CopyTask>(CopyTaskOptions{.rows = 3, .cols = 4, .batch = 5});
-    else task = std::make_unique<RecallTask>(RecallTaskOptions{.rows = 3, .cols = 4, .batch = 5});
+    if (std::string(name) == "copy")
+      task = std::make_unique<CopyTask>(CopyTaskOptions{.rows = 3, .cols = 4, .batch = 5});
+    else
+      task = std::make_unique<RecallTask>(RecallTaskOptions{.rows = 3, .cols = 4, .batch = 5});
     Rng rng(9);
     const Sequence whole = task->sample(rng);
     Sequence part;
