@@ -66,6 +66,7 @@ using Kernel = void (*)(const OpCall<T>&);
 // Floating-point operations of one forward and one backward (for the bench's GFLOP/s).
 struct Flops {
   double forward = 0, backward = 0;
+  double total() const { return forward + backward; }
 };
 using FlopsFn = Flops (*)(const Shape* x_shape, int arity, const Shape& y_shape, const OpAttrs& attrs);
 

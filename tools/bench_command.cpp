@@ -97,7 +97,7 @@ int bench_ops(const Options& o) {
         for (std::int64_t k = 0; k < seed.numel(); ++k) seed.set(k, rng.normal());
       }
       tape.backward(y, seed);
-      flops = tape.flops().forward + tape.flops().backward;
+      flops = tape.flops().total();
     };
     const Timing t = time_it(body, o.repeats, o.seconds);
     const double gflops = flops / (t.median_us * 1e3);
@@ -257,7 +257,7 @@ StepTimes time_matrnn_fixed(int warmup, int steps) {
     tape.backward(r.loss);
     opt.step();
   };
-  return time_steps(step, [&] { return tape.flops().forward + tape.flops().backward; }, warmup, steps);
+  return time_steps(step, [&] { return tape.flops().total(); }, warmup, steps);
 }
 
 int bench_train(const Options& o) {

@@ -104,9 +104,9 @@ void Trainer::set_anomaly_mode(bool on) {
 }
 
 double Trainer::step_flops() const {
-  if (parts_.empty()) return tape_.flops().forward + tape_.flops().backward;
+  if (parts_.empty()) return tape_.flops().total();
   double f = 0;
-  for (const auto& p : parts_) f += p->tape->flops().forward + p->tape->flops().backward;
+  for (const auto& p : parts_) f += p->tape->flops().total();  // part 0's tape is tape_
   return f;
 }
 
