@@ -92,9 +92,9 @@ inline void from_batch_inner(const T* xt, std::int64_t B, std::int64_t r, std::i
 }
 
 // simd_loop<T>(n, f) calls f(q, X{}) over [0, n): X = xsimd::batch<T> on full chunks, then narrower
-// batches (256- and 128-bit, where the widest is wider), then, for 2 or 3 lanes left, one 128-bit pass with
-// the lanes past n loaded as 0 and never stored (X = Partial<T>: masked loads and stores, AVX-512VL), and
-// for 1 lane (or without AVX-512VL) X = T, one lane at a time. One generic body (using load<X> / store<X>)
+// batches (256- and 128-bit, where the widest is wider), then, for 2 or 3 float lanes left, one 128-bit
+// pass with the lanes past n loaded as 0 and never stored (X = Partial<T>: masked loads and stores,
+// AVX-512VL), and for 1 lane (or without AVX-512VL) X = T, one lane at a time. One generic body (using load<X> / store<X>)
 // serves all. A batch of 8 or 4 items still runs in SIMD on AVX-512. Every call of f is a pass over the
 // memory's slots, so a masked pass in place of two or three scalar ones paid: the MatNTM copy step at
 // batch 10 (8 lanes, then 2) ran 0.86 of its time with two scalar passes. A lone lane stays scalar: as
@@ -105,6 +105,8 @@ inline void from_batch_inner(const T* xt, std::int64_t B, std::int64_t r, std::i
 // simd_loop is always inlined and flattens f's body into itself. A kernel's body is a lambda capturing by
 // reference; left out of line, every SIMD store (a may-alias store) made the compiler reload each
 // captured pointer and size through the closure, two dependent loads per use.
+template <class X>
+constexpr bool is_partial = false;
 #if defined(__AVX512VL__) && XSIMD_WITH_SSE2
 #define MATMEM_PARTIAL_LANES 1
 template <class T>
@@ -116,13 +118,8 @@ struct Partial : xsimd::batch<T, xsimd::sse2> {
 };
 // The live lanes of the Partial pass running on this thread (set by simd_loop).
 inline thread_local unsigned partial_lanes = 0;
-template <class X>
-constexpr bool is_partial = false;
 template <class T>
 constexpr bool is_partial<Partial<T>> = true;
-#else
-template <class X>
-constexpr bool is_partial = false;
 #endif
 
 template <class T, class F>
@@ -143,7 +140,8 @@ template <class T, class F>
   }
 #endif
 #ifdef MATMEM_PARTIAL_LANES
-  if constexpr (V::size * sizeof(T) > 16) {
+  // float only: after 128-bit chunks of doubles at most one lane is left, which stays scalar.
+  if constexpr (xsimd::batch<T, xsimd::sse2>::size > 2) {
     if (q + 1 < n) {
       partial_lanes = unsigned(n - q);
       f(q, Partial<T>{});
@@ -157,10 +155,8 @@ template <class X, class T>
 inline X load(const T* p) {
   if constexpr (std::is_same_v<X, T>) return *p;
 #ifdef MATMEM_PARTIAL_LANES
-  else if constexpr (is_partial<X> && std::is_same_v<T, float>)
+  else if constexpr (is_partial<X>)
     return X(_mm_maskz_loadu_ps(__mmask8((1u << partial_lanes) - 1), p));
-  else if constexpr (is_partial<X> && std::is_same_v<T, double>)
-    return X(_mm_maskz_loadu_pd(__mmask8((1u << partial_lanes) - 1), p));
 #endif
   else return X::load_unaligned(p);
 }
@@ -170,10 +166,8 @@ template <class X, class T, class V>
 inline void store(T* p, const V& v) {
   if constexpr (std::is_same_v<X, T>) *p = v;
 #ifdef MATMEM_PARTIAL_LANES
-  else if constexpr (is_partial<X> && std::is_same_v<T, float>)
+  else if constexpr (is_partial<X>)
     _mm_mask_storeu_ps(p, __mmask8((1u << partial_lanes) - 1), X(v));
-  else if constexpr (is_partial<X> && std::is_same_v<T, double>)
-    _mm_mask_storeu_pd(p, __mmask8((1u << partial_lanes) - 1), X(v));
 #endif
   else X(v).store_unaligned(p);
 }
