@@ -37,7 +37,23 @@ struct Options {
   std::string csv;
   bool profile = false;
   int threads = 1;
+  std::vector<std::string> sets;  // --set key=value, on top of each configuration
 };
+
+// --set on top of a configuration. Its model and task are the configuration's, and threads is --threads.
+void apply_sets(Config& c, const Options& o) {
+  for (const std::string& kv : o.sets) {
+    const std::string key = kv.substr(0, kv.find('='));
+    if (key == "model" || key == "task")
+      throw Error(fmt::format("bench --set {}: the model and task are the configuration's; pick another --config", kv));
+    if (key == "threads") throw Error(fmt::format("bench --set {}: use --threads", kv));
+    c.assign(kv, "--set");
+  }
+}
+// " (--set a=1 b=2)" for the tables' headings, or nothing.
+std::string sets_text(const Options& o) {
+  return o.sets.empty() ? std::string() : fmt::format(" (--set {})", fmt::join(o.sets, " "));
+}
 
 std::string threads_text(int n) { return n == 1 ? "one thread" : fmt::format("{} threads (the batch split)", n); }
 
@@ -268,9 +284,11 @@ int bench_train(const Options& o) {
     return o.configs.empty() || std::find(o.configs.begin(), o.configs.end(), name) != o.configs.end();
   };
   if (o.profile && o.threads > 1) throw Error("bench train: --profile times one thread; leave out --threads");
+  Config probe;
+  apply_sets(probe, o);  // a bad --set is refused before anything runs
   const double peak = sgemm_peak_gflops();
-  fmt::print("training steps (forward, backward, clip, optimiser), float32, {}; single-core SGEMM peak "
-             "(1024^3) {:.1f} GFLOP/s\n", threads_text(o.threads), peak);
+  fmt::print("training steps (forward, backward, clip, optimiser), float32, {}{}; single-core SGEMM peak "
+             "(1024^3) {:.1f} GFLOP/s\n", threads_text(o.threads), sets_text(o), peak);
   fmt::print("{:<18} {:>6} {:>10} {:>9} {:>9} {:>11} {:>9} {:>9}\n", "config", "steps", "ms median", "ms min",
              "ms max", "sequences/s", "GFLOP/s", "RSS MiB");
   std::vector<std::function<void()>> profiles;  // printed after the table
@@ -285,8 +303,9 @@ int bench_train(const Options& o) {
       if (kv.substr(0, eq) == "task") task = kv.substr(eq + 1);
     }
     c.apply_preset(model, task);
-    for (const std::string& kv : b.sets) c.set(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1), b.name);
+    for (const std::string& kv : b.sets) c.assign(kv, b.name);
     c.set("seed", "1", b.name);
+    apply_sets(c, o);
     c.set("threads", std::to_string(o.threads), "--threads");
     Trainer t(c);
     if (t.threads() != o.threads)
@@ -303,10 +322,12 @@ int bench_train(const Options& o) {
     }
   }
   // The C++-peer step is its own loop on one tape, not a Trainer: one thread whatever --threads says.
-  const bool peer = wanted("matrnn2-fixed") && o.threads == 1;
+  // It has no config keys either.
+  const bool peer = wanted("matrnn2-fixed") && o.threads == 1 && o.sets.empty();
   if (peer) report_row("matrnn2-fixed", time_matrnn_fixed(o.warmup, o.steps), 16, csv);
   if (wanted("matrnn2-fixed") && !peer)
-    notes.push_back("  matrnn2-fixed: not timed: it runs one thread; leave out --threads");
+    notes.push_back(o.threads > 1 ? "  matrnn2-fixed: not timed: it runs one thread; leave out --threads"
+                                  : "  matrnn2-fixed: not timed: a fixed step with no config keys; leave out --set");
   for (auto& print : profiles) print();
   for (const std::string& note : notes) fmt::print("{}\n", note);
   for (const TrainBench& b : train_benches())
@@ -342,6 +363,8 @@ double slope(const std::vector<double>& x, const std::vector<double>& y) {
 }
 
 int bench_scaling(const Options& o) {
+  Config probe;
+  apply_sets(probe, o);
   const std::vector<Sweep> sweeps = {
       {"length", {10, 20, 50, 100, 200},
        [](std::int64_t n) { return std::vector<std::string>{fmt::format("task.min_length={}", n), fmt::format("task.max_length={}", n)}; }},
@@ -354,8 +377,8 @@ int bench_scaling(const Options& o) {
        }},
       {"batch", {1, 4, 16, 64, 256}, [](std::int64_t n) { return std::vector<std::string>{fmt::format("batch={}", n)}; }},
   };
-  fmt::print("MatNTM copy (paper config, sequences of fixed length 10 unless swept), float32, {}, {} steps each\n",
-             threads_text(o.threads), o.steps);
+  fmt::print("MatNTM copy (paper config, sequences of fixed length 10 unless swept), float32, {}, {} steps each{}\n",
+             threads_text(o.threads), o.steps, sets_text(o));
   fmt::print("{:<8} {:>6} {:>10} {:>12} {:>9}\n", "sweep", "size", "ms/step", "sequences/s", "RSS MiB");
   for (const Sweep& sw : sweeps) {
     if (!o.configs.empty() && std::find(o.configs.begin(), o.configs.end(), sw.name) == o.configs.end()) continue;
@@ -365,8 +388,9 @@ int bench_scaling(const Options& o) {
       c.apply_preset("ntm", "copy");
       c.set("task.min_length", "10", "scaling");
       c.set("task.max_length", "10", "scaling");
+      apply_sets(c, o);
       c.set("threads", std::to_string(o.threads), "--threads");
-      for (const std::string& kv : sw.sets(n)) c.set(kv.substr(0, kv.find('=')), kv.substr(kv.find('=') + 1), "scaling");
+      for (const std::string& kv : sw.sets(n)) c.assign(kv, "scaling");
       Trainer t(c);
       const StepTimes st = time_trainer(t, 1, o.steps);
       const double mean = st.mean_ms();
@@ -402,6 +426,9 @@ void add_bench_command(CLI::App& app) {
                   "matrnn2-fixed runs only with 1)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  cmd->add_option("--set", o->sets,
+                  "train, scaling: override one config key of every configuration: --set key=value (repeatable; "
+                  "not model, task or threads)");
   cmd->add_flag("--profile", o->profile, "train: then time every op kind over as many steps and print where a step goes");
   cmd->callback([o] {
     if (o->what == "ops") bench_ops(*o);

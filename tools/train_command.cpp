@@ -37,11 +37,7 @@ void print_config_keys() {
 Config resolve(const Options& o) {
   auto layers = [&](Config& c) {
     if (!o.config_file.empty()) c.merge_file(o.config_file);
-    for (const std::string& kv : o.sets) {
-      const auto eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) throw Error(fmt::format("--set {}: expected key=value", kv));
-      c.set(kv.substr(0, eq), kv.substr(eq + 1), fmt::format("--set {}", kv));
-    }
+    for (const std::string& kv : o.sets) c.assign(kv, "--set");
     if (!o.model.empty()) c.set_json("model", o.model, "--model");
     if (!o.task.empty()) c.set_json("task", o.task, "--task");
     if (o.steps > 0) c.set_json("steps", o.steps, "--steps");

@@ -141,6 +141,12 @@ void Config::set(const std::string& key, const std::string& value, const std::st
   set_json(key, v, where);
 }
 
+void Config::assign(const std::string& assignment, const std::string& where) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) throw Error(fmt::format("{} {}: expected key=value", where, assignment));
+  set(assignment.substr(0, eq), assignment.substr(eq + 1), fmt::format("{} {}", where, assignment));
+}
+
 void Config::merge_json_text(const std::string& text, const std::string& where) {
   json j;
   try {

@@ -30,6 +30,8 @@ class Config {
   // Sets `key` from JSON text (or a bare string); `where` names the source in errors ("--set", a file).
   void set(const std::string& key, const std::string& value, const std::string& where);
   void set_json(const std::string& key, const nlohmann::json& value, const std::string& where);
+  // set() from "key=value" (a --set argument); `where` as above, and an assignment without '=' or key is refused.
+  void assign(const std::string& assignment, const std::string& where);
   void merge_file(const std::string& path);                 // a JSON object of keys
   void merge_json_text(const std::string& text, const std::string& where);
   void apply_preset(const std::string& model, const std::string& task);  // when one exists

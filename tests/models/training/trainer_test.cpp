@@ -72,6 +72,14 @@ TEST_CASE("bad configs are refused before training, naming the key", "[trainer][
   CHECK_THROWS_WITH(c.set("batch", "\"many\"", "config file x.json"),
                     Contains("x.json") && Contains("batch must be an integer"));
   CHECK_THROWS_WITH(c.set("lr", "true", "--set"), Contains("lr must be a number"));
+  // "key=value" as --set gives it: split at the first '=', the whole assignment named in errors
+  c.assign("model.layers=\"3x3=x\"", "--set");
+  CHECK(c.str("model.layers") == "3x3=x");
+  c.assign("batch=7", "--set");
+  CHECK(c.integer("batch") == 7);
+  CHECK_THROWS_WITH(c.assign("batch", "--set"), Contains("--set batch: expected key=value"));
+  CHECK_THROWS_WITH(c.assign("=3", "--set"), Contains("--set =3: expected key=value"));
+  CHECK_THROWS_WITH(c.assign("batch=x1", "bench"), Contains("bench batch=x1") && Contains("batch must be an integer"));
   Config m = small("nosuchmodel");
   CHECK_THROWS_WITH(Trainer(m), Contains("unknown model nosuchmodel") && Contains("ntm"));
   Config t = small("matrnn");
