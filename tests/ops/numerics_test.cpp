@@ -1,7 +1,10 @@
 // Values of the ops where naive formulas overflow, divide by zero or lose precision.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "ops/ops.hpp"
@@ -358,52 +361,57 @@ TEST_CASE("memory ops pass gradcheck at a batch that fills SIMD chunks and leave
 }
 
 TEST_CASE("memory_read_write equals memory_write and memory_read, in values and in every gradient", "[ops]") {
-  // Batch 19: SIMD chunks and a tail in float64 (and float32); two reads; grad_M assigned (the fused op is
-  // M's only consumer) or added to (a later consumer of M runs its backward first). Slots of 2x3 and 4x7:
-  // the forward's element blocks (kBlock = 12) are all partial, or two whole and one partial.
+  // Batch 19: SIMD chunks and a tail in float64 (and float32); two reads (a count the kernel fixes at
+  // compile time) and three (taken at run time); grad_M assigned (the fused op is M's only consumer) or
+  // added to (a later consumer of M runs its backward first). Slots of 2x3 and 4x7: the element blocks
+  // (kBlock = 12) of forward and backward are all partial, or two whole and one partial.
+  for (const int reads : {2, 3})
   for (const auto& [r, c] : {std::pair<std::int64_t, std::int64_t>{2, 3}, {4, 7}})
   for (bool later_consumer : {false, true}) {
     Rng rng(31);
     const std::int64_t B = 19, N = 5;
-    const std::vector<Tensor> in = {random_tensor(rng, memory(B, N, r, c)),
-                                    random_tensor(rng, weighting(B, N), 0.0, 1.0),
-                                    random_tensor(rng, matrices(B, r, c), 0.0, 1.0),
-                                    random_tensor(rng, matrices(B, r, c)),
-                                    random_tensor(rng, weighting(B, N), 0.0, 1.0),
-                                    random_tensor(rng, weighting(B, N), 0.0, 1.0)};
-    const Tensor g = random_tensor(rng, memory(B, N, r, c)), g1 = random_tensor(rng, matrices(B, r, c)),
-                 g2 = random_tensor(rng, matrices(B, r, c));
-    // loss = <g, M'> + <g1, R_1> + <g2, R_2> (+ Σ M² with a later consumer)
+    std::vector<Tensor> in = {random_tensor(rng, memory(B, N, r, c)), random_tensor(rng, weighting(B, N), 0.0, 1.0),
+                              random_tensor(rng, matrices(B, r, c), 0.0, 1.0), random_tensor(rng, matrices(B, r, c))};
+    std::vector<Tensor> gr;  // the reads' upstream gradients
+    for (int k = 0; k < reads; ++k) {
+      in.push_back(random_tensor(rng, weighting(B, N), 0.0, 1.0));
+      gr.push_back(random_tensor(rng, matrices(B, r, c)));
+    }
+    const Tensor g = random_tensor(rng, memory(B, N, r, c));
+    // loss = <g, M'> + Σ_k <gr_k, R_k> (+ Σ M² with a later consumer)
     auto run = [&](bool fused, std::vector<Tensor>& grads) {
       Tape tape(DType::f64);
       std::vector<Var> x;
       for (const Tensor& t : in) x.push_back(tape.input(t, true));
-      Var mw, r1, r2;
+      std::array<Var, 4> out;  // M', then the reads
+      const std::span<const Var> weights = std::span<const Var>(x).subspan(4, std::size_t(reads));
       if (fused) {
-        std::array<Var, 3> out;
-        memory_read_write(x[0], std::span<const Var>(x).subspan(4, 2), x[1], x[2], x[3], out);
-        mw = out[0], r1 = out[1], r2 = out[2];
+        memory_read_write(x[0], weights, x[1], x[2], x[3], std::span<Var>(out).first(std::size_t(reads) + 1));
       } else {
-        r1 = memory_read(x[0], x[4]);
-        r2 = memory_read(x[0], x[5]);
-        mw = memory_write(x[0], x[1], x[2], x[3]);
+        for (int k = 0; k < reads; ++k) out[std::size_t(k) + 1] = memory_read(x[0], weights[std::size_t(k)]);
+        out[0] = memory_write(x[0], x[1], x[2], x[3]);
       }
-      Var loss = add(add(sum(hadamard(mw, tape.input(g))), sum(hadamard(r1, tape.input(g1)))),
-                     sum(hadamard(r2, tape.input(g2))));
+      Var loss = sum(hadamard(out[0], tape.input(g)));
+      for (int k = 0; k < reads; ++k)
+        loss = add(loss, sum(hadamard(out[std::size_t(k) + 1], tape.input(gr[std::size_t(k)]))));
       if (later_consumer) loss = add(loss, sum(hadamard(x[0], x[0])));
       tape.backward(loss);
       grads.clear();
-      for (const Var& v : {mw, r1, r2}) grads.push_back(v.value_copy());
+      for (int k = 0; k <= reads; ++k) grads.push_back(out[std::size_t(k)].value_copy());
       for (const Var& v : x) grads.push_back(v.grad_copy());
     };
     std::vector<Tensor> fused, separate;
     run(true, fused);
     run(false, separate);
-    const char* names[] = {"M'", "R_1", "R_2", "grad M", "grad w", "grad E", "grad A", "grad w_1", "grad w_2"};
+    std::vector<std::string> names = {"M'"};
+    for (int k = 1; k <= reads; ++k) names.push_back("R_" + std::to_string(k));
+    for (const char* n : {"grad M", "grad w", "grad E", "grad A"}) names.push_back(n);
+    for (int k = 1; k <= reads; ++k) names.push_back("grad w_" + std::to_string(k));
+    REQUIRE(names.size() == fused.size());
     for (std::size_t k = 0; k < fused.size(); ++k)
       for (std::int64_t e = 0; e < fused[k].numel(); ++e) {
-        INFO("slots " << r << "x" << c << ", " << names[k] << " element " << e
-                      << (later_consumer ? " (grad_M added to)" : " (grad_M assigned)"));
+        INFO(reads << " reads, slots " << r << "x" << c << ", " << names[k] << " element " << e
+                   << (later_consumer ? " (grad_M added to)" : " (grad_M assigned)"));
         CHECK(fused[k].get(e) == Approx(separate[k].get(e)).epsilon(1e-12).margin(1e-14));
       }
   }
