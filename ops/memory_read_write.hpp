@@ -99,6 +99,7 @@ struct MemoryReadWriteKernel {
               // Running pointers: with the element stride B known only at run time, precomputed offsets
               // for every e of the unrolled block do not fit the registers and were reloaded from the stack.
               asm("" : "+r"(mp), "+r"(yp));
+              ops::prefetch_for_write(yp + ops::kPrefetchSlots * E * B);
               const X mv = ops::load<X>(mp);
               ops::store<X>(yp, mv + wv * (ab[std::size_t(e)] - mv * eb[std::size_t(e)]));
 #pragma GCC unroll 4
