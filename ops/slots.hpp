@@ -197,8 +197,11 @@ inline void for_each_chained(std::int64_t E, F&& f) {
 }
 
 // Calls f(n0, std::integral_constant<int, S>{}) over the slots [0, N) in groups: S = kSlotGroup while a
-// whole group is left, then S = 1. A backward pass that adds every slot's term into one small gradient
-// (a key's, an erase vector's) takes a group's terms in registers and stores once per group.
+// whole group is left, then S = 1. A pass that adds every slot's term into one small sum (cosine_similarity:
+// a key's gradient, in backward; each slot's dot products and norm, in forward) takes a group's terms in
+// registers and stores once per group. (memory_read_write's backward walks element blocks instead, with
+// the small gradients' block in registers; for cosine_similarity's backward, a copy of its loop ran no
+// faster that way.)
 constexpr int kSlotGroup = 4;
 template <class F>
 inline void for_each_slot_group(std::int64_t N, F&& f) {
