@@ -46,6 +46,17 @@ void validate(const Config& c) {
 // The data stream is its own Rng, derived from the seed, so it does not depend on how many parameters
 // the model initialised.
 Rng data_rng_for(std::int64_t seed) { return Rng(std::uint64_t(seed) ^ 0x5eed5eed5eed5eedULL); }
+
+// The model's gradients of `seq`'s mean loss: zeroed, the sequence unrolled on `tape`, the loss
+// backpropagated with `seed` (nullptr: 1).
+const SequenceResult& forward_backward(Model& model, Unroller& unroller, Tape& tape, const Sequence& seq,
+                                       const Tensor* seed) {
+  model.params().zero_grad();
+  const SequenceResult& r = unroller.run(seq);
+  if (seed) tape.backward(r.loss, *seed);
+  else tape.backward(r.loss);
+  return r;
+}
 }  // namespace
 
 // A part of the batch and what runs it: part 0 the trainer's model, tape and unroller; every other part its
@@ -79,8 +90,11 @@ Trainer::Trainer(const Config& config)
       part->own_model = make_model(config_, *task_, DType::f32);
       // Each step copies the values by position: the copy must create the same parameters in the same order.
       const ParameterStore &ours = model_->params(), &theirs = part->own_model->params();
+      if (theirs.size() != ours.size())
+        throw Error(fmt::format("threads: model {} built a second time creates {} parameters, not {}", model_->name(),
+                                theirs.size(), ours.size()));
       for (std::size_t i = 0; i < ours.size(); ++i)
-        if (i >= theirs.size() || theirs[i].name != ours[i].name || theirs[i].value.shape() != ours[i].value.shape())
+        if (theirs[i].name != ours[i].name || theirs[i].value.shape() != ours[i].value.shape())
           throw Error(fmt::format("threads: model {} built a second time creates different parameters "
                                   "(parameter {})", model_->name(), ours[i].name));
       part->own_tape = std::make_unique<Tape>(DType::f32);
@@ -126,11 +140,9 @@ void Trainer::run_parallel(StepStats& stats) {
   }
   team_->run([&](int k) {
     Part& p = *parts_[std::size_t(k)];
-    p.model->params().zero_grad();
-    const SequenceResult& r = p.unroller->run(p.slice);
+    const SequenceResult& r = forward_backward(*p.model, *p.unroller, *p.tape, p.slice, &p.seed);
     p.loss = p.weight * r.loss.item();
     p.bits = p.weight * r.bits;
-    p.tape->backward(r.loss, p.seed);
   });
   // In part order, into part 0's (the model's) gradients.
   for (std::int64_t k = 0; k < n; ++k) {
@@ -155,21 +167,17 @@ StepStats Trainer::step() {
   if (team_) {
     run_parallel(stats);
   } else {
-    params.zero_grad();
-    const SequenceResult& r = unroller_->run(seq);
+    const SequenceResult& r = forward_backward(*model_, *unroller_, tape_, seq, nullptr);
     stats.loss = r.loss.item();
     stats.bits = r.bits;
-    tape_.backward(r.loss);
   }
   stats.grad_norm = gradient_norm(params);
   if (!std::isfinite(stats.loss) || !std::isfinite(stats.grad_norm)) {
     // Find the op: the same sequence again, whole, on part 0's tape, every op checked.
     std::string where = "no op produced a NaN/Inf under anomaly mode (the input data may hold one)";
-    params.zero_grad();
     tape_.set_anomaly_mode(true);
     try {
-      const SequenceResult& again = unroller_->run(seq);
-      tape_.backward(again.loss);
+      forward_backward(*model_, *unroller_, tape_, seq, nullptr);
     } catch (const NumericError& e) {
       where = e.what();
     }
