@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(g++ cmake make xtensor-dev libxtensor-blas-dev libopenblas-dev liblapack-dev libfmt-dev catch2
-          nlohmann-json3-dev libcli11-dev libxsmm-dev)
+          nlohmann-json3-dev libcli11-dev libxsmm-dev libxsimd-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
