@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Installs what matmem needs from Debian's packages (only what is missing), then configures and builds
-# it in ./build. Safe to run again: with everything present it only rebuilds what changed.
+# it, tests included, in ./build. Safe to run again: with everything present it only rebuilds what changed.
+#   tools/setup.sh             install, configure, build
+#   tools/setup.sh --packages  print the package list, one a line (the test setup:packages_cover_build
+#                              checks it against every header and library the build reads)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Every package the build reads, named here: --no-install-recommends below means a Recommends of one of
+# these is not installed on a fresh machine (libxsimd-dev is only a Recommends of libxtensor-dev).
 packages=(g++ cmake make xtensor-dev libxtensor-blas-dev libopenblas-dev liblapack-dev libfmt-dev catch2
           nlohmann-json3-dev libcli11-dev libxsmm-dev libxsimd-dev)
+if [ "${1:-}" = --packages ]; then printf '%s\n' "${packages[@]}"; exit 0; fi
+if [ $# -gt 0 ]; then echo "setup: unknown argument $1 (takes none, or --packages)" >&2; exit 2; fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -19,6 +26,6 @@ fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
 mkdir -p build; log=build/setup.log
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > "$log" 2>&1 || { cat "$log"; exit 1; }
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON > "$log" 2>&1 || { cat "$log"; exit 1; }
 cmake --build build -j "$jobs" >> "$log" 2>&1 || { tail -n 60 "$log"; echo "setup: build failed, see $log"; exit 1; }
 echo "setup: built build/matmem"
