@@ -52,7 +52,7 @@ std::unique_ptr<Model> ntm(const Config& c, const Task& t, DType dtype, std::uin
 
 std::map<std::string, ModelFactory>& factories() {
   static std::map<std::string, ModelFactory> all = {
-      {"ntm", ntm},
+      {"matntm", ntm},
       {"matrnn", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return recurrent(CellKind::rnn, c, t, d, s); }},
       {"matlstm", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return recurrent(CellKind::lstm, c, t, d, s); }},
       {"matgru", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return recurrent(CellKind::gru, c, t, d, s); }},
@@ -62,9 +62,11 @@ std::map<std::string, ModelFactory>& factories() {
 }  // namespace
 
 void register_model(const std::string& name, ModelFactory factory) {
-  if (factories().count(name)) throw Error(fmt::format("a model named {} is already registered", name));
+  if (factories().count(name) || canonical_model_name(name) != name) throw Error(fmt::format("a model named {} is already registered", name));
   factories()[name] = std::move(factory);
 }
+
+std::string canonical_model_name(const std::string& name) { return name == "ntm" ? "matntm" : name; }
 
 std::vector<std::string> model_names() {
   std::vector<std::string> names;

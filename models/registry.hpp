@@ -18,6 +18,9 @@ using ModelFactory =
 
 void register_model(const std::string& name, ModelFactory factory);
 std::vector<std::string> model_names();
+// The registered name a model is known by: an alias (`ntm`, the MatNTM's earlier name) maps to it, any other
+// name is returned as it is. Config stores the model under this name.
+std::string canonical_model_name(const std::string& name);
 std::unique_ptr<Model> make_model(const Config& config, const Task& task, DType dtype = DType::f32);
 std::unique_ptr<Task> make_task(const Config& config);
 

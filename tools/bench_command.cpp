@@ -21,6 +21,7 @@
 #include "runtime/blas.hpp"
 #include "runtime/error.hpp"
 #include "tools/commands.hpp"
+#include "tools/options.hpp"
 #include "tools/csv_file.hpp"
 
 namespace matmem::tools {
@@ -149,13 +150,13 @@ struct TrainBench {
 const std::vector<TrainBench>& train_benches() {
   static const std::vector<TrainBench> all = {
       {"ntm-copy", "MatNTM copy, Table 1: batch 16, 6x5 in, MatRNN 2x15x15, 120 slots of 6x6, 1R+1W, l in 1..20",
-       {"model=ntm", "task=copy"}},
-      {"ntm-lstm-copy", "the same with a MatLSTM controller", {"model=ntm", "task=copy", "ntm.controller=lstm"}},
+       {"model=matntm", "task=copy"}},
+      {"ntm-lstm-copy", "the same with a MatLSTM controller", {"model=matntm", "task=copy", "ntm.controller=lstm"}},
       {"ntm-recall", "MatNTM associative recall, Table 1: batch 16, 7x5 in, MatRNN 3x20x20, 120 slots of 6x6",
-       {"model=ntm", "task=recall"}},
+       {"model=matntm", "task=recall"}},
       {"matrnn-copy", "MatRNN copy: batch 16, 2x15x15", {"model=matrnn", "task=copy"}},
       {"vector-ntm-copy", "vector NTM, pytorch-ntm copy settings: batch 1, 8 bits, LSTM 100, 128x20 memory",
-       {"model=ntm", "task=copy", "task.rows=1", "task.cols=8", "model.layers=\"1x100\"", "ntm.controller=lstm",
+       {"model=matntm", "task=copy", "task.rows=1", "task.cols=8", "model.layers=\"1x100\"", "ntm.controller=lstm",
         "ntm.slots=128", "ntm.slot_rows=1", "ntm.slot_cols=20", "batch=1"}},
   };
   return all;
@@ -385,7 +386,7 @@ int bench_scaling(const Options& o) {
     std::vector<double> xs, ms;
     for (std::int64_t n : sw.sizes) {
       Config c;
-      c.apply_preset("ntm", "copy");
+      c.apply_preset("matntm", "copy");
       c.set("task.min_length", "10", "scaling");
       c.set("task.max_length", "10", "scaling");
       apply_sets(c, o);
@@ -415,17 +416,25 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--config", o->configs,
                   "train: configurations to time (ntm-copy, ntm-lstm-copy, ntm-recall, matrnn-copy, vector-ntm-copy, "
                   "matrnn2-fixed; default all); scaling: sweeps to run (length, slots, matrix, batch)");
-  cmd->add_option("--steps", o->steps, "train: timed steps per configuration")->capture_default_str();
-  cmd->add_option("--warmup", o->warmup, "train: untimed steps first")->capture_default_str();
+  cmd->add_option("--steps", o->steps, "train: timed steps per configuration")
+      ->capture_default_str()
+      ->check(whole_number(1, kMaxBenchSteps));
+  cmd->add_option("--warmup", o->warmup, "train: untimed steps first")
+      ->capture_default_str()
+      ->check(whole_number(0, kMaxBenchSteps));
   cmd->add_option("--op", o->op, "Time one op only");
-  cmd->add_option("--repeats", o->repeats, "Measurements per op (the median is reported)")->capture_default_str();
-  cmd->add_option("--seconds", o->seconds, "Seconds per measurement")->capture_default_str();
+  cmd->add_option("--repeats", o->repeats, "Measurements per op (the median is reported)")
+      ->capture_default_str()
+      ->check(whole_number(1, kMaxBenchRepeats));
+  cmd->add_option("--seconds", o->seconds, "Seconds per measurement")
+      ->capture_default_str()
+      ->check(real_number(0, kMaxBenchSeconds, true));
   cmd->add_option("--csv", o->csv, "Also write the table to this CSV file");
   cmd->add_option("--threads", o->threads,
                   "train, scaling: threads each training step splits its batch over (config key threads; "
                   "matrnn2-fixed runs only with 1)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 64));
+      ->check(whole_number(1, kMaxThreads));
   cmd->add_option("--set", o->sets,
                   "train, scaling: override one config key of every configuration: --set key=value (repeatable; "
                   "not model, task or threads)");

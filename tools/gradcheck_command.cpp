@@ -5,6 +5,7 @@
 #include "ops/registry.hpp"
 #include "runtime/error.hpp"
 #include "tools/commands.hpp"
+#include "tools/options.hpp"
 
 namespace matmem::tools {
 namespace {
@@ -58,7 +59,7 @@ void add_gradcheck_command(CLI::App& app) {
   cmd->add_option("--size", o->size, "Sample sizes: small, large or both")
       ->check(CLI::IsMember({"small", "large", "both"}))
       ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Seed for the sample inputs")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed for the sample inputs")->capture_default_str()->check(whole_number(0, kMaxSeed));
   cmd->callback([o] {
     if (int rc = run(*o)) throw CLI::RuntimeError(rc);
   });

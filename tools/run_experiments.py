@@ -22,8 +22,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 MODELS = {
-    "MatNTM (MatRNN ctrl)": ["--model", "ntm", "--set", "ntm.controller=rnn"],
-    "MatNTM (MatLSTM ctrl)": ["--model", "ntm", "--set", "ntm.controller=lstm"],
+    "MatNTM (MatRNN ctrl)": ["--model", "matntm", "--set", "ntm.controller=rnn"],
+    "MatNTM (MatLSTM ctrl)": ["--model", "matntm", "--set", "ntm.controller=lstm"],
     "MatRNN": ["--model", "matrnn"],
     "MatLSTM": ["--model", "matlstm"],
 }

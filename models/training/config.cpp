@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "models/registry.hpp"
 #include "runtime/error.hpp"
 
 namespace matmem {
@@ -14,7 +15,7 @@ using nlohmann::json;
 
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = {
-      {"model", "\"ntm\"", "model: ntm, matrnn, matlstm, matgru, or one registered by the user"},
+      {"model", "\"matntm\"", "model: matntm (alias ntm), matrnn, matlstm, matgru, or one registered by the user"},
       {"task", "\"copy\"", "task: copy or recall"},
       {"seed", "1", "seed of the run: parameter initialisation and every sequence drawn"},
       {"steps", "3000", "training steps (one batch each)"},
@@ -39,8 +40,8 @@ const std::vector<ConfigKey>& config_keys() {
       {"task.min_items", "2", "recall: fewest items"},
       {"task.max_items", "10", "recall: most items"},
       {"task.item_matrices", "2", "recall: matrices per item"},
-      {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for ntm) as RxC, comma separated"},
-      {"ntm.controller", "\"rnn\"", "ntm controller cell: rnn or lstm"},
+      {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm) as RxC, comma separated"},
+      {"ntm.controller", "\"rnn\"", "matntm controller cell: rnn or lstm"},
       {"ntm.slots", "120", "ntm memory slots N"},
       {"ntm.slot_rows", "6", "rows of one memory slot"},
       {"ntm.slot_cols", "6", "columns of one memory slot"},
@@ -64,9 +65,9 @@ const std::vector<ConfigKey>& config_keys() {
 const std::vector<Preset>& presets() {
   // 000 Table 1 and spec/models.md ("Defaults"); the vector NTM with pytorch-ntm's copy settings.
   static const std::vector<Preset> all = {
-      {"ntm", "copy", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "ntm.slots": 120,
+      {"matntm", "copy", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "ntm.slots": 120,
         "ntm.slot_rows": 6, "ntm.slot_cols": 6, "batch": 16, "lr": 1e-4})"},
-      {"ntm", "recall", R"({"model.layers": "20x20,20x20,20x20", "task.rows": 5, "task.cols": 5, "ntm.slots": 120,
+      {"matntm", "recall", R"({"model.layers": "20x20,20x20,20x20", "task.rows": 5, "task.cols": 5, "ntm.slots": 120,
         "ntm.slot_rows": 6, "ntm.slot_cols": 6, "batch": 16, "lr": 8e-5})"},
       {"matrnn", "copy", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "batch": 16, "lr": 1e-4})"},
       {"matlstm", "copy", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "batch": 16, "lr": 1e-4})"},
@@ -129,6 +130,7 @@ void Config::set_json(const std::string& key, const json& value, const std::stri
   if (!ok)
     throw Error(fmt::format("{}: {} must be {}, got {} ({})", where, key, kind_of(old), kind_of(value), value.dump()));
   *it = old.is_number_float() ? json(value.get<double>()) : value;
+  if (key == "model") *it = canonical_model_name(value.get<std::string>());  // `ntm` is stored as `matntm`
 }
 
 void Config::set(const std::string& key, const std::string& value, const std::string& where) {

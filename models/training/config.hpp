@@ -51,7 +51,7 @@ class Config {
   Impl* impl_;
 };
 
-// The bundled presets: (model, task) -> JSON object of keys, e.g. ("ntm", "copy").
+// The bundled presets: (model, task) -> JSON object of keys, e.g. ("matntm", "copy").
 struct Preset {
   std::string model, task, json;
 };

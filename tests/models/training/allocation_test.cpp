@@ -25,7 +25,7 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 using namespace matmem;
 
 TEST_CASE("training steps allocate nothing once every sequence length has been seen", "[trainer][memory]") {
-  for (const char* model : {"ntm", "matlstm"})
+  for (const char* model : {"matntm", "matlstm"})
     for (const char* threads : {"1", "2"}) {  // 2: the batch split over a ThreadTeam
       INFO(model << ", threads " << threads);
       Config c = testing::small_config(model, 3, 8);

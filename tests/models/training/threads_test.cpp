@@ -19,7 +19,7 @@ Config with_threads(Config c, int threads) {
 }  // namespace
 
 TEST_CASE("a step split over threads has the whole batch's loss, bits and gradient", "[trainer][threads]") {
-  for (const char* model : {"ntm", "matlstm"})
+  for (const char* model : {"matntm", "matlstm"})
     for (int threads : {2, 3}) {
       const int batch = 4 * threads + 1;  // uneven parts: 4 and 5, or 4, 4 and 5
       INFO(model << ", " << threads << " threads, batch " << batch);
@@ -48,7 +48,7 @@ TEST_CASE("a step split over threads has the whole batch's loss, bits and gradie
 }
 
 TEST_CASE("a run with threads is reproducible bit for bit", "[trainer][threads]") {
-  Config c = with_threads(testing::small_config("ntm", 4, 8), 2);
+  Config c = with_threads(testing::small_config("matntm", 4, 8), 2);
   Trainer a(c), b(c);
   for (int k = 0; k < 5; ++k) {
     const StepStats sa = a.step(), sb = b.step();

@@ -27,7 +27,7 @@ bool same_bits(const ParameterStore& a, const ParameterStore& b) {
 }  // namespace
 
 TEST_CASE("a run interrupted at a checkpoint and resumed equals the uninterrupted run bit for bit", "[trainer]") {
-  for (const char* model : {"ntm", "matlstm"})
+  for (const char* model : {"matntm", "matlstm"})
     for (const char* threads : {"1", "2"}) {
       INFO(model << ", threads " << threads);
       Config c = small(model);
@@ -81,14 +81,14 @@ TEST_CASE("bad configs are refused before training, naming the key", "[trainer][
   CHECK_THROWS_WITH(c.assign("=3", "--set"), Contains("--set =3: expected key=value"));
   CHECK_THROWS_WITH(c.assign("batch=x1", "bench"), Contains("bench batch=x1") && Contains("batch must be an integer"));
   Config m = small("nosuchmodel");
-  CHECK_THROWS_WITH(Trainer(m), Contains("unknown model nosuchmodel") && Contains("ntm"));
+  CHECK_THROWS_WITH(Trainer(m), Contains("unknown model nosuchmodel") && Contains("matntm"));
   Config t = small("matrnn");
   t.set("task", "sort", "--task");
   CHECK_THROWS_WITH(Trainer(t), Contains("unknown task sort"));
   Config s = small("matrnn");
   s.set("model.layers", "\"15x0\"", "--set");
   CHECK_THROWS_WITH(Trainer(s), Contains("model.layers") && Contains("RxC"));
-  Config h = small("ntm");
+  Config h = small("matntm");
   h.set("ntm.shift", "4", "--set");
   CHECK_THROWS_WITH(Trainer(h), Contains("shift range 4"));
   Config l = small("matrnn");
