@@ -22,6 +22,7 @@
 #include "models/capacity/queue.hpp"
 #include "runtime/error.hpp"
 #include "tools/csv_file.hpp"
+#include "tools/options.hpp"
 
 namespace matmem::tools {
 namespace {
@@ -96,16 +97,18 @@ std::vector<double> indices(std::size_t n) {
 }
 
 // "N=2,4,8", "2,4,8", "2:10" or "2:20:2" (inclusive).
-std::vector<std::size_t> parse_sweep(std::string spec) {
+std::vector<std::size_t> parse_sweep(const std::string& given) {
+  std::string spec = given;
   if (spec.rfind("N=", 0) == 0 || spec.rfind("n=", 0) == 0) spec = spec.substr(2);
   auto number = [&](const std::string& s) {
     try {
       std::size_t used = 0;
       const long long v = std::stoll(s, &used);
-      if (used != s.size() || v < 1) throw std::invalid_argument(s);
+      if (used != s.size() || v < 1 || v > kMaxCapacitySide) throw std::invalid_argument(s);
       return std::size_t(v);
     } catch (const std::exception&) {
-      throw Error(fmt::format("capacity: --sweep '{}': '{}' is not a positive size (use N=a,b,c or a:b[:step])", spec, s));
+      throw Error(fmt::format("capacity: --sweep '{}': '{}' is not a size from 1 to {} (use N=a,b,c or a:b[:step])",
+                              given, s, kMaxCapacitySide));
     }
   };
   std::vector<std::size_t> sizes;
@@ -117,7 +120,7 @@ std::vector<std::size_t> parse_sweep(std::string spec) {
       start = pos + 1;
     }
     parts.push_back(spec.substr(start));
-    if (parts.size() < 2 || parts.size() > 3) throw Error(fmt::format("capacity: --sweep '{}': expected a:b or a:b:step", spec));
+    if (parts.size() < 2 || parts.size() > 3) throw Error(fmt::format("capacity: --sweep '{}': expected a:b or a:b:step", given));
     const std::size_t a = number(parts[0]), b = number(parts[1]), step = parts.size() == 3 ? number(parts[2]) : 1;
     for (std::size_t v = a; v <= b; v += step) sizes.push_back(v);
   } else {
@@ -128,7 +131,7 @@ std::vector<std::size_t> parse_sweep(std::string spec) {
     }
     sizes.push_back(number(spec.substr(start)));
   }
-  if (sizes.empty()) throw Error(fmt::format("capacity: --sweep '{}' gives no sizes", spec));
+  if (sizes.empty()) throw Error(fmt::format("capacity: --sweep '{}' gives no sizes", given));
   return sizes;
 }
 
@@ -268,7 +271,6 @@ Stats stats(const std::vector<double>& x) {
 
 void run_sweep(const Options& o) {
   if (!o.checkpoint.empty()) throw Error("capacity: --sweep draws random networks; it cannot be combined with --checkpoint");
-  if (o.samples < 1) throw Error(fmt::format("capacity: --samples must be ≥ 1, got {}", o.samples));
   Output out(o.csv);
   const Connectivity kind = connectivity_from_name(o.connectivity);
   const std::vector<std::size_t> sizes = parse_sweep(o.sweep);
@@ -325,7 +327,6 @@ void run_sweep(const Options& o) {
 }
 
 void run(const Options& o) {
-  if (o.k < 0) throw Error(fmt::format("capacity: --k must be ≥ 0, got {}", o.k));
   if (!o.sweep.empty()) return run_sweep(o);
   if (o.kind == "matrix") return run_matrix(o);
   if (o.kind == "vector") return run_vector(o);
@@ -341,28 +342,47 @@ void add_capacity_command(CLI::App& app) {
   cmd->add_option("--kind", o->kind, "matrix (eqs. 12/16 and the exact curve), vector (eq. 14) or queue (eqs. 34–41)")
       ->check(CLI::IsMember({"matrix", "vector", "queue"}))
       ->capture_default_str();
-  cmd->add_option("--n", o->n, "state size N (N×N matrices)")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--rows", o->rows, "rectangular state: rows r (overrides --n)")->check(CLI::PositiveNumber);
-  cmd->add_option("--cols", o->cols, "rectangular state: columns c (overrides --n)")->check(CLI::PositiveNumber);
-  cmd->add_option("--neurons", o->neurons, "vector network size (default: r·c, as many neurons as the matrix net)");
-  cmd->add_option("--eps1", o->eps1, "row noise variance ε₁")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--eps2", o->eps2, "column noise variance ε₂")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--k", o->k, "print J(i) for i = 0..K")->capture_default_str();
+  cmd->add_option("--n", o->n, "state size N (N×N matrices)")
+      ->check(whole_number(1, kMaxCapacitySide))
+      ->capture_default_str();
+  cmd->add_option("--rows", o->rows, "rectangular state: rows r (overrides --n)")->check(whole_number(1, kMaxCapacitySide));
+  cmd->add_option("--cols", o->cols, "rectangular state: columns c (overrides --n)")->check(whole_number(1, kMaxCapacitySide));
+  cmd->add_option("--neurons", o->neurons, "vector network size (default: r·c, as many neurons as the matrix net)")
+      ->check(whole_number(1, kMaxCapacityNeurons));
+  cmd->add_option("--eps1", o->eps1, "row noise variance ε₁")
+      ->check(real_number(0, kMaxCapacityNoise, true))
+      ->capture_default_str();
+  cmd->add_option("--eps2", o->eps2, "column noise variance ε₂")
+      ->check(real_number(0, kMaxCapacityNoise, true))
+      ->capture_default_str();
+  cmd->add_option("--k", o->k, "print J(i) for i = 0..K")->check(whole_number(0, kMaxCapacityLag))->capture_default_str();
   cmd->add_option("--connectivity", o->connectivity, "random U, V: normal (convergent) or nonnormal")
       ->check(CLI::IsMember({"normal", "nonnormal"}))
       ->capture_default_str();
-  cmd->add_option("--rho-min", o->rho_min, "smallest eigenvalue modulus of normal U, V")->capture_default_str();
-  cmd->add_option("--rho-max", o->rho_max, "largest eigenvalue modulus of random U, V (< 1)")->capture_default_str();
-  cmd->add_option("--strength", o->strength, "non-normal part of nonnormal U, V")->capture_default_str();
-  cmd->add_option("--seed", o->seed, "random seed")->capture_default_str();
-  cmd->add_option("--depth", o->depth, "queue: truncation depth D of the series over m (eq. 40)")->capture_default_str();
-  cmd->add_option("--horizon", o->horizon, "queue: horizon n of the exact finite-time curve")->capture_default_str();
+  cmd->add_option("--rho-min", o->rho_min, "smallest eigenvalue modulus of normal U, V")
+      ->check(real_number(0, 1))
+      ->capture_default_str();
+  cmd->add_option("--rho-max", o->rho_max, "largest eigenvalue modulus of random U, V (< 1)")
+      ->check(real_number(0, 1))
+      ->capture_default_str();
+  cmd->add_option("--strength", o->strength, "non-normal part of nonnormal U, V")
+      ->check(real_number(0, kMaxCapacityStrength))
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "random seed")->check(whole_number(0, kMaxSeed))->capture_default_str();
+  cmd->add_option("--depth", o->depth, "queue: truncation depth D of the series over m (eq. 40)")
+      ->check(whole_number(0, kMaxCapacityDepth))
+      ->capture_default_str();
+  cmd->add_option("--horizon", o->horizon, "queue: horizon n of the exact finite-time curve")
+      ->check(whole_number(1, kMaxCapacityHorizon))
+      ->capture_default_str();
   cmd->add_option("--checkpoint", o->checkpoint, "take U, V from a checkpoint: a run directory or its checkpoint.safetensors")->check(CLI::ExistingPath);
   cmd->add_option("--prefix", o->prefix, "checkpoint: layer whose <prefix>/h/U, <prefix>/h/V are used")->capture_default_str();
   cmd->add_option("--param-w", o->param_w, "checkpoint: tensor to use as W (default: random, Tr(WᵀW) = 1)");
   cmd->add_option("--csv", o->csv, "write the table as CSV to FILE, or '-' for stdout (text then goes to stderr)");
   cmd->add_option("--sweep", o->sweep, "J_tot across sizes: N=a,b,c or a:b[:step]");
-  cmd->add_option("--samples", o->samples, "sweep: random instances per size")->capture_default_str();
+  cmd->add_option("--samples", o->samples, "sweep: random instances per size")
+      ->check(whole_number(1, kMaxCapacitySamples))
+      ->capture_default_str();
   cmd->callback([o] { run(*o); });
 }
 

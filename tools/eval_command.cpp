@@ -1,5 +1,6 @@
 // `matmem eval`: loads a checkpoint and reports the cost per sequence (bit errors) by sequence length
 // (copy) or item count (recall), the paper's Figure 9, as a table and optionally CSV.
+#include <cerrno>
 #include <cstdio>
 #include <sstream>
 
@@ -8,6 +9,7 @@
 
 #include "models/training/trainer.hpp"
 #include "tools/commands.hpp"
+#include "tools/options.hpp"
 #include "tools/csv_file.hpp"
 
 namespace matmem::tools {
@@ -24,8 +26,10 @@ std::vector<std::int64_t> parse_sizes(const std::string& text) {
   std::string item;
   while (std::getline(ss, item, ',')) {
     char* end = nullptr;
+    errno = 0;
     const long long v = std::strtoll(item.c_str(), &end, 10);
-    if (end == item.c_str() || *end != '\0' || v < 1) throw Error(fmt::format("--sizes {}: {} is not a size ≥ 1", text, item));
+    if (end == item.c_str() || *end != '\0' || errno == ERANGE || v < 1 || v > kMaxEvalSize)
+      throw Error(fmt::format("{} (in {}) is not a whole number from 1 to {}", item, text, kMaxEvalSize));
     out.push_back(v);
   }
   return out;
@@ -34,13 +38,13 @@ std::vector<std::int64_t> parse_sizes(const std::string& text) {
 void run(const Options& o) {
   auto trainer = Trainer::resume(o.checkpoint);
   const Task& task = trainer->task();
-  const std::vector<std::int64_t> sizes = o.sizes.empty() ? task.eval_sizes() : parse_sizes(o.sizes);
+  const std::vector<std::int64_t> sizes = o.sizes.empty() ? task.eval_sizes() : parse_sizes(o.sizes);  // checked
   const CsvFile file(o.csv, "eval");
   std::FILE* csv = file.get();
   if (csv) fmt::print(csv, "{},bits_per_sequence,bits_per_sequence_min,bits_per_sequence_max,loss\n", task.size_name());
   if (csv != stdout)
     fmt::print("{} after {} steps, {} on {}; {} batches of {} per size (seed {})\n{:>8} {:>16} {:>10} {:>10} {:>10}\n",
-               trainer->model().name(), trainer->steps_done(), trainer->model().params().element_count(), task.name(),
+               trainer->config().str("model"), trainer->steps_done(), trainer->model().params().element_count(), task.name(),
                o.batches, task.batch(), o.seed, task.size_name(), "bits/sequence", "min", "max", "loss");
   Tape& tape = trainer->tape();
   Unroller unroller(trainer->model(), tape);
@@ -69,9 +73,23 @@ void add_eval_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("eval", "Cost per sequence of a trained model by sequence length or item count");
   cmd->add_option("--checkpoint", o->checkpoint, "Run directory holding checkpoint.safetensors")->required();
-  cmd->add_option("--sizes", o->sizes, "Comma-separated lengths (copy) or item counts (recall); default 10..100 / 2..20");
-  cmd->add_option("--batches", o->batches, "Batches per size")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", o->seed, "Seed of the evaluation sequences")->capture_default_str();
+  cmd->add_option("--sizes", o->sizes, "Comma-separated lengths (copy) or item counts (recall); default 10..100 / 2..20")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              parse_sizes(text);
+              return "";
+            } catch (const Error& e) {
+              return e.what();
+            }
+          },
+          "LIST"));
+  cmd->add_option("--batches", o->batches, "Batches per size")
+      ->capture_default_str()
+      ->check(whole_number(1, kMaxEvalBatches));
+  cmd->add_option("--seed", o->seed, "Seed of the evaluation sequences")
+      ->capture_default_str()
+      ->check(whole_number(0, kMaxSeed));
   cmd->add_option("--csv", o->csv, "Also write CSV to this file (- for standard output only)");
   cmd->callback([o] { run(*o); });
 }

@@ -14,6 +14,7 @@
 
 #include "models/training/trainer.hpp"
 #include "tools/commands.hpp"
+#include "tools/options.hpp"
 #include "tools/progress.hpp"
 
 namespace matmem::tools {
@@ -21,11 +22,64 @@ namespace {
 struct Options {
   std::string model, task, config_file, out, resume;
   std::vector<std::string> sets;
-  std::int64_t steps = 0;
-  std::int64_t seed = -1;
-  std::int64_t threads = 0;
-  bool json = false, help_config = false, anomaly = false;
+  std::int64_t steps = 0;   // 0: not given
+  std::int64_t seed = -1;   // -1: not given
+  std::int64_t threads = 0; // 0: not given
+  bool json = false, help_config = false, anomaly = false, overwrite = false;
 };
+
+// The files a run directory holds; a directory with any of them holds a run.
+constexpr const char* kRunFiles[] = {"checkpoint.safetensors", "metrics.csv", "config.json"};
+
+std::vector<std::string> run_files_in(const std::filesystem::path& dir) {
+  std::vector<std::string> found;
+  for (const char* f : kRunFiles)
+    if (std::filesystem::exists(dir / f)) found.push_back(f);
+  return found;
+}
+
+// Whether the run resumed is continued in `out`, its own directory.
+bool continues_in_place(const Options& o, const std::string& out) {
+  return !o.resume.empty() && std::filesystem::exists(out) && std::filesystem::equivalent(out, o.resume);
+}
+
+// Where a run writes, never onto an earlier run unless asked:
+// - `--out DIR`: DIR, refused if it holds a run (unless it is the run being resumed, or --overwrite, which
+//   removes that run's files first);
+// - no --out: runs/MODEL-TASK-seedS, or the first of runs/MODEL-TASK-seedS-2, -3, … that does not exist,
+//   taken with an atomic mkdir so that two runs started at once get two directories.
+std::string run_directory(const Options& o, const Config& c) {
+  namespace fs = std::filesystem;
+  const bool explicit_out = !o.out.empty() || !o.resume.empty();
+  if (explicit_out) {
+    const std::string out = o.out.empty() ? o.resume : o.out;
+    const bool resuming_here = continues_in_place(o, out);
+    const std::vector<std::string> found = run_files_in(out);
+    if (!found.empty() && !resuming_here) {
+      if (!o.overwrite) {
+        std::string list;
+        for (const std::string& f : found) list += (list.empty() ? "" : ", ") + f;
+        throw Error(fmt::format("--out {}: holds a run already ({}); continue it with `matmem train --resume {}`, "
+                                "replace it with --overwrite, or choose another directory",
+                                out, list, out));
+      }
+      for (const std::string& f : found) fs::remove(fs::path(out) / f);
+    }
+    fs::create_directories(out);
+    return out;
+  }
+  const std::string base = fmt::format("runs/{}-{}-seed{}", c.str("model"), c.str("task"), c.integer("seed"));
+  fs::create_directories(fs::path(base).parent_path());
+  if (o.overwrite) {
+    for (const std::string& f : run_files_in(base)) fs::remove(fs::path(base) / f);
+    fs::create_directories(base);
+    return base;
+  }
+  for (int k = 1;; ++k) {
+    const std::string dir = k == 1 ? base : fmt::format("{}-{}", base, k);
+    if (fs::create_directory(dir)) return dir;  // false: it exists already
+  }
+}
 
 void print_config_keys() {
   fmt::print("{:<24} {:<16} {}\n", "key", "default", "meaning");
@@ -96,23 +150,20 @@ void drop_rows_after(const std::string& path, std::int64_t step) {
 
 void run(const Options& o) {
   std::unique_ptr<Trainer> trainer;
-  std::string out = o.out;
   if (!o.resume.empty()) {
     if (!o.model.empty() || !o.task.empty() || !o.config_file.empty() || !o.sets.empty() || o.seed >= 0)
       throw Error("--resume takes the config from the checkpoint; only --steps, --threads (and --out) may be given "
                   "with it");
     trainer = Trainer::resume(o.resume, o.steps, o.threads);
-    if (out.empty()) out = o.resume;
   } else {
     trainer = std::make_unique<Trainer>(resolve(o));
   }
   const Config& c = trainer->config();
-  if (out.empty()) out = fmt::format("runs/{}-{}-seed{}", c.str("model"), c.str("task"), c.integer("seed"));
-  std::filesystem::create_directories(out);
+  const std::string out = run_directory(o, c);
   const std::int64_t total = trainer->steps_total(), log_every = c.integer("log_every"),
                      ckpt_every = c.integer("checkpoint_every");
   const std::string metrics_path = (std::filesystem::path(out) / "metrics.csv").string();
-  const bool fresh = !std::filesystem::exists(metrics_path) || o.resume.empty();
+  const bool fresh = !std::filesystem::exists(metrics_path) || !continues_in_place(o, out);
   if (!fresh) drop_rows_after(metrics_path, trainer->steps_done());
   std::ofstream metrics(metrics_path, fresh ? std::ios::trunc : std::ios::app);
   if (!metrics) throw Error(fmt::format("cannot write {}", metrics_path));
@@ -122,7 +173,7 @@ void run(const Options& o) {
     cfg << c.dump() << "\n";
   }
   if (!o.json)
-    fmt::print("training {} on {} ({} parameters), steps {}..{}, seed {}{}, into {}\n", trainer->model().name(),
+    fmt::print("training {} on {} ({} parameters), steps {}..{}, seed {}{}, into {}\n", c.str("model"),
                c.str("task"), trainer->model().params().element_count(), trainer->steps_done() + 1, total,
                c.integer("seed"), trainer->threads() > 1 ? fmt::format(", {} threads", trainer->threads()) : "", out);
   Progress progress(total, ::isatty(STDOUT_FILENO), o.json);
@@ -178,17 +229,21 @@ void add_train_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "train", "Train a model on a task (no options: the MatNTM on the matrix copy task, Table 1 settings)");
-  cmd->add_option("--model", o->model, "ntm, matrnn, matlstm, matgru (or a registered model)");
+  cmd->add_option("--model", o->model, "matntm (alias ntm), matrnn, matlstm, matgru (or a registered model)");
   cmd->add_option("--task", o->task, "copy or recall");
   cmd->add_option("--config", o->config_file, "JSON file of config keys (see --help-config)");
   cmd->add_option("--set", o->sets, "Override one config key: --set key=value (repeatable)");
-  cmd->add_option("--steps", o->steps, "Training steps (with --resume: the new total)");
-  cmd->add_option("--seed", o->seed, "Seed of the run");
+  cmd->add_option("--steps", o->steps, "Training steps (with --resume: the new total)")
+      ->check(whole_number(1, kMaxSteps));
+  cmd->add_option("--seed", o->seed, "Seed of the run")->check(whole_number(0, kMaxSeed));
   cmd->add_option("--threads", o->threads,
                   "Split each step's batch over this many threads (config key threads; default 1; allowed with "
                   "--resume)")
-      ->check(CLI::Range(1, 64));
-  cmd->add_option("--out", o->out, "Directory for metrics.csv, config.json and checkpoints (default runs/MODEL-TASK-seedS)");
+      ->check(whole_number(1, kMaxThreads));
+  cmd->add_option("--out", o->out,
+                  "Directory for metrics.csv, config.json and checkpoints (default runs/MODEL-TASK-seedS, or "
+                  "runs/MODEL-TASK-seedS-2, -3, … when that exists); a directory holding a run is refused");
+  cmd->add_flag("--overwrite", o->overwrite, "Replace the run in --out (or the default directory) instead of refusing");
   cmd->add_option("--resume", o->resume, "Continue the run whose checkpoint is in this directory");
   cmd->add_flag("--json", o->json, "Print only one final JSON line: steps, seconds, seconds_per_step, loss, bits, params");
   cmd->add_flag("--anomaly", o->anomaly, "Check every op for NaN/Inf (slower)");

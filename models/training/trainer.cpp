@@ -40,6 +40,7 @@ void validate(const Config& c) {
   positive("batch");
   positive("log_every");
   positive("threads");
+  if (c.integer("seed") < 0) throw Error(fmt::format("config: seed = {} must be ≥ 0", c.integer("seed")));
   if (c.integer("checkpoint_every") < 0) throw Error("config: checkpoint_every must be ≥ 0");
   if (c.num("clip.value") < 0 || c.num("clip.norm") < 0) throw Error("config: clip.value and clip.norm must be ≥ 0");
 }

@@ -1,0 +1,54 @@
+// Runs the built `matmem` binary as a user would, for the tests of tools/: the command's exit status and
+// everything it printed (standard output and error together).
+#pragma once
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace matmem::testing {
+
+struct CommandResult {
+  int status = -1;  // the exit status; -1 if the command did not exit normally
+  std::string output;
+  bool timed_out() const { return status == 124; }  // timeout(1)'s status
+  // Refused: it stopped at once with an error, neither finishing nor running on.
+  bool refused() const { return status > 0 && !timed_out(); }
+};
+
+// `matmem ARGS`, run by the shell in `dir` with OPENBLAS_NUM_THREADS=1 (so it does not restart itself),
+// stopped after `seconds` (a command that should have been refused may instead start a long run).
+inline CommandResult run_matmem(const std::string& args, const std::filesystem::path& dir, int seconds = 60) {
+  const std::string line = "cd '" + dir.string() + "' && OPENBLAS_NUM_THREADS=1 timeout " + std::to_string(seconds) +
+                           " '" MATMEM_BINARY "' " + args + " 2>&1";
+  CommandResult r;
+  FILE* pipe = ::popen(line.c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int raw = ::pclose(pipe);
+  if (raw != -1 && WIFEXITED(raw)) r.status = WEXITSTATUS(raw);
+  return r;
+}
+
+// A fresh, empty directory under the system's temporary directory.
+inline std::filesystem::path fresh_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / "matmem_tools_test" / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace matmem::testing

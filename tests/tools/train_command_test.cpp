@@ -1,0 +1,130 @@
+// `matmem train` never overwrites an earlier run: the default directory gets a fresh name, an explicit
+// --out holding a run is refused (unless --overwrite), and --resume continues a run in its own directory.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/tools/command.hpp"
+
+using namespace matmem::testing;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+// A MatNTM small enough that a run of a few steps takes a fraction of a second.
+const std::string kSmall =
+    "--set 'model.layers=\"4x3\"' --set task.rows=2 --set task.cols=3 --set task.max_length=3 --set batch=2 "
+    "--set ntm.slots=4 --set ntm.slot_rows=2 --set ntm.slot_cols=2 --set log_every=1";
+
+std::string train(const std::string& args) { return "train " + kSmall + " --json " + args; }
+
+// The files of a run and their bytes.
+std::string run_contents(const fs::path& dir) {
+  return read_file(dir / "config.json") + "\n--\n" + read_file(dir / "metrics.csv") + "\n--\n" +
+         read_file(dir / "checkpoint.safetensors");
+}
+}  // namespace
+
+TEST_CASE("train: a second run with the default directory goes to a new one and leaves the first intact",
+          "[tools][train]") {
+  const fs::path dir = fresh_dir("default_dir");
+  const CommandResult first = run_matmem(train("--steps 3"), dir);
+  REQUIRE(first.status == 0);
+  const fs::path run1 = dir / "runs/matntm-copy-seed1";
+  REQUIRE(fs::exists(run1 / "checkpoint.safetensors"));
+  const std::string before = run_contents(run1);
+
+  const CommandResult second = run_matmem(train("--steps 4"), dir);
+  REQUIRE(second.status == 0);
+  const fs::path run2 = dir / "runs/matntm-copy-seed1-2";
+  CHECK(fs::exists(run2 / "checkpoint.safetensors"));
+  CHECK(fs::exists(run2 / "metrics.csv"));
+  CHECK(run_contents(run1) == before);
+
+  const CommandResult third = run_matmem(train("--steps 2"), dir);
+  REQUIRE(third.status == 0);
+  CHECK(fs::exists(dir / "runs/matntm-copy-seed1-3/checkpoint.safetensors"));
+  CHECK(run_contents(run1) == before);
+}
+
+TEST_CASE("train: the directory named in the message is the one written", "[tools][train]") {
+  const fs::path dir = fresh_dir("message_dir");
+  fs::create_directories(dir / "runs/matrnn-copy-seed7");  // taken, though empty
+  const CommandResult r = run_matmem("train " + kSmall + " --model matrnn --seed 7 --steps 2", dir);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("into runs/matrnn-copy-seed7-2"));
+  CHECK(fs::exists(dir / "runs/matrnn-copy-seed7-2/metrics.csv"));
+}
+
+TEST_CASE("train: --out onto a directory holding a run is refused, names what is there and loses nothing",
+          "[tools][train]") {
+  const fs::path dir = fresh_dir("out_refused");
+  REQUIRE(run_matmem(train("--steps 3 --out mine"), dir).status == 0);
+  const std::string before = run_contents(dir / "mine");
+
+  const CommandResult again = run_matmem(train("--steps 5 --out mine"), dir);
+  CHECK(again.refused());
+  CHECK_THAT(again.output, Contains("--out mine: holds a run already") && Contains("checkpoint.safetensors") &&
+                               Contains("metrics.csv") && Contains("config.json") &&
+                               Contains("matmem train --resume mine") && Contains("--overwrite"));
+  CHECK(run_contents(dir / "mine") == before);
+
+  // One file of a run is enough to refuse.
+  fs::create_directories(dir / "partial");
+  fs::copy_file(dir / "mine/metrics.csv", dir / "partial/metrics.csv");
+  const CommandResult partial = run_matmem(train("--steps 2 --out partial"), dir);
+  CHECK(partial.refused());
+  CHECK_THAT(partial.output, Contains("--out partial: holds a run already (metrics.csv)"));
+
+  // A directory holding other files is not a run.
+  fs::create_directories(dir / "notes");
+  { std::ofstream(dir / "notes/README.txt") << "plans\n"; }
+  CHECK(run_matmem(train("--steps 2 --out notes"), dir).status == 0);
+  CHECK(read_file(dir / "notes/README.txt") == "plans\n");
+}
+
+TEST_CASE("train: --overwrite replaces the run in --out", "[tools][train]") {
+  const fs::path dir = fresh_dir("overwrite");
+  REQUIRE(run_matmem(train("--steps 3 --out mine"), dir).status == 0);
+  const CommandResult r = run_matmem(train("--steps 5 --out mine --overwrite"), dir);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("\"steps\":5"));
+  const std::string metrics = read_file(dir / "mine/metrics.csv");
+  CHECK_THAT(metrics, Contains("\n5,"));
+  CHECK(metrics.find("\n1,") == metrics.rfind("\n1,"));  // one run's rows, not two
+}
+
+TEST_CASE("train: --resume continues a run in its own directory, or in another --out that holds no run",
+          "[tools][train]") {
+  const fs::path dir = fresh_dir("resume");
+  REQUIRE(run_matmem(train("--steps 3 --out mine"), dir).status == 0);
+
+  const CommandResult r = run_matmem("train --resume mine --steps 6 --json", dir);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("\"steps\":6"));
+  const std::string metrics = read_file(dir / "mine/metrics.csv");
+  CHECK_THAT(metrics, Contains("\n3,") && Contains("\n6,"));
+
+  fs::create_directories(dir / "other");
+  REQUIRE(run_matmem(train("--steps 2 --out other"), dir).status == 0);
+  const CommandResult onto = run_matmem("train --resume mine --steps 8 --out other --json", dir);
+  CHECK(onto.refused());
+  CHECK_THAT(onto.output, Contains("--out other: holds a run already"));
+
+  const CommandResult elsewhere = run_matmem("train --resume mine --steps 8 --out branch --json", dir);
+  CHECK(elsewhere.status == 0);
+  CHECK_THAT(read_file(dir / "branch/metrics.csv"), Contains("\n8,"));
+  CHECK_THAT(read_file(dir / "mine/metrics.csv"), !Contains("\n8,"));
+}
+
+TEST_CASE("train: the MatNTM is matntm, and ntm is an alias stored as matntm", "[tools][train]") {
+  const fs::path dir = fresh_dir("names");
+  const CommandResult alias = run_matmem(train("--model ntm --steps 1 --out a"), dir);
+  REQUIRE(alias.status == 0);
+  CHECK_THAT(read_file(dir / "a/config.json"), Contains("\"model\": \"matntm\""));
+  const CommandResult unknown = run_matmem(train("--model lstm --steps 1 --out b"), dir);
+  CHECK(unknown.refused());
+  CHECK_THAT(unknown.output, Contains("unknown model lstm (known: matgru, matlstm, matntm, matrnn)"));
+  CHECK_FALSE(fs::exists(dir / "b/metrics.csv"));
+}
