@@ -4,7 +4,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <initializer_list>
+#include <span>
 #include <vector>
 
 #include <fcntl.h>
@@ -50,6 +53,53 @@ void from_logical(const std::byte* in, Tensor& t) {
       for (std::int64_t i = 0; i < s.rows; ++i)
         for (std::int64_t j = 0; j < s.cols; ++j, ++k) std::memcpy(out + s.offset(b, n, i, j) * es, in + k * es, es);
 }
+
+// Writes `parts` to path.tmp, fsyncs it, renames it over `path` and fsyncs the directory, so that after a
+// crash or a power cut `path` holds either its old bytes or all of the new ones. On any failure the
+// temporary file is removed, `path` is untouched, and the Error names the file and the reason.
+void write_file_durably(const std::string& path, std::initializer_list<std::span<const std::byte>> parts) {
+  const std::string tmp = path + ".tmp";
+  auto failed = [&](const char* what, int err) {
+    std::remove(tmp.c_str());
+    return Error(fmt::format("checkpoint {}: {} {} failed ({}); the previous checkpoint is untouched", path, what, tmp,
+                             std::strerror(err)));
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    throw Error(fmt::format("checkpoint {}: cannot create {} ({}); the previous checkpoint is untouched", path, tmp,
+                            std::strerror(err)));
+  }
+  for (std::span<const std::byte> part : parts) {
+    std::size_t done = 0;
+    while (done < part.size()) {
+      const ssize_t w = ::write(fd, part.data() + done, part.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        const int err = w < 0 ? errno : EIO;
+        ::close(fd);
+        throw failed("writing", err);
+      }
+      done += std::size_t(w);
+    }
+  }
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw failed("flushing", err);
+  }
+  if (::close(fd) != 0) throw failed("closing", errno);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw failed("renaming over it", errno);
+  // The rename is itself durable only once the directory is on disk.
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0 || ::fsync(dfd) != 0) {
+    const int err = errno;
+    if (dfd >= 0) ::close(dfd);
+    throw Error(fmt::format("checkpoint {}: written, but flushing its directory failed ({})", path, std::strerror(err)));
+  }
+  ::close(dfd);
+}
 }  // namespace
 
 void write_safetensors(const std::string& path, const TensorFile& file) {
@@ -64,32 +114,16 @@ void write_safetensors(const std::string& path, const TensorFile& file) {
   if (!file.metadata.empty()) header["__metadata__"] = file.metadata;
   std::string text = header.dump();
   while ((8 + text.size()) % 8) text.push_back(' ');  // data 8-byte aligned, as the format recommends
+  const std::uint64_t n_header = text.size();
   std::vector<std::byte> data(offset);
   offset = 0;
   for (const auto& [name, t] : file.tensors) {
     to_logical(t, data.data() + offset);
     offset += t.bytes();
   }
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw Error(fmt::format("checkpoint {}: cannot create ({})", tmp, std::strerror(errno)));
-  const std::uint64_t n = text.size();
-  bool ok = ::write(fd, &n, 8) == 8 && ::write(fd, text.data(), text.size()) == ssize_t(text.size());
-  std::size_t done = 0;
-  while (ok && done < data.size()) {
-    const ssize_t w = ::write(fd, data.data() + done, data.size() - done);
-    ok = w > 0;
-    done += ok ? std::size_t(w) : 0;
-  }
-  ok = ok && ::fsync(fd) == 0;
-  ok = (::close(fd) == 0) && ok;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    throw Error(fmt::format("checkpoint {}: write failed ({}); the previous checkpoint is untouched", path,
-                            std::strerror(errno)));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw Error(fmt::format("checkpoint {}: cannot rename {} over it ({})", path, tmp, std::strerror(errno)));
+  write_file_durably(path, {{reinterpret_cast<const std::byte*>(&n_header), 8},
+                             {reinterpret_cast<const std::byte*>(text.data()), text.size()},
+                             {data.data(), data.size()}});
 }
 
 TensorFile read_safetensors(const std::string& path) {
