@@ -52,6 +52,36 @@ TEST_CASE("a run interrupted at a checkpoint and resumed equals the uninterrupte
     }
 }
 
+TEST_CASE("a resumed run equals the uninterrupted one with Adam and with SGD momentum too", "[trainer]") {
+  // Adam's two moments and step count, and SGD's velocity, go through the checkpoint.
+  for (const char* optimizer : {"adam", "sgd"})
+    for (const char* threads : {"1", "2"}) {
+      INFO(optimizer << ", threads " << threads);
+      Config c = small("matntm");
+      c.set("optimizer", std::string("\"") + optimizer + "\"", "test");
+      c.set("sgd.momentum", "0.9", "test");
+      c.set("steps", "7", "test");
+      c.set("batch", "8", "test");
+      c.set("threads", threads, "test");
+      Trainer whole(c);
+      while (whole.steps_done() < 7) whole.step();
+
+      const std::string dir = temp_dir(std::string("resume-") + optimizer + "-" + threads);
+      Trainer first(c);
+      while (first.steps_done() < 3) first.step();
+      first.save(dir);
+      first.step();  // lost, as in a crash
+      auto resumed = Trainer::resume(dir);
+      REQUIRE(resumed->steps_done() == 3);
+      CHECK(resumed->config().str("optimizer") == optimizer);
+      while (resumed->steps_done() < 7) resumed->step();
+      CHECK(same_bits(whole.model().params(), resumed->model().params()));
+      // and the run moved: a resume that dropped the optimiser state would differ from it
+      Trainer fresh(c);
+      CHECK_FALSE(same_bits(whole.model().params(), fresh.model().params()));
+    }
+}
+
 TEST_CASE("the same seed and config give the same run and another seed a different one", "[trainer]") {
   Config c = small("matrnn");
   Trainer a(c), b(c);
