@@ -72,6 +72,14 @@ GradcheckReport gradcheck_op(const OpEntry& entry, SampleSize size, std::uint64_
   return gradcheck(sample.apply, sample.inputs, nullptr, opt);
 }
 
+OpSample applied_twice(OpSample sample) {
+  sample.apply = [f = std::move(sample.apply)](Tape& tape, std::span<const Var> x) {
+    Var first = f(tape, x);
+    return add(first, scale(f(tape, x), 0.5));
+  };
+  return sample;
+}
+
 Tensor random_tensor(Rng& rng, Shape shape, double lo, double hi) {
   Tensor t(DType::f64, shape);
   for (std::int64_t k = 0; k < t.numel(); ++k) t.set(k, rng.uniform(lo, hi));
@@ -82,6 +90,7 @@ SampleDims sample_dims(SampleSize size) {
   switch (size) {
     case SampleSize::small: return {2, 3, 5, 4, 3, 7, 3, 5};
     case SampleSize::large: return {3, 9, 19, 10, 11, 13, 9, 19};
+    case SampleSize::lanes: return {19, 3, 5, 4, 3, 7, 3, 5};
     case SampleSize::paper: return {16, 15, 15, 15, 15, 120, 6, 6};
   }
   return {};

@@ -13,8 +13,10 @@ namespace matmem {
 // Sizes for sample inputs:
 //   small — odd sizes below any SIMD width (tails only: scalar loops, or one padded SIMD chunk);
 //   large — sizes past several SIMD widths and not multiples of them (vector bodies and their tails);
+//   lanes — small matrices at batch 19, for the ops that run SIMD lanes over the batch (the memory ops):
+//           one full vector of the widest SIMD (16 float lanes on AVX-512, two of 8 doubles) and a tail;
 //   paper — the paper's shapes (batch 16, 15x15 hidden, 120 slots of 6x6), for the bench.
-enum class SampleSize { small, large, paper };
+enum class SampleSize { small, large, lanes, paper };
 
 struct OpSample {
   std::vector<GradcheckInput> inputs;  // float64 values (converted for float32 benches)
@@ -31,6 +33,10 @@ struct OpEntry {
 const std::vector<OpEntry>& op_registry();
 // gradcheck of one op on its sample inputs (full Jacobian at SampleSize::small), with the entry's tolerances.
 GradcheckReport gradcheck_op(const OpEntry& entry, SampleSize size = SampleSize::small, std::uint64_t seed = 1234);
+// The entry's sample applied twice to the same inputs, y = f(x) + ½ f(x), so that every input has two
+// consumers: the second application's backward runs first, and the first one's must then add into a
+// gradient that already holds a value (the accumulate branch of an op that assigns a fresh gradient).
+OpSample applied_twice(OpSample sample);
 const OpEntry* find_op(const std::string& name);
 void register_op(OpEntry entry);  // throws if the name is taken
 
