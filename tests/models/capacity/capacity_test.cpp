@@ -15,6 +15,7 @@
 
 using namespace matmem;
 using namespace matmem::capacity;
+using Catch::Matchers::Contains;
 
 namespace {
 
@@ -66,7 +67,7 @@ TEST_CASE("the closed forms refuse non-normal connectivity", "[capacity]") {
   Rng rng(3);
   const MatrixNet net = random_matrix_net(4, 4, Connectivity::nonnormal, rng);
   CHECK_FALSE(is_normal(net.u));
-  CHECK_THROWS_AS(fmc_normal_eq17(net, 3), Error);
+  CHECK_THROWS_WITH(fmc_normal_eq17(net, 3), Contains("eqs. 17–18 need a normal U") && Contains("UUᵀ = UᵀU"));
 }
 
 TEST_CASE("Corollary 2.1: J_tot,rel of eq. 16 is below 1 for normal convergent U, V", "[capacity]") {
@@ -168,14 +169,14 @@ TEST_CASE("input checks: shapes, noise, convergence", "[capacity]") {
   MatrixNet net = random_matrix_net(3, 2, Connectivity::normal, rng);
   MatrixNet bad = net;
   bad.v = Matrix::identity(3);
-  CHECK_THROWS_AS(fmc_eq12(bad, 2), Error);
+  CHECK_THROWS_WITH(fmc_eq12(bad, 2), Contains("with W 3×2 needs U 3×3 and V 2×2, got U 3×3 and V 3×3"));
   bad = net;
   bad.noise.eps1 = 0;
-  CHECK_THROWS_AS(fmc_exact(bad, 2), Error);
+  CHECK_THROWS_WITH(fmc_exact(bad, 2), Contains("noise variances must be positive, got ε₁ = 0, ε₂ = "));
   bad = net;
   bad.u = Matrix::identity(3);
   bad.u(0, 0) = 1.2;  // ρ(U) > 1
-  CHECK_THROWS_AS(fmc_eq12(bad, 2), Error);
+  CHECK_THROWS_WITH(fmc_eq12(bad, 2), Contains("U must be convergent") && Contains("ρ(U) = 1.2"));
 }
 
 // Monte Carlo: simulate the noisy network from rest, estimate the state covariance from independent runs and

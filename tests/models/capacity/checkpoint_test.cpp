@@ -53,7 +53,8 @@ TEST_CASE("checkpoint: U, V of a MatRNN layer, W drawn or named", "[capacity][ch
 
   CHECK_THROWS_WITH(load_matrix_net(CheckpointSource{path, "matrnn/l2", ""}, Noise{}, rng),
                     Catch::Contains("matrnn/l1"));  // names the layers that exist
-  CHECK_THROWS_AS(load_matrix_net(CheckpointSource{path, "matrnn/l1", "matrnn/l1/x/U"}, Noise{}, rng), Error);  // W 3×3
+  CHECK_THROWS_WITH(load_matrix_net(CheckpointSource{path, "matrnn/l1", "matrnn/l1/x/U"}, Noise{}, rng),  // W 3×3
+                    Catch::Contains("with W 3×3 needs U 3×3 and V 3×3, got U 3×3 and V 2×2"));
   std::filesystem::remove(path);
 }
 

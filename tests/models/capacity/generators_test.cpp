@@ -54,7 +54,9 @@ TEST_CASE("random_input has Tr(WᵀW) = 1 and a seed fixes the instance", "[capa
 
 TEST_CASE("generators reject eigenvalue moduli outside 0 ≤ ρ < 1", "[capacity][generators]") {
   Rng rng(6);
-  CHECK_THROWS_AS(random_normal_convergent(3, rng, 1.0), Error);
-  CHECK_THROWS_AS(random_nonnormal(3, rng, 1.5), Error);
-  CHECK_THROWS_AS(connectivity_from_name("orthogonal"), Error);
+  CHECK_THROWS_WITH(random_normal_convergent(3, rng, 1.0),
+                    Catch::Contains("eigenvalue moduli need 0 ≤ rho_min ≤ rho_max < 1") && Catch::Contains(", 1]"));
+  CHECK_THROWS_WITH(random_nonnormal(3, rng, 1.5), Catch::Contains("eigenvalue moduli") && Catch::Contains("[0, 1.5]"));
+  CHECK_THROWS_WITH(connectivity_from_name("orthogonal"),
+                    Catch::Contains("unknown connectivity 'orthogonal'") && Catch::Contains("normal or nonnormal"));
 }

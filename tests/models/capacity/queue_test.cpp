@@ -92,14 +92,18 @@ TEST_CASE("queue: the true finite-horizon capacity is the input information for 
 
 TEST_CASE("queue: the true finite-horizon capacity obeys Theorem 3's bound for non-normal U, V", "[capacity][queue]") {
   Rng rng(7);
+  int checked = 0;
   for (std::size_t n : {2, 3})
     for (double strength : {1.0, 6.0}) {
       const MatrixNet net = random_matrix_net(n, n, Connectivity::nonnormal, rng, kNoise, {0.0, 0.8, strength});
       const HorizonCurve q = fmc_horizon(net, 20, true);
-      if (!q.reliable()) continue;
+      INFO("N = " << n << ", strength " << strength << ", cond " << q.condition);
+      if (!q.reliable()) continue;  // too ill-conditioned to say anything
+      ++checked;
       CHECK(q.curve.relative() > 0);
       CHECK(q.curve.relative() <= double(n * n));
     }
+  CHECK(checked >= 2);  // at least half the instances were checked
 }
 
 TEST_CASE("queue: without memory the finite-horizon curve converges to the stationary exact curve", "[capacity][queue]") {
@@ -114,7 +118,7 @@ TEST_CASE("queue: without memory the finite-horizon curve converges to the stati
 TEST_CASE("queue: bad depths and horizons are refused", "[capacity][queue]") {
   Rng rng(9);
   const MatrixNet net = random_matrix_net(2, 2, Connectivity::normal, rng);
-  CHECK_THROWS_AS(fmc_queue(net, 2, -1), Error);
-  CHECK_THROWS_AS(fmc_queue_eq46(net, 1, 0), Error);
-  CHECK_THROWS_AS(fmc_horizon(net, 0, true), Error);
+  CHECK_THROWS_WITH(fmc_queue(net, 2, -1), Catch::Contains("queue truncation depth must be in [0, ") && Catch::Contains("got -1"));
+  CHECK_THROWS_WITH(fmc_queue_eq46(net, 1, 0), Catch::Contains("eq. 46 needs depth ≥ 1"));
+  CHECK_THROWS_WITH(fmc_horizon(net, 0, true), Catch::Contains("horizon must be ≥ 1, got 0"));
 }
