@@ -28,12 +28,21 @@ std::unique_ptr<Model> ntm(const Config& c, const Task& t, DType dtype, std::uin
     throw Error(fmt::format("config: ntm.controller = {}: choose rnn or lstm", ctrl));
   nc.controller = cell_kind(ctrl);
   nc.layers = c.sizes("model.layers");
-  nc.slots = c.integer("ntm.slots");
-  nc.slot_rows = c.integer("ntm.slot_rows");
-  nc.slot_cols = c.integer("ntm.slot_cols");
-  nc.read_heads = int(c.integer("ntm.read_heads"));
-  nc.write_heads = int(c.integer("ntm.write_heads"));
-  nc.shift = int(c.integer("ntm.shift"));
+  // The MatNTM checks these too; here each is refused naming its key.
+  auto in_range = [&](const char* key, std::int64_t lo, std::int64_t hi, const char* why) {
+    const std::int64_t v = c.integer(key);
+    if (v < lo || v > hi) throw Error(fmt::format("config: {} = {}: {}", key, v, why));
+    return v;
+  };
+  nc.slots = in_range("ntm.slots", 2, std::int64_t(1) << 24, "the memory needs at least 2 slots");
+  nc.slot_rows = in_range("ntm.slot_rows", 1, std::int64_t(1) << 12, "a slot needs at least one row");
+  nc.slot_cols = in_range("ntm.slot_cols", 1, std::int64_t(1) << 12, "a slot needs at least one column");
+  nc.read_heads = int(in_range("ntm.read_heads", 1, 16, "choose 1 to 16 read heads (16 heads in all)"));
+  nc.write_heads = int(in_range("ntm.write_heads", 0, 16 - nc.read_heads,
+                                fmt::format("choose 0 to {} write heads ({} read, 16 heads in all)", 16 - nc.read_heads,
+                                            nc.read_heads).c_str()));
+  nc.shift = int(in_range("ntm.shift", 0, (nc.slots - 1) / 2,
+                          fmt::format("shifts -S..S need 2S+1 ≤ ntm.slots ({})", nc.slots).c_str()));
   const std::int64_t segment = c.integer("ntm.memory_segment");
   if (segment < 0 || segment > Tape::kMaxSegment)
     throw Error(fmt::format("config: ntm.memory_segment = {}: choose 0 (automatic) or 1..{}", segment,

@@ -120,7 +120,7 @@ TEST_CASE("bad configs are refused before training, naming the key", "[trainer][
   CHECK_THROWS_WITH(Trainer(s), Contains("model.layers") && Contains("RxC"));
   Config h = small("matntm");
   h.set("ntm.shift", "4", "--set");
-  CHECK_THROWS_WITH(Trainer(h), Contains("shift range 4"));
+  CHECK_THROWS_WITH(Trainer(h), Contains("ntm.shift = 4") && Contains("2S+1 ≤ ntm.slots (6)"));
   Config l = small("matrnn");
   l.set("task.min_length", "9", "--set");
   CHECK_THROWS_WITH(Trainer(l), Contains("min_length"));
