@@ -140,7 +140,7 @@ TensorFile read_safetensors(const std::string& path) {
   json header;
   try {
     header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + std::ptrdiff_t(n));
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
     throw fail(fmt::format("header is not JSON ({})", e.what()));
   }
   if (!header.is_object()) throw fail("header is not a JSON object");
@@ -181,10 +181,19 @@ TensorFile read_safetensors(const std::string& path) {
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
       throw fail(fmt::format("entry {}: data_offsets must be [begin, end]", name));
     const std::size_t b = off[0].get<std::size_t>(), end = off[1].get<std::size_t>();
-    Tensor t(dtype, s);
-    if (end < b || end > data_size || end - b != t.bytes())
+    // The shape's size in bytes, checked against the data before anything is allocated: a shape of huge
+    // dimensions (whose product may not even fit 64 bits) is refused, not allocated.
+    std::uint64_t bytes_needed = size_of(dtype);
+    bool too_big = false;
+    for (const std::int64_t d : dims) too_big = too_big || __builtin_mul_overflow(bytes_needed, std::uint64_t(d), &bytes_needed);
+    if (too_big || bytes_needed > data_size)
+      throw fail(fmt::format("entry {}: shape {} needs {} bytes, more than the {} bytes of data (data_offsets [{}, {}])",
+                             name, sh.dump(), too_big ? std::string("over 2^64") : std::to_string(bytes_needed),
+                             data_size, b, end));
+    if (end < b || end > data_size || end - b != bytes_needed)
       throw fail(fmt::format("entry {}: data_offsets [{}, {}] do not hold {} {} bytes within {} bytes of data", name, b,
-                             end, t.bytes(), dt, data_size));
+                             end, bytes_needed, dt, data_size));
+    Tensor t(dtype, s);
     from_logical(reinterpret_cast<const std::byte*>(bytes.data() + data_begin + b), t);
     out.tensors.emplace(name, std::move(t));
   }
