@@ -8,8 +8,7 @@
 
 #include "runtime/blas.hpp"
 #include "runtime/error.hpp"
-#include "tools/capacity_command.hpp"
-#include "tools/commands.hpp"
+#include "tools/app.hpp"
 
 namespace {
 // OpenBLAS starts a worker thread per core as it is loaded, before main, unless OPENBLAS_NUM_THREADS says
@@ -31,12 +30,7 @@ int main(int argc, char** argv) {
   restart_without_blas_workers(argv);
   matmem::blas::use_single_thread();
   CLI::App app{"matmem: neural networks whose neurons, states and memories are matrices"};
-  app.require_subcommand(1);
-  matmem::tools::add_train_command(app);
-  matmem::tools::add_eval_command(app);
-  matmem::tools::add_gradcheck_command(app);
-  matmem::tools::add_bench_command(app);
-  matmem::tools::add_capacity_command(app);
+  matmem::tools::add_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,19 @@
+#include "tools/app.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include "tools/capacity_command.hpp"
+#include "tools/commands.hpp"
+
+namespace matmem::tools {
+
+void add_commands(CLI::App& app) {
+  app.require_subcommand(1);
+  add_train_command(app);
+  add_eval_command(app);
+  add_gradcheck_command(app);
+  add_bench_command(app);
+  add_capacity_command(app);
+}
+
+}  // namespace matmem::tools
