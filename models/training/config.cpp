@@ -122,6 +122,13 @@ void Config::set_json(const std::string& key, const json& value, const std::stri
   if (it == impl_->values.end())
     throw Error(fmt::format("{}: unknown config key {}{}; `matmem train --help-config` lists them", where, key,
                             closest_key(key)));
+  // Every value is written back as JSON (config.json, the checkpoint's metadata): a string that is not UTF-8
+  // is refused here, naming the key, rather than failing there.
+  try {
+    (void)value.dump();
+  } catch (const json::type_error&) {
+    throw Error(fmt::format("{}: {} must be UTF-8 text", where, key));
+  }
   const json& old = *it;
   const bool ok = (old.is_boolean() && value.is_boolean()) || (old.is_string() && value.is_string()) ||
                   ((old.is_number_integer() || old.is_number_unsigned()) &&
@@ -137,6 +144,8 @@ void Config::set(const std::string& key, const std::string& value, const std::st
   json v;
   try {
     v = json::parse(value);
+  } catch (const json::out_of_range&) {  // a number JSON cannot hold, like 1e999
+    throw Error(fmt::format("{}: {} = {} is out of range", where, key, value));
   } catch (const json::parse_error&) {
     v = value;  // a bare word is a string
   }
@@ -153,7 +162,7 @@ void Config::merge_json_text(const std::string& text, const std::string& where) 
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
     throw Error(fmt::format("{}: not valid JSON: {}", where, e.what()));
   }
   if (!j.is_object()) throw Error(fmt::format("{}: must be a JSON object of config keys", where));
