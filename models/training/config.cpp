@@ -58,6 +58,12 @@ const std::vector<ConfigKey>& config_keys() {
        "threads a training step splits its batch over (at most one per 4 sequences; the sums then round "
        "differently from one thread's; see models/training/trainer.hpp)"},
       {"anomaly", "false", "anomaly mode: check every op for NaN/Inf (slower)"},
+      {"nonfinite", "\"stop\"",
+       "a step whose loss, gradient or update is NaN/Inf changes nothing, then: stop (with an error naming the step "
+       "and the op) or skip (count it and go on)"},
+      {"nonfinite.max_skips", "10", "nonfinite = skip: stop once more than this many steps were skipped"},
+      {"memory.check", "true",
+       "refuse a run whose estimated memory at its longest sequence exceeds the machine's available memory"},
   };
   return keys;
 }

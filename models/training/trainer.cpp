@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -17,6 +20,10 @@
 #include "runtime/thread_team.hpp"
 
 namespace matmem {
+
+namespace {
+constexpr double kGiB = double(1 << 30);
+}
 
 std::unique_ptr<Optimizer> make_optimizer(const Config& c, ParameterStore& params) {
   const std::string name = c.str("optimizer");
@@ -43,10 +50,28 @@ void validate(const Config& c) {
   if (c.integer("seed") < 0) throw Error(fmt::format("config: seed = {} must be ≥ 0", c.integer("seed")));
   if (c.integer("checkpoint_every") < 0) throw Error("config: checkpoint_every must be ≥ 0");
   if (c.num("clip.value") < 0 || c.num("clip.norm") < 0) throw Error("config: clip.value and clip.norm must be ≥ 0");
+  if (c.str("nonfinite") != "stop" && c.str("nonfinite") != "skip")
+    throw Error(fmt::format("config: nonfinite = \"{}\" must be \"stop\" or \"skip\"", c.str("nonfinite")));
+  if (c.integer("nonfinite.max_skips") < 0)
+    throw Error(fmt::format("config: nonfinite.max_skips = {} must be ≥ 0", c.integer("nonfinite.max_skips")));
 }
 // The data stream is its own Rng, derived from the seed, so it does not depend on how many parameters
 // the model initialised.
 Rng data_rng_for(std::int64_t seed) { return Rng(std::uint64_t(seed) ^ 0x5eed5eed5eed5eedULL); }
+
+// The first tensor of `tensors` holding a NaN or an Inf, or nullptr.
+template <class Named>
+const std::string* first_nonfinite(const Named& tensors) {
+  for (const auto& [name, t] : tensors) {
+    bool finite = true;
+    dispatch(t->dtype(), [&](auto z) {
+      using T = decltype(z);
+      for (T v : t->template view<T>()) finite = finite && std::isfinite(v);
+    });
+    if (!finite) return &name;
+  }
+  return nullptr;
+}
 
 // The model's gradients of `seq`'s mean loss: zeroed, the sequence unrolled on `tape`, the loss
 // backpropagated with `seed` (nullptr: 1).
@@ -79,6 +104,13 @@ Trainer::Trainer(const Config& config)
   validate(config_);
   task_ = make_task(config_);
   model_ = make_model(config_, *task_, DType::f32);
+  memory_ = estimate_memory();
+  if (config_.flag("memory.check") && memory_.bytes > memory_.available)
+    throw Error(fmt::format("memory: this run needs about {:.1f} GiB at its longest sequence ({} time steps × batch "
+                            "{}), this machine has {:.1f} GiB available; a smaller batch, shorter sequences "
+                            "(task.max_length, task.max_items) or a smaller model fit (`--set memory.check=false` "
+                            "starts it anyway)",
+                            memory_.bytes / kGiB, memory_.longest_frames, memory_.batch, memory_.available / kGiB));
   optimizer_ = make_optimizer(config_, model_->params());
   unroller_ = std::make_unique<Unroller>(*model_, tape_);
   const std::int64_t threads =
@@ -107,9 +139,83 @@ Trainer::Trainer(const Config& config)
   }
   if (threads > 1) team_ = std::make_unique<ThreadTeam>(int(threads));
   set_anomaly_mode(config_.flag("anomaly"));
+  // What an update changes, and room to put it back when the update is not finite.
+  for (auto& p : model_->params()) {
+    updated_.push_back({"parameter " + p->name, &p->value});
+    saved_.push_back(p->value);
+  }
+  for (auto& [name, t] : optimizer_->state_tensors()) {
+    updated_.push_back({"optimiser state " + name, t});
+    saved_.push_back(*t);
+  }
 }
 
 Trainer::~Trainer() = default;
+
+namespace {
+// Bytes of memory this process may still take: MemAvailable from /proc/meminfo (else free pages), or less
+// when a cgroup (v2) limits it.
+double available_memory() {
+  double avail = double(::sysconf(_SC_AVPHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);)
+    if (line.starts_with("MemAvailable:")) avail = std::stod(line.substr(13)) * 1024;
+  std::ifstream max_file("/sys/fs/cgroup/memory.max"), current_file("/sys/fs/cgroup/memory.current");
+  double max = 0, current = 0;
+  if (max_file >> max && current_file >> current) avail = std::min(avail, std::max(0.0, max - current));
+  return avail;
+}
+double resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  double size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * double(::sysconf(_SC_PAGESIZE));
+}
+}  // namespace
+
+std::string MemoryEstimate::str() const {
+  return fmt::format("about {:.2f} GiB for the longest sequence ({} time steps × batch {}, {:.1f} KiB of tape per "
+                     "time step and sequence); {:.1f} GiB available",
+                     bytes / kGiB, longest_frames, batch, tape_bytes_per_frame / 1024, available / kGiB);
+}
+
+MemoryEstimate Trainer::estimate_memory() {
+  const std::int64_t B = config_.integer("batch"), b0 = std::min<std::int64_t>(B, 64);
+  Config probe_config = config_;
+  probe_config.set_json("batch", b0, "memory estimate");
+  const std::unique_ptr<Task> probe_task = make_task(probe_config);
+  const bool copy = std::string(task_->name()) == "copy";
+  const std::int64_t smallest = config_.integer(copy ? "task.min_length" : "task.min_items"),
+                     largest = config_.integer(copy ? "task.max_length" : "task.max_items");
+  Tape tape(DType::f32);
+  // Both passes save what backward needs, as a run's first pass does: recomputing only ever holds less.
+  tape.set_recompute_above(SIZE_MAX);
+  Unroller unroller(*model_, tape);
+  Rng rng(0);
+  Sequence seq;
+  double bytes[2], frames[2];
+  for (int k = 0; k < 2; ++k) {
+    probe_task->sample_size_into(rng, smallest + 2 * k, seq, DType::f32);
+    forward_backward(*model_, unroller, tape, seq, nullptr);
+    tape.clear();
+    bytes[k] = double(tape.peak_pass_bytes()) / double(b0);
+    frames[k] = double(seq.inputs.size());
+  }
+  model_->params().zero_grad();
+  MemoryEstimate m;
+  m.batch = B;
+  m.tape_bytes_per_frame = std::max(0.0, (bytes[1] - bytes[0]) / (frames[1] - frames[0]));
+  const double longest = frames[0] + double(largest - smallest) * (frames[1] - frames[0]) / 2;
+  m.longest_frames = std::int64_t(longest);
+  const double per_sequence = bytes[0] + (longest - frames[0]) * m.tape_bytes_per_frame;
+  const double data = longest * 4.0 *
+                      double(task_->input_rows() * task_->input_cols() + task_->output_rows() * task_->output_cols());
+  const double copies = config_.integer("threads") > 1 ? 2 : 1;  // the threads' slices of the batch
+  m.tape_bytes = double(B) * per_sequence;
+  m.bytes = resident_bytes() + m.tape_bytes + double(B) * copies * data;
+  m.available = available_memory();
+  return m;
+}
 
 int Trainer::threads() const { return parts_.empty() ? 1 : int(parts_.size()); }
 
@@ -184,18 +290,48 @@ StepStats Trainer::step() {
     }
     tape_.set_anomaly_mode(config_.flag("anomaly"));
     params.zero_grad();
-    throw TrainingError(fmt::format("step {}: the {} is not finite; nothing was updated. {}", step_ + 1,
-                                    std::isfinite(stats.loss) ? "gradient" : "loss", where));
+    return not_finite(stats, fmt::format("the {} is not finite; {}", std::isfinite(stats.loss) ? "gradient" : "loss",
+                                         where));
   }
   if (const double c = config_.num("clip.value"); c > 0) clip_by_value(params, c);
   if (const double c = config_.num("clip.norm"); c > 0) clip_by_global_norm(params, c);
+  for (std::size_t k = 0; k < updated_.size(); ++k)
+    std::memcpy(saved_[k].raw(), updated_[k].second->raw(), saved_[k].bytes());
+  const std::int64_t optimizer_steps = optimizer_->steps();
   optimizer_->step();
+  if (const std::string* bad = first_nonfinite(updated_)) {
+    for (std::size_t k = 0; k < updated_.size(); ++k)
+      std::memcpy(updated_[k].second->raw(), saved_[k].raw(), saved_[k].bytes());
+    optimizer_->set_steps(optimizer_steps);
+    params.zero_grad();
+    return not_finite(stats, fmt::format("the {} update (lr = {}) made {} non-finite", optimizer_->name(),
+                                         config_.num("lr"), *bad));
+  }
   ++step_;
+  return stats;
+}
+
+StepStats Trainer::not_finite(StepStats& stats, const std::string& what) {
+  const std::int64_t max_skips = config_.integer("nonfinite.max_skips");
+  if (config_.str("nonfinite") == "stop")
+    throw TrainingError(fmt::format("step {}: {}; nothing was updated and no checkpoint was written "
+                                    "(nonfinite = \"stop\"; `--set nonfinite=skip` skips such steps)",
+                                    step_ + 1, what));
+  if (++skipped_ > max_skips)
+    throw TrainingError(fmt::format("step {}: {}; nothing was updated. {} steps were skipped for a NaN/Inf, more "
+                                    "than nonfinite.max_skips = {}: stopping",
+                                    step_ + 1, what, skipped_, max_skips));
+  ++step_;
+  stats.skipped = true;
+  stats.nonfinite = what;
   return stats;
 }
 
 void Trainer::save(const std::string& dir) const {
   std::filesystem::create_directories(dir);
+  const std::string path = (std::filesystem::path(dir) / "checkpoint.safetensors").string();
+  if (const std::string* bad = first_nonfinite(updated_))
+    throw TrainingError(fmt::format("checkpoint {}: not written: {} holds a NaN or Inf", path, *bad));
   TensorFile f;
   for (const auto& p : model_->params()) f.tensors.emplace("param/" + p->name, p->value);
   for (const auto& [name, t] : optimizer_->state_tensors()) f.tensors.emplace("optim/" + name, *t);
@@ -205,8 +341,9 @@ void Trainer::save(const std::string& dir) const {
                 {"optimizer", optimizer_->name()},
                 {"optimizer_steps", std::to_string(optimizer_->steps())},
                 {"rng", fmt::format("{} {} {} {}", s[0], s[1], s[2], s[3])},
+                {"nonfinite_skips", std::to_string(skipped_)},
                 {"config", config_.values().dump()}};
-  write_safetensors((std::filesystem::path(dir) / "checkpoint.safetensors").string(), f);
+  write_safetensors(path, f);
 }
 
 std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t steps, std::int64_t threads) {
@@ -254,6 +391,7 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
     throw Error(fmt::format("checkpoint {}: rng state \"{}\" is not four integers", path, meta("rng")));
   t->data_rng_.set_state(s);
   t->step_ = std::stoll(meta("step"));
+  if (auto it = f.metadata.find("nonfinite_skips"); it != f.metadata.end()) t->skipped_ = std::stoll(it->second);
   t->optimizer_->set_steps(std::stoll(meta("optimizer_steps")));
   return t;
 }

@@ -2,9 +2,13 @@
 //
 // A step draws a batch from the task with the run's data Rng, unrolls the model on a tape, takes the mean
 // BCE over the target frames, backpropagates, checks that the loss and every gradient are finite, clips
-// (by value, then by global norm, as configured) and applies the optimiser. A non-finite loss or gradient
-// stops the step before any parameter changes: the step is re-run in anomaly mode and the TrainingError
-// names the op that produced the first NaN/Inf.
+// (by value, then by global norm, as configured) and applies the optimiser, then checks that every
+// parameter and optimiser state is still finite. A non-finite loss or gradient changes nothing: the step is
+// re-run in anomaly mode to name the op that produced the first NaN/Inf. A non-finite update (a learning
+// rate large enough to overflow) is undone from a copy taken before it. Then, by the config key
+// `nonfinite`: "stop" (the default) throws a TrainingError naming the step and the op; "skip" counts the
+// step as done without an update (StepStats::skipped, skipped()) and throws once more than
+// `nonfinite.max_skips` steps were skipped. save() refuses to write a NaN or Inf.
 //
 // With `threads` = n > 1 in the config, a step splits its batch of B into n' = min(n, ⌊B / kMinPart⌋)
 // contiguous parts of ⌊B/n'⌋ or ⌈B/n'⌉ sequences (n' = 1: no split) and runs each part's forward and
@@ -40,6 +44,20 @@ struct TrainingError : Error {
 struct StepStats {
   double loss = 0, bits = 0, grad_norm = 0;
   std::int64_t frames = 0;  // time steps of the sequence drawn
+  bool skipped = false;     // nonfinite = "skip": the step was not applied; `nonfinite` says why
+  std::string nonfinite;
+};
+
+// What a run will hold in memory at its longest sequence, estimated before training (see
+// Trainer::memory_estimate). Bytes as doubles: an absurd configuration must not overflow its own estimate.
+struct MemoryEstimate {
+  double bytes = 0;                // the whole process: what it holds now, the tapes and the batch's data
+  double tape_bytes = 0;           // of which the tapes of a pass over the longest sequence
+  double tape_bytes_per_frame = 0; // one sequence's tape per time step
+  std::int64_t longest_frames = 0; // time steps of the longest sequence the task draws
+  std::int64_t batch = 0;
+  double available = 0;            // the machine's available memory (MemAvailable, or a cgroup's limit)
+  std::string str() const;         // "about X GiB for …; Y GiB available"
 };
 
 class Trainer {
@@ -53,6 +71,7 @@ class Trainer {
   StepStats step();
   std::int64_t steps_done() const { return step_; }
   std::int64_t steps_total() const { return config_.integer("steps"); }
+  std::int64_t skipped() const { return skipped_; }  // steps skipped for a NaN/Inf, over the whole run
 
   void save(const std::string& dir) const;
 
@@ -68,6 +87,12 @@ class Trainer {
   // 3.6 ms with two (parts of 2, then run as scalar passes; as the masked passes of ops::simd_loop since,
   // a batch of 2 runs 0.975 of that), at batch 8 4.0 and 3.6 ms.
   static constexpr std::int64_t kMinPart = 4;
+  // Measured before training by two short probe passes on a tape of their own (batch min(B, 64), the
+  // task's two smallest sizes): a pass's arena bytes grow linearly with the sequence's time steps and the
+  // batch, so the probes give bytes per time step and sequence, extrapolated to the longest sequence and
+  // the whole batch, plus the data and what the process holds already. A run whose estimate exceeds the
+  // available memory is refused (config key memory.check) before it allocates.
+  const MemoryEstimate& memory_estimate() const { return memory_; }
   // The FLOPs the last step's tapes recorded, forward and backward, over all parts.
   double step_flops() const;
 
@@ -81,6 +106,12 @@ class Trainer {
   Rng data_rng_;
   Sequence sequence_;  // reused: drawing a batch allocates nothing once the longest has been seen
   std::int64_t step_ = 0;
+  std::int64_t skipped_ = 0;
+  MemoryEstimate memory_;
+  // Every tensor an update changes (parameters, then optimiser state), named, and a copy of each taken
+  // before the update, to undo one that is not finite.
+  std::vector<std::pair<std::string, Tensor*>> updated_;
+  std::vector<Tensor> saved_;
   // threads > 1: the batch's parts (part 0 runs model_ on tape_) and the team that runs them; else empty.
   struct Part;
   std::vector<std::unique_ptr<Part>> parts_;
@@ -88,6 +119,8 @@ class Trainer {
 
   void run_parallel(StepStats& stats);
   void set_anomaly_mode(bool on);
+  StepStats not_finite(StepStats& stats, const std::string& what);
+  MemoryEstimate estimate_memory();
 };
 
 std::unique_ptr<Optimizer> make_optimizer(const Config& config, ParameterStore& params);
