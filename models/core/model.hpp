@@ -50,6 +50,15 @@ struct StateDecl {
 
 class Step;
 
+// Receives the named per-step tensors a model exposes (Step::expose) while an Unroller runs it: a MatNTM's
+// read and write weightings and its memory, say, for `matmem inspect`. `value` is the batch's [B,…] tensor at
+// time step t, valid only during the call (a recomputed chain may reuse its buffer): copy what you keep.
+class StepObserver {
+ public:
+  virtual ~StepObserver() = default;
+  virtual void observe(std::int64_t t, std::string_view name, const Var& value) = 0;
+};
+
 class Model {
  public:
   Model(std::string name, DType dtype, std::uint64_t seed);
@@ -119,6 +128,13 @@ class Step {
   Var state(std::string_view name) const;
   void next(std::string_view name, Var value);
   void output(Var logits) { output_ = logits; }
+  // Hands `value` to the observer under `name`, if one watches (Unroller::set_observer); otherwise one test
+  // of a pointer. Names are the model's own, e.g. "write1/weighting"; pass a string kept by the model.
+  void expose(std::string_view name, const Var& value) {
+    if (observer_) observer_->observe(time_, name, value);
+  }
+  bool observed() const { return observer_ != nullptr; }
+  void set_observer(StepObserver* observer) { observer_ = observer; }
 
   // The parameter path/term/leaf (path/leaf when term is empty) of the given shape, created with `init` on
   // the build pass.
@@ -164,6 +180,7 @@ class Step {
   std::int64_t batch_ = 1;
   std::int64_t time_ = 0;
   bool output_needed_ = true;
+  StepObserver* observer_ = nullptr;
   std::size_t state_index(std::string_view name) const;  // throws if the model declares no such state
   Var input_, output_;
   std::vector<Var> current_, next_;
@@ -186,6 +203,8 @@ class Unroller {
  public:
   Unroller(Model& model, Tape& tape);
   const SequenceResult& run(const Sequence& seq);  // valid until the next run
+  // Every later run hands the tensors the model exposes to `observer` (nullptr: nobody watches).
+  void set_observer(StepObserver* observer) { step_.set_observer(observer); }
 
  private:
   Model& model_;

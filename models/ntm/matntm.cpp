@@ -42,7 +42,9 @@ MatNTM::MatNTM(const NTMConfig& c, DType dtype, std::uint64_t seed, std::string 
     const bool write = k >= c.read_heads;
     const std::string p = write ? fmt::format("{}/write{}", n, k - c.read_heads + 1) : fmt::format("{}/read{}", n, k + 1);
     heads_.push_back({write, fmt::format("w/{}", k + 1), p + "/key", p + "/beta", p + "/gate", p + "/shift",
-                      p + "/gamma", p + "/erase", p + "/add"});
+                      p + "/gamma", p + "/erase", p + "/add",
+                      write ? fmt::format("write{}/weighting", k - c.read_heads + 1)
+                            : fmt::format("read{}/weighting", k + 1)});
     StateDecl w{heads_.back().weighting, weighting(1, c.slots)};
     if (c.initial_weighting == NTMConfig::Start::first_slot) {
       w.start = StateDecl::given;
@@ -118,6 +120,7 @@ void MatNTM::step(Step& s) {
     w[k] = ntm_addressing(similarity, std::int64_t(k), p[k].beta, p[k].gate, p[k].shift, p[k].gamma,
                           s.state(heads_[k].weighting));
     s.next(heads_[k].weighting, w[k]);
+    s.expose(heads_[k].exposed, w[k]);
   }
   // Read heads read M_{t−1}; write heads then update it in order. The reads and the first write go through
   // M_{t−1} together, in one pass (memory_read_write).
@@ -141,6 +144,7 @@ void MatNTM::step(Step& s) {
   const Var* reads = out.data() + 1;
   for (std::size_t k = 0; k < R; ++k) s.next(reads_[k], reads[k]);
   s.next("memory", m);
+  s.expose("memory", m);
   // 5. Output from H_t and this step's reads.
   if (s.output_needed()) {
     terms[0] = {"h", h};

@@ -16,6 +16,8 @@
 // memory degenerates to one slot; tests/models/ntm shows both.
 // Parameters: ntm/ctrl/l<k>/…, ntm/read<k>/{key,beta,gate,shift,gamma}/…, ntm/write<k>/{…,erase,add}/…,
 // ntm/out/…, ntm/init/read<k>.
+// Exposed per step (Step::expose, for an observer such as `matmem inspect`): read<k>/weighting and
+// write<k>/weighting [B,N] (w_t), and memory [B,N,mr,mc] (M_t, after this step's writes).
 #pragma once
 #include <vector>
 
@@ -49,6 +51,7 @@ class MatNTM : public Model {
     bool write;
     std::string weighting;  // state name
     std::string key, beta, gate, shift, gamma, erase, add;  // parameter paths
+    std::string exposed;    // name of its weighting for Step::expose: read<k>/weighting, write<k>/weighting
   };
   NTMConfig config_;
   std::vector<MatCell> cells_;
