@@ -4,6 +4,7 @@
 
 #include "tools/capacity_command.hpp"
 #include "tools/commands.hpp"
+#include "tools/plot/commands.hpp"
 
 namespace matmem::tools {
 
@@ -14,6 +15,8 @@ void add_commands(CLI::App& app) {
   add_gradcheck_command(app);
   add_bench_command(app);
   add_capacity_command(app);
+  add_plot_command(app);
+  add_inspect_command(app);
 }
 
 }  // namespace matmem::tools

@@ -1,7 +1,8 @@
 // `matmem capacity`: prints the Fisher memory curve J(i) and its running sum for a linear matrix RNN
 // (paper 000 eqs. 12, 16), its exact counterpart, a vector RNN (eq. 14) or the one-slot queue-memory network
 // (eqs. 34–41); `--sweep` gives J_tot across sizes (Figures 2 D/E, 3–4). The math is in
-// models/capacity/*.hpp; the findings in models/capacity/README.md.
+// models/capacity/*.hpp; the findings in models/capacity/README.md. `--plot FILE` also draws the table
+// (tools/plot/charts.hpp: J(i) and the running sum, or J_tot by N for a sweep).
 #include "tools/capacity_command.hpp"
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "runtime/error.hpp"
 #include "tools/csv_file.hpp"
 #include "tools/options.hpp"
+#include "tools/plot/charts.hpp"
 
 namespace matmem::tools {
 namespace {
@@ -43,6 +45,12 @@ struct Options {
   std::string csv;
   std::string sweep;
   int samples = 10;
+  std::string plot;  // also draw the table here
+  struct Table {
+    std::vector<std::string> header;
+    std::vector<std::vector<double>> columns;
+  };
+  std::shared_ptr<Table> table = std::make_shared<Table>();  // the table printed, for --plot
 
   std::size_t r() const { return rows ? rows : n; }
   std::size_t c() const { return cols ? cols : n; }
@@ -53,7 +61,7 @@ struct Options {
 // Text goes to stdout, or to stderr when the CSV goes to stdout; the CSV goes to its file or stdout.
 class Output {
  public:
-  explicit Output(const std::string& csv) : file_(csv, "capacity"), csv_(file_.get()) {
+  explicit Output(const Options& o) : file_(o.csv, "capacity"), csv_(file_.get()), table_(o.table) {
     if (file_.to_stdout()) text_ = stderr;
   }
 
@@ -64,6 +72,7 @@ class Output {
 
   // Column 0 is an integer index; the others are numbers.
   void table(const std::vector<std::string>& header, const std::vector<std::vector<double>>& columns) {
+    *table_ = {header, columns};
     const std::size_t rows = columns.empty() ? 0 : columns[0].size();
     if (csv_) {
       fmt::print(csv_, "{}\n", fmt::join(header, ","));
@@ -88,6 +97,7 @@ class Output {
   CsvFile file_;
   std::FILE* text_ = stdout;
   std::FILE* csv_;
+  std::shared_ptr<Options::Table> table_;
 };
 
 std::vector<double> indices(std::size_t n) {
@@ -177,7 +187,7 @@ void describe(const MatrixNet& net, const Options& o, Output& out) {
 }
 
 void run_matrix(const Options& o) {
-  Output out(o.csv);
+  Output out(o);
   MatrixNet net = convergent_gauge(make_net(o, out), out);
   describe(net, o, out);
   const MemoryCurve paper = fmc_eq12(net, o.k), exact = fmc_exact(net, o.k);
@@ -196,7 +206,7 @@ void run_matrix(const Options& o) {
 }
 
 void run_vector(const Options& o) {
-  Output out(o.csv);
+  Output out(o);
   VectorNet net;
   if (!o.checkpoint.empty()) {
     net = vectorise(make_net(o, out));
@@ -224,7 +234,7 @@ std::vector<int> depth_ladder(int depth) {
 }
 
 void run_queue(const Options& o) {
-  Output out(o.csv);
+  Output out(o);
   MatrixNet net = convergent_gauge(make_net(o, out), out);
   describe(net, o, out);
   out.text("one-slot queue memory (eq. 34, p = 1, α₁ = 1): X(n) = Uᵀ X(n−1) V + W s(n) + X(n−2) + Z(n)\n");
@@ -271,7 +281,7 @@ Stats stats(const std::vector<double>& x) {
 
 void run_sweep(const Options& o) {
   if (!o.checkpoint.empty()) throw Error("capacity: --sweep draws random networks; it cannot be combined with --checkpoint");
-  Output out(o.csv);
+  Output out(o);
   const Connectivity kind = connectivity_from_name(o.connectivity);
   const std::vector<std::size_t> sizes = parse_sweep(o.sweep);
   const double info = 1.0 / (o.eps1 * o.eps2);  // Tr(WᵀW) = 1
@@ -326,11 +336,25 @@ void run_sweep(const Options& o) {
   out.table(header, cols);
 }
 
-void run(const Options& o) {
+void run_table(const Options& o) {
   if (!o.sweep.empty()) return run_sweep(o);
   if (o.kind == "matrix") return run_matrix(o);
   if (o.kind == "vector") return run_vector(o);
   return run_queue(o);
+}
+void run(const Options& o) {
+  if (!o.plot.empty()) plot::format_of(o.plot, "--plot");  // refuse a wrong extension before computing
+  run_table(o);
+  if (o.plot.empty()) return;
+  const std::string net = o.kind == "vector" ? "vector RNN" : o.kind == "queue" ? "matrix RNN with queue memory" : "matrix RNN";
+  const std::string title =
+      !o.sweep.empty()
+          ? fmt::format("Relative capacity by size: {} ({} {} networks per N)", net, o.samples, o.connectivity)
+          : fmt::format("Fisher memory curve: {}{}", net,
+                        o.checkpoint.empty() ? fmt::format(" ({}×{}, {})", o.r(), o.c(), o.connectivity)
+                                             : fmt::format(" ({})", o.checkpoint));
+  plot::capacity_chart(o.plot, title, o.table->header, o.table->columns);
+  fmt::print(o.csv == "-" ? stderr : stdout, "wrote {}\n", o.plot);
 }
 
 }  // namespace
@@ -379,6 +403,7 @@ void add_capacity_command(CLI::App& app) {
   cmd->add_option("--prefix", o->prefix, "checkpoint: layer whose <prefix>/h/U, <prefix>/h/V are used")->capture_default_str();
   cmd->add_option("--param-w", o->param_w, "checkpoint: tensor to use as W (default: random, Tr(WᵀW) = 1)");
   cmd->add_option("--csv", o->csv, "write the table as CSV to FILE, or '-' for stdout (text then goes to stderr)");
+  cmd->add_option("--plot", o->plot, "also draw the table: FILE.png or FILE.svg (J(i) and its running sum; J_tot by N with --sweep)");
   cmd->add_option("--sweep", o->sweep, "J_tot across sizes: N=a,b,c or a:b[:step]");
   cmd->add_option("--samples", o->samples, "sweep: random instances per size")
       ->check(whole_number(1, kMaxCapacitySamples))

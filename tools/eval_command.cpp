@@ -1,5 +1,6 @@
 // `matmem eval`: loads a checkpoint and reports the cost per sequence (bit errors) by sequence length
-// (copy) or item count (recall), the paper's Figure 9, as a table and optionally CSV.
+// (copy) or item count (recall), the paper's Figure 9, as a table, optionally CSV and a picture (--plot); with
+// several --checkpoint, one table (and one line of the picture) per run.
 #include <cerrno>
 #include <cstdio>
 #include <sstream>
@@ -11,11 +12,13 @@
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/csv_file.hpp"
+#include "tools/plot/charts.hpp"
 
 namespace matmem::tools {
 namespace {
 struct Options {
-  std::string checkpoint, sizes, csv;
+  std::vector<std::string> checkpoints;
+  std::string sizes, csv, plot;
   int batches = 10;
   std::uint64_t seed = 2024;
 };
@@ -35,13 +38,24 @@ std::vector<std::int64_t> parse_sizes(const std::string& text) {
   return out;
 }
 
-void run(const Options& o) {
-  auto trainer = Trainer::resume(o.checkpoint);
+// One checkpoint's table (and CSV rows, prefixed by its directory when several are evaluated).
+plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::FILE* csv, bool& csv_header,
+                         std::string& size_name) {
+  const bool several = o.checkpoints.size() > 1;
+  auto trainer = Trainer::resume(checkpoint);
   const Task& task = trainer->task();
+  if (!size_name.empty() && size_name != task.size_name())
+    throw Error(fmt::format("eval: {} learned {}, by {}, unlike the checkpoints before it (by {}): evaluate them apart",
+                            checkpoint, task.name(), task.size_name(), size_name));
+  size_name = task.size_name();
   const std::vector<std::int64_t> sizes = o.sizes.empty() ? task.eval_sizes() : parse_sizes(o.sizes);  // checked
-  const CsvFile file(o.csv, "eval");
-  std::FILE* csv = file.get();
-  if (csv) fmt::print(csv, "{},bits_per_sequence,bits_per_sequence_min,bits_per_sequence_max,loss\n", task.size_name());
+  plot::EvalSeries series{fmt::format("{} ({}, {} steps)", checkpoint, trainer->config().str("model"), trainer->steps_done()),
+                          {}, {}, {}, {}};
+  if (csv && csv_header)
+    fmt::print(csv, "{}{},bits_per_sequence,bits_per_sequence_min,bits_per_sequence_max,loss\n", several ? "run," : "",
+               task.size_name());
+  csv_header = false;
+  if (csv != stdout && several) fmt::print("{}:\n", checkpoint);
   if (csv != stdout)
     fmt::print("{} after {} steps, {} on {}; {} batches of {} per size (seed {})\n{:>8} {:>16} {:>10} {:>10} {:>10}\n",
                trainer->config().str("model"), trainer->steps_done(), trainer->model().params().element_count(), task.name(),
@@ -64,15 +78,35 @@ void run(const Options& o) {
     bits /= o.batches;
     loss /= o.batches;
     if (csv != stdout) fmt::print("{:>8} {:>16.3f} {:>10.3f} {:>10.3f} {:>10.4f}\n", size, bits, lo, hi, loss);
-    if (csv) fmt::print(csv, "{},{:.4f},{:.4f},{:.4f},{:.6f}\n", size, bits, lo, hi, loss);
+    if (csv) fmt::print(csv, "{}{},{:.4f},{:.4f},{:.4f},{:.6f}\n", several ? checkpoint + "," : "", size, bits, lo, hi, loss);
+    series.size.push_back(double(size));
+    series.bits.push_back(bits);
+    series.lo.push_back(lo);
+    series.hi.push_back(hi);
   }
+  return series;
+}
+
+void run(const Options& o) {
+  if (!o.plot.empty()) plot::format_of(o.plot, "--plot");  // refuse a wrong extension before evaluating
+  const CsvFile file(o.csv, "eval");
+  bool csv_header = true;
+  std::vector<plot::EvalSeries> series;
+  std::string size_name;
+  for (const std::string& checkpoint : o.checkpoints) {
+    series.push_back(run_one(o, checkpoint, file.get(), csv_header, size_name));
+  }
+  if (o.plot.empty()) return;
+  plot::eval_chart(o.plot, size_name, series);
+  fmt::print(file.get() == stdout ? stderr : stdout, "wrote {}\n", o.plot);
 }
 }  // namespace
 
 void add_eval_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("eval", "Cost per sequence of a trained model by sequence length or item count");
-  cmd->add_option("--checkpoint", o->checkpoint, "Run directory holding checkpoint.safetensors")->required();
+  cmd->add_option("--checkpoint", o->checkpoints, "Run directory holding checkpoint.safetensors (repeat for several)")
+      ->required();
   cmd->add_option("--sizes", o->sizes, "Comma-separated lengths (copy) or item counts (recall); default 10..100 / 2..20")
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
@@ -91,6 +125,7 @@ void add_eval_command(CLI::App& app) {
       ->capture_default_str()
       ->check(whole_number(0, kMaxSeed));
   cmd->add_option("--csv", o->csv, "Also write CSV to this file (- for standard output only)");
+  cmd->add_option("--plot", o->plot, "Also draw cost against size, one line per checkpoint: FILE.png or FILE.svg");
   cmd->callback([o] { run(*o); });
 }
 

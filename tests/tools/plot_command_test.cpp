@@ -1,0 +1,111 @@
+// The picture commands run as a user runs them: matmem plot, inspect, eval --plot, capacity --plot, and the
+// line `matmem train` ends with. Tiny runs (a few steps of small models) keep them quick.
+#include <filesystem>
+#include <regex>
+
+#include <catch2/catch.hpp>
+
+#include "tests/tools/command.hpp"
+#include "tests/tools/plot_check.hpp"
+
+using namespace matmem::testing;
+namespace fs = std::filesystem;
+
+namespace {
+// A small MatNTM (12 slots) and a MatRNN trained a few steps on copy, in a directory of the test's own (ctest
+// runs test cases in parallel processes).
+fs::path trained_runs(const std::string& name) {
+  const fs::path dir = [&] {
+    const fs::path d = fresh_dir(name);
+    const std::string small = "--steps 20 --set log_every=5 --set task.max_length=4 --set batch=4";
+    run_matmem("train --model matntm --set ntm.slots=12 " + small + " --out ntm", d, 300);
+    run_matmem("train --model matrnn " + small + " --out rnn", d, 300);
+    return d;
+  }();
+  return dir;
+}
+}  // namespace
+
+TEST_CASE("plot command: draws the runs, prints the file it wrote, a wrong extension is refused first", "[plot]") {
+  const fs::path runs = trained_runs("plot_command_runs");
+  REQUIRE(fs::exists(runs / "ntm" / "checkpoint.safetensors"));
+  const CommandResult r = run_matmem("plot ntm rnn --out curves.png --smooth 2 --log", runs);
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("wrote curves.png") != std::string::npos);
+  const PngHeader h = png_header(runs / "curves.png");
+  CHECK(h.signature);
+  CHECK(h.width == 1400);
+  CHECK(h.height == 560);
+  const CommandResult bad = run_matmem("plot ntm --out curves.pdf", runs);
+  CHECK(bad.refused());
+  CHECK(bad.output.find(".png or .svg") != std::string::npos);
+  CHECK_FALSE(fs::exists(runs / "curves.pdf"));
+  const CommandResult none = run_matmem("plot no_such_run --out x.png", runs);
+  CHECK(none.refused());
+  CHECK(none.output.find("no_such_run: no such run directory") != std::string::npos);
+}
+
+TEST_CASE("plot command: train ends with where its run is and a plot command that works", "[plot]") {
+  const fs::path dir = fresh_dir("plot_train_hint");
+  const CommandResult t = run_matmem("train --model matrnn --steps 10 --set log_every=5 --set batch=4 --out run", dir, 300);
+  REQUIRE(t.status == 0);
+  const std::string last = t.output.substr(t.output.rfind('\n', t.output.size() - 2) + 1);
+  INFO(last);
+  CHECK(last.find("run/metrics.csv") != std::string::npos);
+  CHECK(last.find("run/checkpoint.safetensors") != std::string::npos);
+  std::smatch m;
+  REQUIRE(std::regex_search(last, m, std::regex("plot it: \\S+ (plot run --out run/learning_curve.png)")));
+  const CommandResult p = run_matmem(m[1].str(), dir);
+  CHECK(p.status == 0);
+  CHECK(png_header(dir / "run" / "learning_curve.png").signature);
+}
+
+TEST_CASE("inspect command: a MatNTM's sheet has its frames and both heads' weightings, a MatRNN's says it has none", "[plot]") {
+  const fs::path runs = trained_runs("plot_inspect_runs");
+  const CommandResult r = run_matmem("inspect --checkpoint ntm --length 3 --seed 5 --out ntm.svg", runs);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("wrote ntm.svg") != std::string::npos);
+  const std::string svg = file_bytes(runs / "ntm.svg");
+  REQUIRE(svg_well_formed(svg));
+  for (const char* word : {"input", "target", "output", "memory", "read head 1 weighting", "write head 1 weighting",
+                           "memory slot", "time step", "matntm on copy, length 3"})
+    CHECK(svg_has_text(svg, word));
+  const CommandResult png = run_matmem("inspect --checkpoint ntm --out ntm.png", runs);
+  CHECK(png.status == 0);
+  CHECK(png_header(runs / "ntm.png").width == 1500);
+  const CommandResult rnn = run_matmem("inspect --checkpoint rnn --length 3 --out rnn.svg", runs);
+  REQUIRE(rnn.status == 0);
+  const std::string rs = file_bytes(runs / "rnn.svg");
+  CHECK(svg_has_text(rs, "exposes no memory or weightings"));
+  CHECK_FALSE(svg_has_text(rs, "weighting (slots"));
+  const CommandResult items = run_matmem("inspect --checkpoint ntm --items 3 --out x.png", runs);
+  CHECK(items.refused());
+  CHECK(items.output.find("--items is for the recall task") != std::string::npos);
+}
+
+TEST_CASE("eval --plot: one line per checkpoint, named in the legend, capacity --plot writes its curves", "[plot]") {
+  const fs::path runs = trained_runs("plot_eval_runs");
+  const CommandResult r = run_matmem("eval --checkpoint ntm --checkpoint rnn --sizes 2,4 --batches 1 --plot cost.svg", runs);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("wrote cost.svg") != std::string::npos);
+  const std::string svg = file_bytes(runs / "cost.svg");
+  REQUIRE(svg_well_formed(svg));
+  CHECK(svg_has_text(svg, "ntm (matntm, 20 steps)"));
+  CHECK(svg_has_text(svg, "rnn (matrnn, 20 steps)"));
+  CHECK(svg_has_text(svg, "sequence length (matrices)"));
+  const CommandResult c = run_matmem("capacity --kind queue --n 3 --k 10 --plot fmc.svg", runs);
+  INFO(c.output);
+  REQUIRE(c.status == 0);
+  const std::string fmc = file_bytes(runs / "fmc.svg");
+  CHECK(svg_has_text(fmc, "queue memory, eq. 41"));
+  CHECK(svg_has_text(fmc, "no memory, exact"));
+  const CommandResult s = run_matmem("capacity --sweep 2,3 --samples 2 --plot sweep.png", runs);
+  CHECK(s.status == 0);
+  CHECK(png_header(runs / "sweep.png").signature);
+  const CommandResult bad = run_matmem("capacity --plot fmc.gif", runs);
+  CHECK(bad.refused());
+  CHECK(bad.output.find("--plot fmc.gif") != std::string::npos);
+}

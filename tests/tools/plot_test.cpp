@@ -1,0 +1,256 @@
+// tools/plot: the pictures themselves (PNG header and pixels, SVG structure and words) and the learning-curve
+// data behind them, drawn from small fixed inputs.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "runtime/error.hpp"
+#include "tests/tools/command.hpp"
+#include "tests/tools/plot_check.hpp"
+#include "tools/plot/charts.hpp"
+#include "tools/plot/figure.hpp"
+#include "tools/plot/runs.hpp"
+
+using namespace matmem;
+using namespace matmem::testing;
+using namespace matmem::tools::plot;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A run directory as `matmem train` leaves it, with the given curves.
+fs::path write_run(const fs::path& dir, const std::string& model, int seed, const std::vector<double>& loss,
+                   const std::vector<double>& bits, const std::string& lr = "0.0001") {
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.json") << "{\"model\": \"" << model << "\", \"task\": \"copy\", \"seed\": " << seed
+                                      << ", \"lr\": " << lr << ", \"threads\": 1, \"steps\": " << 50 * loss.size()
+                                      << "}\n";
+  std::ofstream m(dir / "metrics.csv");
+  m << "step,seconds,loss,bits_per_sequence,grad_norm,frames,skipped\n";
+  for (std::size_t k = 0; k < loss.size(); ++k)
+    m << 50 * (k + 1) << "," << 0.1 * double(k) << "," << loss[k] << "," << bits[k] << ",1.0,20.0,0\n";
+  return dir;
+}
+
+// Pixel row of world value y in a plot area (linear axis).
+double row_of(const PlotArea& a, double y) { return a.top + (a.y_max - y) / (a.y_max - a.y_min) * (a.bottom - a.top); }
+double column_of(const PlotArea& a, double x) { return a.left + (x - a.x_min) / (a.x_max - a.x_min) * (a.right - a.left); }
+
+}  // namespace
+
+TEST_CASE("plot: the extension chooses PNG or SVG, any other is refused naming both", "[plot]") {
+  CHECK(format_of("a.png") == Format::png);
+  CHECK(format_of("dir/a.SVG") == Format::svg);
+  CHECK_THROWS_WITH(format_of("curve.pdf"), Catch::Contains("curve.pdf") && Catch::Contains(".png or .svg") &&
+                                                Catch::Contains(".pdf is neither"));
+  CHECK_THROWS_WITH(format_of("curve", "--plot"), Catch::Contains("--plot curve") && Catch::Contains("it has none"));
+  const fs::path dir = fresh_dir("plot_format");
+  CHECK_THROWS_AS(Figure(dir / "a.jpg", 300, 200), Error);
+  CHECK_FALSE(fs::exists(dir / "a.jpg"));
+  CHECK_THROWS_WITH(Figure(dir / "missing" / "a.png", 300, 200), Catch::Contains("cannot write"));
+}
+
+TEST_CASE("plot: a line plot is a PNG of the asked size and an SVG with that viewBox", "[plot]") {
+  const fs::path dir = fresh_dir("plot_size");
+  LinePlot p;
+  p.x_label = "x";
+  p.y_label = "y";
+  p.lines.push_back({"a line", {0, 1, 2}, {1, 3, 2}, {}, {}, 0, false, false});
+  for (const char* name : {"a.png", "a.svg"}) {
+    Figure f(dir / name, 640, 420);
+    f.lines({0, 1, 0, 1}, p);
+    f.finish();
+  }
+  const PngHeader h = png_header(dir / "a.png");
+  CHECK(h.signature);
+  CHECK(h.width == 640);
+  CHECK(h.height == 420);
+  const std::string svg = file_bytes(dir / "a.svg");
+  std::string root;
+  CHECK(svg_well_formed(svg, &root));
+  CHECK(root == "svg");
+  CHECK(svg_root_attribute(svg, "viewBox") == "0 0 640 420");
+  CHECK(svg_root_attribute(svg, "width") == "640pt");
+}
+
+// PLplot's cairo SVG device draws glyphs as paths; its own svg device, which matmem uses for .svg, keeps each
+// string as a <text> element, so the words can be found in the file.
+TEST_CASE("plot: learning curves' SVG holds the axis labels, titles and one legend entry per group", "[plot]") {
+  const fs::path dir = fresh_dir("plot_svg_words");
+  std::vector<Run> runs;
+  for (int seed = 1; seed <= 3; ++seed)
+    runs.push_back(read_run(write_run(dir / fmt::format("ntm{}", seed), "matntm", seed, {0.7, 0.5, 0.1}, {100, 50, 2})));
+  runs.push_back(read_run(write_run(dir / "rnn", "matrnn", 1, {0.7, 0.65, 0.6}, {110, 100, 98})));
+  learning_curves(dir / "curves.svg", runs, {});
+  const std::string svg = file_bytes(dir / "curves.svg");
+  REQUIRE(svg_well_formed(svg));
+  CHECK(svg_has_text(svg, "training step"));
+  CHECK(svg_has_text(svg, "bits wrong per sequence"));
+  CHECK(svg_has_text(svg, "loss (binary cross-entropy per element)"));
+  CHECK(svg_has_text(svg, "Bit errors per sequence"));
+  CHECK(svg_has_text(svg, "matntm copy: median of 3 seeds, min–max band"));
+  CHECK(svg_has_text(svg, "matrnn copy (seed 1)"));
+  CHECK_FALSE(svg_has_text(svg, "matntm copy (seed"));
+}
+
+TEST_CASE("plot: a heatmap's pixels follow the data, the colour map's brightness rises with the value", "[plot]") {
+  const fs::path dir = fresh_dir("plot_heatmap");
+  Heatmap m;
+  m.rows = 5;
+  m.cols = 7;
+  m.values.assign(35, 0.1);
+  m.values[std::size_t(1 * 7 + 5)] = 1.0;  // the largest: row 1, column 5
+  m.values[std::size_t(3 * 7 + 2)] = 0.0;  // the smallest: row 3, column 2
+  m.v_min = 0, m.v_max = 1;
+  PlotArea a;
+  {
+    Figure f(dir / "map.png", 700, 500);
+    a = f.heatmap({0, 1, 0, 1}, m);
+    f.finish();
+  }
+  const Pixels px = read_png(dir / "map.png");
+  REQUIRE(px.width == 700);
+  REQUIRE(px.height == 500);
+  // The brightest cell on the page (mean luminance over its middle half) is the largest value's, the darkest
+  // the smallest value's.
+  double best = -1, worst = 1e9;
+  std::pair<int, int> brightest, darkest;
+  const double cw = (a.right - a.left) / double(m.cols), ch = (a.bottom - a.top) / double(m.rows);
+  for (int r = 0; r < m.rows; ++r)
+    for (int c = 0; c < m.cols; ++c) {
+      double sum = 0;
+      int n = 0;
+      for (int y = int(a.top + (r + 0.25) * ch); y < int(a.top + (r + 0.75) * ch); ++y)
+        for (int x = int(a.left + (c + 0.25) * cw); x < int(a.left + (c + 0.75) * cw); ++x) sum += px.luminance(x, y), ++n;
+      if (sum / n > best) best = sum / n, brightest = {r, c};
+      if (sum / n < worst) worst = sum / n, darkest = {r, c};
+    }
+  CHECK(brightest == std::pair<int, int>{1, 5});
+  CHECK(darkest == std::pair<int, int>{3, 2});
+  // Every cell's centre has the colour map's colour for its value.
+  for (int r = 0; r < m.rows; ++r)
+    for (int c = 0; c < m.cols; ++c) {
+      const int x = int(a.left + (c + 0.5) * (a.right - a.left) / m.cols), y = int(a.top + (r + 0.5) * (a.bottom - a.top) / m.rows);
+      const Rgb want = colour_map(m.values[std::size_t(r * m.cols + c)]);
+      const std::uint8_t* got = px.at(x, y);
+      INFO("cell " << r << "," << c);
+      CHECK(std::abs(got[0] - want.r) <= 6);
+      CHECK(std::abs(got[1] - want.g) <= 6);
+      CHECK(std::abs(got[2] - want.b) <= 6);
+    }
+  double previous = -1;
+  for (int k = 0; k <= 20; ++k) {  // a greyscale print still orders the values
+    const Rgb c = colour_map(k / 20.0);
+    const double l = 0.2126 * c.r + 0.7152 * c.g + 0.0722 * c.b;
+    CHECK(l > previous);
+    previous = l;
+  }
+}
+
+TEST_CASE("plot: the band over three seeds lies between their min and max, the median line at the middle run", "[plot]") {
+  const fs::path dir = fresh_dir("plot_band");
+  std::vector<Run> runs;
+  const double level[3] = {1.0, 2.0, 4.0};
+  for (int s = 0; s < 3; ++s) {
+    const std::vector<double> v(12, level[s]);
+    runs.push_back(read_run(write_run(dir / fmt::format("run{}", s), "matntm", s + 1, v, v)));
+  }
+  CurveOptions o;
+  o.metric = CurveOptions::Metric::loss;
+  const std::vector<PlotArea> areas = learning_curves(dir / "band.png", runs, o);
+  REQUIRE(areas.size() == 1);
+  const PlotArea& a = areas[0];
+  const Pixels px = read_png(dir / "band.png");
+  REQUIRE(px.width == 800);
+  const double lo_row = row_of(a, 1.0), hi_row = row_of(a, 4.0), median_row = row_of(a, 2.0);
+  const Rgb blue = line_colour(0);
+  for (double step : {75.0, 100.0, 125.0}) {  // columns clear of the legend (top right)
+    const int x = int(column_of(a, step));
+    int band_top = -1, band_bottom = -1, line_row = -1;
+    for (int y = int(a.top) + 2; y < int(a.bottom) - 2; ++y) {
+      const std::uint8_t* p = px.at(x, y);
+      const bool line = std::abs(p[0] - blue.r) < 40 && std::abs(p[1] - blue.g) < 40 && std::abs(p[2] - blue.b) < 40;
+      const bool band = !line && p[2] > p[0] + 15 && p[0] < 240;  // the line's blue, translucent over white
+      if (line && line_row < 0) line_row = y;
+      if (band || line) {
+        if (band_top < 0) band_top = y;
+        band_bottom = y;
+      }
+    }
+    INFO("step " << step << ": band rows " << band_top << ".." << band_bottom << ", expected " << hi_row << ".." << lo_row);
+    CHECK(band_top >= hi_row - 2);
+    CHECK(band_bottom <= lo_row + 2);
+    CHECK(band_bottom - band_top >= (lo_row - hi_row) - 4);  // and it fills the span
+    CHECK(std::abs(line_row - median_row) <= 3);
+  }
+}
+
+TEST_CASE("plot: aggregate gives median and min–max or quartiles per step, NaN windows are left out", "[plot]") {
+  const std::vector<std::vector<double>> x = {{1, 2}, {1, 2}, {1, 2}, {1, 2}, {1}};
+  const std::vector<std::vector<double>> y = {{1, 5}, {2, NAN}, {3, 7}, {4, 9}, {100}};
+  const Curve mm = aggregate(x, y, Spread::minmax);
+  REQUIRE(mm.x == std::vector<double>{1, 2});
+  CHECK(mm.median == std::vector<double>{3, 7});
+  CHECK(mm.lo == std::vector<double>{1, 5});
+  CHECK(mm.hi == std::vector<double>{100, 9});
+  const Curve iq = aggregate(x, y, Spread::iqr);
+  CHECK(iq.lo[0] == Approx(2.0));  // of 1,2,3,4,100
+  CHECK(iq.hi[0] == Approx(4.0));
+  CHECK(iq.lo[1] == Approx(6.0));  // of 5,7,9
+  CHECK(iq.hi[1] == Approx(8.0));
+}
+
+TEST_CASE("plot: smooth is a centred moving average that skips NaN", "[plot]") {
+  CHECK(smooth({1, 2, 3}, 1) == std::vector<double>{1, 2, 3});
+  const std::vector<double> s = smooth({0, 3, 6, NAN, 12}, 3);
+  CHECK(s[0] == Approx(1.5));
+  CHECK(s[1] == Approx(3.0));
+  CHECK(s[2] == Approx(4.5));
+  CHECK(s[3] == Approx(9.0));
+  CHECK(s[4] == Approx(12.0));
+}
+
+TEST_CASE("plot: runs differing only by seed are one group, a differing key is named in the labels", "[plot]") {
+  const fs::path dir = fresh_dir("plot_groups");
+  std::vector<Run> runs;
+  runs.push_back(read_run(write_run(dir / "a1", "matntm", 1, {1}, {1})));
+  runs.push_back(read_run(write_run(dir / "a2", "matntm", 2, {1}, {1})));
+  runs.push_back(read_run(write_run(dir / "b1", "matntm", 1, {1}, {1}, "0.001")));
+  runs.push_back(read_run(write_run(dir / "c1", "matrnn", 1, {1}, {1})));
+  const std::vector<RunGroup> g = group_runs(runs);
+  REQUIRE(g.size() == 3);
+  CHECK(g[0].runs == std::vector<std::size_t>{0, 1});
+  CHECK(g[0].label == "matntm copy, lr=0.0001");
+  CHECK(g[1].label == "matntm copy, lr=0.001");
+  CHECK(g[2].label == "matrnn copy");  // no other matrnn group to tell it from
+}
+
+TEST_CASE("plot: a run directory without metrics is refused naming the file", "[plot]") {
+  const fs::path dir = fresh_dir("plot_missing");
+  CHECK_THROWS_WITH(read_run(dir / "nothing"), Catch::Contains("nothing") && Catch::Contains("no such run directory"));
+  fs::create_directories(dir / "half");
+  std::ofstream(dir / "half" / "config.json") << "{\"model\": \"matrnn\"}";
+  CHECK_THROWS_WITH(read_run(dir / "half"), Catch::Contains("metrics.csv") && Catch::Contains("cannot read"));
+  std::ofstream(dir / "half" / "metrics.csv") << "step,loss,bits_per_sequence\n50,0.5,oops\n";
+  CHECK_THROWS_WITH(read_run(dir / "half"), Catch::Contains("metrics.csv:2") && Catch::Contains("'oops'"));
+}
+
+TEST_CASE("plot: capacity curves put eq. 12 and the exact curve side by side, a sweep draws J_tot by N", "[plot]") {
+  const fs::path dir = fresh_dir("plot_capacity");
+  const std::vector<double> i = {0, 1, 2}, j = {0.5, 0.25, 0.1}, s = {0.5, 0.75, 0.85};
+  capacity_chart(dir / "fmc.svg", "Fisher memory curve", {"i", "J_eq12", "sum_eq12", "J_exact", "sum_exact"},
+                 {i, j, s, j, s});
+  const std::string svg = file_bytes(dir / "fmc.svg");
+  REQUIRE(svg_well_formed(svg));
+  CHECK(svg_has_text(svg, "Fisher memory J(i)"));
+  CHECK(svg_has_text(svg, "matrix RNN, eq. 12"));
+  CHECK(svg_has_text(svg, "matrix RNN, exact"));
+  const std::vector<double> n = {2, 3}, v = {0.5, 0.6};
+  capacity_chart(dir / "sweep.png", "sweep", {"N", "neurons", "Jtot_vec", "rel_vec", "sd_vec", "min_vec", "max_vec"},
+                 {n, {4, 9}, v, v, {0, 0}, v, v});
+  CHECK(png_header(dir / "sweep.png").width == 800);
+}

@@ -1,0 +1,303 @@
+#include "tools/plot/charts.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "runtime/error.hpp"
+
+namespace matmem::tools::plot {
+
+std::vector<PlotArea> learning_curves(const std::filesystem::path& out, const std::vector<Run>& runs,
+                                      const CurveOptions& o) {
+  if (runs.empty()) throw Error("plot: no runs to draw");
+  const std::vector<RunGroup> groups = group_runs(runs);
+  struct Panel {
+    std::vector<double> Run::*values;
+    const char* y_label;
+    const char* title;
+  };
+  std::vector<Panel> panels;
+  if (o.metric != CurveOptions::Metric::bits)
+    panels.push_back({&Run::loss, "loss (binary cross-entropy per element)", "Loss"});
+  if (o.metric != CurveOptions::Metric::loss)
+    panels.push_back({&Run::bits, "bits wrong per sequence", "Bit errors per sequence"});
+  const int width = o.width ? o.width : (panels.size() == 2 ? 1400 : 800), height = o.height ? o.height : 560;
+  Figure fig(out, width, height);
+  std::vector<PlotArea> areas;
+  const std::string spread = o.spread == Spread::minmax ? "min–max" : "interquartile";
+  for (std::size_t p = 0; p < panels.size(); ++p) {
+    LinePlot plot;
+    plot.title = panels[p].title;
+    if (o.smooth > 1) plot.title += fmt::format(" (moving average of {} points)", o.smooth);
+    plot.x_label = "training step";
+    plot.y_label = panels[p].y_label;
+    plot.log_y = o.log_y;
+    plot.legend_at = LinePlot::LegendAt::above;  // a converged run's curve lies along the bottom
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      std::vector<std::vector<double>> xs, ys;
+      for (std::size_t r : groups[g].runs) {
+        xs.push_back(runs[r].step);
+        ys.push_back(smooth(runs[r].*(panels[p].values), o.smooth));
+      }
+      const Curve c = aggregate(xs, ys, o.spread);
+      Line line;
+      const std::size_t n = groups[g].runs.size();
+      line.label = n == 1 ? fmt::format("{} (seed {})", groups[g].label, runs[groups[g].runs[0]].seed())
+                          : fmt::format("{}: median of {} seeds, {} band", groups[g].label, n, spread);
+      line.x = c.x;
+      line.y = c.median;
+      if (n > 1) line.lo = c.lo, line.hi = c.hi;
+      line.colour = int(g);
+      plot.lines.push_back(std::move(line));
+    }
+    const double w = 1.0 / double(panels.size());
+    areas.push_back(fig.lines({w * double(p), w * double(p + 1), 0, 1}, plot));
+  }
+  fig.finish();
+  return areas;
+}
+
+PlotArea eval_chart(const std::filesystem::path& out, const std::string& size_name, const std::vector<EvalSeries>& runs) {
+  Figure fig(out, 800, 560);
+  LinePlot plot;
+  plot.title = fmt::format("Cost by {} (mean over batches; band: min–max)", size_name == "items" ? "item count" : "sequence length");
+  plot.x_label = size_name == "items" ? "items in the sequence" : "sequence length (matrices)";
+  plot.y_label = "bits wrong per sequence";
+  plot.legend_at = LinePlot::LegendAt::above;
+  plot.y_min = 0;  // a count of bit errors
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    Line line;
+    line.label = runs[k].label;
+    line.x = runs[k].size;
+    line.y = runs[k].bits;
+    line.lo = runs[k].lo;
+    line.hi = runs[k].hi;
+    line.colour = int(k);
+    line.markers = true;
+    plot.lines.push_back(std::move(line));
+  }
+  const PlotArea area = fig.lines({0, 1, 0, 1}, plot);
+  fig.finish();
+  return area;
+}
+
+namespace {
+
+// A capacity column's name as a legend entry, and whether it comes from one of the paper's equations (drawn
+// dashed) rather than the exact law.
+std::pair<std::string, bool> capacity_label(const std::string& column) {
+  auto ends = [&](const char* prefix, std::string* rest) {
+    const std::string p(prefix);
+    if (column.rfind(p, 0) != 0) return false;
+    *rest = column.substr(p.size());
+    return true;
+  };
+  std::string rest;
+  if (column == "J" || column == "sum") return {"vector RNN (eq. 14)", false};
+  if (column == "J_eq12" || column == "sum_eq12") return {"matrix RNN, eq. 12", true};
+  if (column == "J_exact" || column == "sum_exact") return {"matrix RNN, exact", false};
+  if (ends("J_eq41_D", &rest)) return {fmt::format("queue memory, eq. 41 (depth {})", rest), true};
+  if (column == "sum_eq41") return {"queue memory, eq. 41", true};
+  if (column == "J_eq12_nomem") return {"no memory, eq. 12", true};
+  if (ends("J_queue_n", &rest)) return {fmt::format("queue memory, exact (horizon {})", rest), false};
+  if (column == "sum_queue") return {"queue memory, exact", false};
+  if (ends("J_nomem_n", &rest)) return {fmt::format("no memory, exact (horizon {})", rest), false};
+  if (column == "sum_nomem") return {"no memory, exact", false};
+  if (column == "rel_eq16") return {"matrix RNN, eq. 16", true};
+  if (column == "rel_exact") return {"matrix RNN, exact", false};
+  if (column == "rel_vec") return {"vector RNN (eq. 14)", false};
+  if (column == "rel_eq41") return {"queue memory, eq. 41", true};
+  if (ends("rel_queue_n", &rest)) return {fmt::format("queue memory, exact (horizon {})", rest), false};
+  return {column, false};
+}
+
+std::size_t find_column(const std::vector<std::string>& header, const std::string& name) {
+  return std::size_t(std::find(header.begin(), header.end(), name) - header.begin());
+}
+
+}  // namespace
+
+std::vector<PlotArea> capacity_chart(const std::filesystem::path& out, const std::string& title,
+                                     const std::vector<std::string>& header,
+                                     const std::vector<std::vector<double>>& columns) {
+  if (header.empty() || header.size() != columns.size()) throw Error("capacity: no table to plot");
+  std::vector<PlotArea> areas;
+  if (header[0] == "N") {  // a sweep: mean relative J_tot with min–max, by N (Figure 2 D/E)
+    Figure fig(out, 800, 560);
+    LinePlot plot;
+    plot.title = title;
+    plot.x_label = "N (N×N state, N² neurons)";
+    plot.y_label = "relative capacity J_tot / input information";
+    int colour = 0;
+    for (std::size_t c = 2; c < header.size(); ++c) {
+      const std::string& name = header[c];
+      if (name.rfind("rel_", 0) != 0) continue;
+      // Its band: the min_/max_ columns that follow it (a sweep's columns come in that order).
+      std::string suffix = name.substr(4);
+      if (suffix.rfind("queue", 0) == 0) suffix = "queue";
+      const std::size_t lo = find_column(header, "min_" + suffix), hi = find_column(header, "max_" + suffix);
+      const auto [label, dashed] = capacity_label(name);
+      Line line{label, columns[0], columns[c], {}, {}, colour++, dashed, true};
+      if (lo < header.size() && hi < header.size()) line.lo = columns[lo], line.hi = columns[hi];
+      plot.lines.push_back(std::move(line));
+    }
+    areas.push_back(fig.lines({0, 1, 0, 1}, plot));
+    fig.finish();
+    return areas;
+  }
+  // Curves: J(i) left, running sums right, each series in the same colour in both panels.
+  Figure fig(out, 1400, 560);
+  LinePlot j, sum;
+  j.title = title;
+  sum.title = "Running sum Σ J(k), k ≤ i";
+  j.x_label = sum.x_label = header[0] == "k" ? "k (steps back)" : "i (steps back)";
+  j.y_label = "Fisher memory J(i)";
+  sum.y_label = "Σ J(k), k ≤ i";
+  // One colour per network (the label before its comma), dashed for the paper's equation, solid for the exact law.
+  std::vector<std::string> systems;
+  for (std::size_t c = 1; c < header.size(); ++c) {
+    if (header[c].rfind("J", 0) != 0) continue;
+    const auto [label, dashed] = capacity_label(header[c]);
+    const std::string system = label.substr(0, label.find(','));
+    auto it = std::find(systems.begin(), systems.end(), system);
+    if (it == systems.end()) it = systems.insert(systems.end(), system);
+    const int colour = int(it - systems.begin());
+    j.lines.push_back({label, columns[0], columns[c], {}, {}, colour, dashed, false});
+    if (c + 1 < header.size() && header[c + 1].rfind("sum", 0) == 0)
+      sum.lines.push_back({label, columns[0], columns[c + 1], {}, {}, colour, dashed, false});
+  }
+  areas.push_back(fig.lines({0, 0.5, 0, 1}, j));
+  areas.push_back(fig.lines({0.5, 1, 0, 1}, sum));
+  fig.finish();
+  return areas;
+}
+
+std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const InspectData& d) {
+  const std::int64_t T = std::int64_t(d.inputs.size());
+  if (T == 0) throw Error("inspect: nothing to draw");
+  // The slots drawn: those any weighting gives more than 2% at some step, with two on each side.
+  std::int64_t slots = 0;
+  for (const auto& w : d.weightings)
+    if (!w.w.empty()) slots = std::max<std::int64_t>(slots, std::int64_t(w.w[0].size()));
+  // The memory is circular (heads shift modulo N): the window is the shortest circular run of slots holding
+  // every slot some weighting gives more than 2% at some step, two more on each side, at least 12; `first`
+  // may then exceed `last` (the window wraps past slot N−1 to 0) and rows are drawn as first, first+1, … mod N.
+  std::int64_t first = d.first_slot, count = d.last_slot - d.first_slot + 1;
+  if (slots > 0 && (first < 0 || d.last_slot < 0)) {
+    std::vector<bool> used(std::size_t(slots), false);
+    for (const auto& w : d.weightings)
+      for (const auto& row : w.w)
+        for (std::int64_t s = 0; s < std::int64_t(row.size()) && s < slots; ++s)
+          if (row[std::size_t(s)] > 0.02) used[std::size_t(s)] = true;
+    // The longest circular gap of unused slots; the window is its complement.
+    std::int64_t best_gap = 0, gap_end = 0;
+    for (std::int64_t start = 0; start < slots; ++start) {
+      if (used[std::size_t(start)] || used[std::size_t((start + slots - 1) % slots)] == false) continue;
+      std::int64_t n = 0;
+      while (n < slots && !used[std::size_t((start + n) % slots)]) ++n;
+      if (n > best_gap) best_gap = n, gap_end = start + n;
+    }
+    if (best_gap == 0 || best_gap == slots) first = 0, count = slots;
+    else first = gap_end % slots, count = slots - best_gap;
+    const std::int64_t pad = std::min<std::int64_t>(2 + std::max<std::int64_t>(0, (12 - count + 1) / 2), (slots - count) / 2);
+    first = ((first - pad) % slots + slots) % slots;
+    count = std::min(slots, count + 2 * pad);
+  }
+  if (slots > 0) first = std::clamp<std::int64_t>(first, 0, slots - 1), count = std::clamp<std::int64_t>(count, 1, slots);
+  const std::int64_t last = slots > 0 ? (first + count - 1) % slots : 0;
+
+  // Layout in pixels: a column per time step for the frame rows, then the heatmaps.
+  const bool memory = !d.memory.empty() && !d.weightings.empty();
+  const int W = 1500, left = 140, right = 30;
+  const double col = double(W - left - right) / double(T);
+  const double frame_w = std::min(col * 0.86, 64.0);
+  const Matrix& in0 = d.inputs[0];
+  auto frame_h = [&](const Matrix& m) { return frame_w * double(m.rows) / double(std::max<std::int64_t>(1, m.cols)); };
+  const double label_h = 26;
+  std::vector<std::pair<std::string, double>> rows = {{"input", frame_h(in0) + label_h}};
+  if (!d.targets.empty()) {
+    rows.push_back({"target", frame_h(d.targets[0]) + 8});
+    rows.push_back({"output", frame_h(d.outputs[0]) + 8});
+  }
+  // Memory: at each step before the first target, the slot the first write head weighted most, after the write.
+  std::vector<std::pair<std::int64_t, std::int64_t>> written;  // (time, slot)
+  const InspectData::Weighting* write = nullptr;
+  for (const auto& w : d.weightings)
+    if (w.name.rfind("write", 0) == 0 && !write) write = &w;
+  if (memory && write) {
+    const std::int64_t until = d.target_steps.empty() ? T : d.target_steps[0];
+    for (std::int64_t t = 0; t < until && t < std::int64_t(write->w.size()); ++t) {
+      const auto& row = write->w[std::size_t(t)];
+      written.push_back({t, std::int64_t(std::max_element(row.begin(), row.end()) - row.begin())});
+    }
+    if (!written.empty()) rows.push_back({"memory", frame_h(d.memory[0][0]) + label_h});
+  }
+  const double title_h = 56, heat_h = d.weightings.empty() ? 0 : 470, note_h = d.weightings.empty() ? 40 : 0;
+  double H = title_h + heat_h + note_h + 20;
+  for (const auto& r : rows) H += r.second + 14;
+  const int height = int(std::ceil(H));
+  Figure fig(out, W, height);
+  auto nx = [&](double px) { return px / W; };
+  auto ny = [&](double px_from_top) { return 1.0 - px_from_top / double(height); };
+  fig.text(0.5, ny(34), d.title, 0.95, 0.5);
+  double y = title_h;
+  auto frame = [&](const Matrix& m, std::int64_t t, double top, const std::string& label, double lo, double hi) {
+    const double x0 = left + col * double(t) + (col - frame_w) / 2;
+    Heatmap h;
+    h.rows = m.rows, h.cols = m.cols, h.values = m.values, h.v_min = lo, h.v_max = hi, h.axes = false;
+    fig.heatmap({nx(x0), nx(x0 + frame_w), ny(top + frame_h(m)), ny(top)}, h);
+    if (!label.empty()) fig.text(nx(x0 + frame_w / 2), ny(top + frame_h(m) + 18), label, 0.75, 0.5);
+  };
+  for (const auto& [name, h] : rows) {
+    fig.text(nx(12), ny(y + h / 2 + 5), name, 0.85, 0.0);
+    if (name == "memory") fig.text(nx(12), ny(y + h - 8), "slot:", 0.75, 0.0);
+    if (name == "input")
+      for (std::int64_t t = 0; t < T; ++t) frame(d.inputs[std::size_t(t)], t, y, fmt::format("{}", t), 0, 1);
+    if (name == "target")
+      for (std::size_t k = 0; k < d.targets.size(); ++k) frame(d.targets[k], d.target_steps[k], y, "", 0, 1);
+    if (name == "output")
+      for (std::size_t k = 0; k < d.outputs.size(); ++k) frame(d.outputs[k], d.target_steps[k], y, "", 0, 1);
+    if (name == "memory") {
+      double lo = INFINITY, hi = -INFINITY;
+      for (auto [t, s] : written)
+        for (double v : d.memory[std::size_t(t)][std::size_t(s)].values) lo = std::min(lo, v), hi = std::max(hi, v);
+      for (auto [t, s] : written)
+        frame(d.memory[std::size_t(t)][std::size_t(s)], t, y, fmt::format("{}", s), lo, hi);
+    }
+    y += h + 14;
+  }
+  std::vector<PlotArea> areas;
+  if (d.weightings.empty()) {
+    fig.text(nx(12), ny(y + 24), "This model exposes no memory or weightings: only its input, target and output are drawn.",
+             0.9, 0.0);
+  } else {
+    const double w = double(W - 20) / double(d.weightings.size());
+    for (std::size_t k = 0; k < d.weightings.size(); ++k) {
+      const auto& wt = d.weightings[k];
+      Heatmap h;
+      h.rows = count;
+      h.cols = T;
+      h.values.resize(std::size_t(h.rows * h.cols));
+      for (std::int64_t r = 0; r < count; ++r)
+        for (std::int64_t t = 0; t < T && t < std::int64_t(wt.w.size()); ++t)
+          h.values[std::size_t(r * T + t)] = wt.w[std::size_t(t)][std::size_t((first + r) % slots)];
+      h.v_min = 0, h.v_max = 1;
+      // A wrapped window is numbered on from the last slot (N, N+1, … stand for 0, 1, …; the title says so).
+      h.y_first = double(first);
+      std::string head = wt.name.substr(0, wt.name.find('/'));
+      if (head.rfind("read", 0) == 0) head = "read head " + head.substr(4);
+      else if (head.rfind("write", 0) == 0) head = "write head " + head.substr(5);
+      h.title = fmt::format("{} weighting (slots {}–{} of {})", head, first, last, slots);  // the tests look for this
+      h.x_label = "time step";
+      h.y_label = first > last ? fmt::format("memory slot (mod {})", slots) : "memory slot";
+      h.colour_bar = true;
+      areas.push_back(fig.heatmap({nx(10 + w * double(k)), nx(10 + w * double(k + 1)), ny(y + heat_h), ny(y)}, h));
+    }
+  }
+  fig.finish();
+  return areas;
+}
+
+}  // namespace matmem::tools::plot

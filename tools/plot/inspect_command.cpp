@@ -1,0 +1,127 @@
+// `matmem inspect --checkpoint DIR --out FILE`: runs a trained model on one generated sequence and draws its
+// input, target and output frames, the memory slots it wrote and its heads' weightings over time (the paper's
+// Figures 6 and 8). The model's weightings and memory come from what it exposes (Step::expose) to a
+// StepObserver during a run without gradients.
+#include <cmath>
+#include <map>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "models/tasks/tasks.hpp"
+#include "models/training/trainer.hpp"
+#include "tools/options.hpp"
+#include "tools/plot/charts.hpp"
+#include "tools/plot/commands.hpp"
+
+namespace matmem::tools {
+namespace {
+struct Options {
+  std::string checkpoint, out;
+  std::int64_t length = 0, items = 0;
+  std::uint64_t seed = 1;
+};
+
+// Sample 0 of a [B, slots, rows, cols] value, one Matrix per slot.
+std::vector<plot::Matrix> first_sample(const Tensor& v) {
+  const Shape s = v.shape();
+  std::vector<plot::Matrix> out(std::size_t(s.slots));
+  for (std::int64_t k = 0; k < s.slots; ++k) {
+    plot::Matrix& m = out[std::size_t(k)];
+    m.rows = s.rows, m.cols = s.cols;
+    for (std::int64_t i = 0; i < s.rows; ++i)
+      for (std::int64_t j = 0; j < s.cols; ++j) m.values.push_back(v.get(s.offset(0, k, i, j)));  // batch-interleaved
+  }
+  return out;
+}
+
+// Keeps sample 0 of every exposed tensor, by name, in time order.
+class Recorder : public StepObserver {
+ public:
+  void observe(std::int64_t t, std::string_view name, const Var& value) override {
+    std::vector<std::vector<plot::Matrix>>& steps = seen_[std::string(name)];
+    if (std::int64_t(steps.size()) <= t) steps.resize(std::size_t(t + 1));
+    steps[std::size_t(t)] = first_sample(value.value_copy());
+  }
+  const std::map<std::string, std::vector<std::vector<plot::Matrix>>>& seen() const { return seen_; }
+
+ private:
+  std::map<std::string, std::vector<std::vector<plot::Matrix>>> seen_;
+};
+
+void run(const Options& o) {
+  plot::format_of(o.out);
+  auto trainer = Trainer::resume(o.checkpoint);
+  const Task& task = trainer->task();
+  const bool copy = std::string(task.size_name()) == "length";
+  if (copy && o.items) throw Error("inspect: --items is for the recall task; this run learned copy (use --length)");
+  if (!copy && o.length) throw Error(fmt::format("inspect: --length is for the copy task; this run learned {} (use --items)", task.name()));
+  std::int64_t size = copy ? o.length : o.items;
+  if (!size) {  // the middle of the training range
+    if (const auto* c = dynamic_cast<const CopyTask*>(&task)) size = (c->options().min_length + c->options().max_length + 1) / 2;
+    else if (const auto* r = dynamic_cast<const RecallTask*>(&task)) size = (r->options().min_items + r->options().max_items + 1) / 2;
+    else size = task.eval_sizes().front();
+  }
+  Rng rng(o.seed);
+  Sequence seq;
+  task.sample_size_into(rng, size, seq);
+  Tape& tape = trainer->tape();
+  Unroller unroller(trainer->model(), tape);
+  Recorder recorder;
+  unroller.set_observer(&recorder);
+  NoGrad no_grad(tape);
+  const SequenceResult& r = unroller.run(seq);
+
+  plot::InspectData d;
+  double bits = 0;
+  for (const Tensor& x : seq.inputs) d.inputs.push_back(first_sample(x)[0]);
+  d.target_steps = seq.target_steps;
+  for (std::size_t k = 0; k < seq.targets.size(); ++k) {
+    d.targets.push_back(first_sample(seq.targets[k])[0]);
+    plot::Matrix y = first_sample(r.logits[k].value_copy())[0];
+    for (std::size_t i = 0; i < y.values.size(); ++i) {
+      y.values[i] = 1.0 / (1.0 + std::exp(-y.values[i]));
+      bits += double((y.values[i] > 0.5) != (d.targets.back().values[i] > 0.5));
+    }
+    d.outputs.push_back(std::move(y));
+  }
+  const std::string model = trainer->config().str("model");
+  d.title = fmt::format("{} on {}, {} {} (sequence seed {}), after {} training steps: {} bits wrong", model,
+                        task.name(), task.size_name(), size, o.seed, trainer->steps_done(), bits);
+  for (const auto& [name, steps] : recorder.seen()) {
+    if (name == "memory") {
+      for (const auto& s : steps) d.memory.push_back(s);
+      continue;
+    }
+    if (name.size() < 10 || name.substr(name.size() - 10) != "/weighting") continue;
+    plot::InspectData::Weighting w{name, {}};
+    for (const auto& s : steps) {
+      std::vector<double> row;
+      for (const plot::Matrix& m : s) row.insert(row.end(), m.values.begin(), m.values.end());
+      w.w.push_back(std::move(row));
+    }
+    d.weightings.push_back(std::move(w));
+  }
+  // Read heads first, then write heads (the map sorts "read…" before "write…" already).
+  plot::inspect_sheet(o.out, d);
+  fmt::print("{}\nwrote {}\n", d.title, o.out);
+}
+}  // namespace
+
+void add_inspect_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "inspect", "Runs a trained model on one sequence and draws its frames, memory and weightings (PNG or SVG)");
+  cmd->add_option("--checkpoint", o->checkpoint, "Run directory holding checkpoint.safetensors")->required();
+  auto* length = cmd->add_option("--length", o->length, "Copy length (default: the middle of the training range)")
+                     ->check(whole_number(1, 200));
+  cmd->add_option("--items", o->items, "Recall item count (default: the middle of the training range)")
+      ->check(whole_number(2, 100))
+      ->excludes(length);
+  cmd->add_option("--seed", o->seed, "Seed of the sequence")->capture_default_str()->check(whole_number(0, kMaxSeed));
+  cmd->add_option("--out", o->out, "Picture to write: FILE.png or FILE.svg")->required();
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace matmem::tools
