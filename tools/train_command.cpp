@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "models/training/trainer.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
+#include "tools/plot/commands.hpp"
 #include "tools/progress.hpp"
 
 namespace matmem::tools {
@@ -167,7 +169,13 @@ void run(const Options& o) {
   if (!fresh) drop_rows_after(metrics_path, trainer->steps_done());
   std::ofstream metrics(metrics_path, fresh ? std::ios::trunc : std::ios::app);
   if (!metrics) throw Error(fmt::format("cannot write {}", metrics_path));
-  if (fresh) metrics << "step,seconds,loss,bits_per_sequence,grad_norm,frames\n";
+  if (fresh) metrics << "step,seconds,loss,bits_per_sequence,grad_norm,frames,skipped\n";
+  bool skipped_column = fresh;  // a run from before the column was added keeps its header
+  if (!fresh) {
+    std::string header;
+    std::getline(std::ifstream(metrics_path), header);
+    skipped_column = header.ends_with(",skipped");
+  }
   {
     std::ofstream cfg((std::filesystem::path(out) / "config.json").string());
     cfg << c.dump() << "\n";
@@ -176,29 +184,37 @@ void run(const Options& o) {
     fmt::print("training {} on {} ({} parameters), steps {}..{}, seed {}{}, into {}\n", c.str("model"),
                c.str("task"), trainer->model().params().element_count(), trainer->steps_done() + 1, total,
                c.integer("seed"), trainer->threads() > 1 ? fmt::format(", {} threads", trainer->threads()) : "", out);
+  if (!o.json) fmt::print("memory: {}\n", trainer->memory_estimate().str());
   Progress progress(total, ::isatty(STDOUT_FILENO), o.json);
   const auto t0 = std::chrono::steady_clock::now();
   double loss = 0, bits = 0, norm = 0, frames = 0, last_loss = 0, last_bits = 0, last_draw = 0;
   std::int64_t n = 0, done_here = 0;
   while (trainer->steps_done() < total) {
     const StepStats s = trainer->step();
-    loss += s.loss;
-    bits += s.bits;
-    norm += s.grad_norm;
-    frames += double(s.frames);
-    ++n;
     ++done_here;
+    if (s.skipped) {
+      fmt::print(stderr, "step {} skipped ({} of at most {}): {}\n", trainer->steps_done(), trainer->skipped(),
+                 c.integer("nonfinite.max_skips"), s.nonfinite);
+    } else {  // a skipped step's NaN stays out of the means
+      loss += s.loss;
+      bits += s.bits;
+      norm += s.grad_norm;
+      frames += double(s.frames);
+      ++n;
+    }
     const std::int64_t step = trainer->steps_done();
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (progress.terminal() && secs - last_draw > 0.2) {  // redraw the bar with the window so far
-      progress.update(step, loss / n, bits / n, secs / double(done_here));
+      progress.update(step, n ? loss / n : 0.0, n ? bits / n : 0.0, secs / double(done_here));
       last_draw = secs;
     }
     if (step % log_every == 0 || step == total) {
-      last_loss = loss / n;
-      last_bits = bits / n;
-      metrics << fmt::format("{},{:.3f},{:.6f},{:.4f},{:.4f},{:.1f}\n", step, secs, last_loss, last_bits, norm / n,
-                             frames / n);
+      const double nan = std::numeric_limits<double>::quiet_NaN();  // a window of skipped steps only
+      last_loss = n ? loss / n : nan;
+      last_bits = n ? bits / n : nan;
+      metrics << fmt::format("{},{:.3f},{:.6f},{:.4f},{:.4f},{:.1f}", step, secs, last_loss, last_bits,
+                             n ? norm / n : nan, n ? frames / n : nan)
+              << (skipped_column ? fmt::format(",{}\n", trainer->skipped()) : "\n");
       metrics.flush();
       progress.update(step, last_loss, last_bits, secs / double(done_here));
       loss = bits = norm = frames = 0;
@@ -214,14 +230,17 @@ void run(const Options& o) {
                         {"seconds_per_step", done_here ? secs / double(done_here) : 0.0},
                         {"loss", last_loss},
                         {"bits", last_bits},
-                        {"params", trainer->model().params().element_count()}};
+                        {"params", trainer->model().params().element_count()},
+                        {"skipped", trainer->skipped()}};
     fmt::print("{}\n", j.dump());
     return;
   }
-  fmt::print("done: {} steps in {:.1f} s ({:.2f} ms/step); last {} steps: loss {:.4f}, {:.2f} bits wrong per sequence\n",
-             done_here, secs, done_here ? 1e3 * secs / double(done_here) : 0.0, log_every, last_loss, last_bits);
+  fmt::print("done: {} steps in {:.1f} s ({:.2f} ms/step); last {} steps: loss {:.4f}, {:.2f} bits wrong per sequence{}\n",
+             done_here, secs, done_here ? 1e3 * secs / double(done_here) : 0.0, log_every, last_loss, last_bits,
+             trainer->skipped() ? fmt::format("; {} steps skipped for a NaN/Inf", trainer->skipped()) : "");
   fmt::print("checkpoint: {}/checkpoint.safetensors, learning curve: {}\n", out, metrics_path);
   show_example(*trainer);
+  fmt::print("{}\n", plot_hint(out));
 }
 }  // namespace
 

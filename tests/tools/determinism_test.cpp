@@ -1,0 +1,52 @@
+// Two `matmem train` runs with the same seed and config write the same bytes: metrics.csv (but for its
+// seconds column), config.json and the checkpoint, with one thread and with two.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include "tests/tools/command.hpp"
+
+using namespace matmem::testing;
+namespace fs = std::filesystem;
+
+namespace {
+const std::string kSmall =
+    "--set 'model.layers=\"4x3\"' --set task.rows=2 --set task.cols=3 --set task.max_length=4 --set batch=8 "
+    "--set ntm.slots=4 --set ntm.slot_rows=2 --set ntm.slot_cols=2 --set log_every=1 --set checkpoint_every=3";
+
+// metrics.csv without its second column (seconds).
+std::string metrics_without_seconds(const fs::path& path) {
+  std::istringstream in(read_file(path));
+  std::string line, out;
+  while (std::getline(in, line)) {
+    const auto a = line.find(','), b = line.find(',', a + 1);
+    out += line.substr(0, a) + line.substr(b) + "\n";
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("train: the same seed and config give byte-identical metrics and checkpoints, with 1 and 2 threads",
+          "[tools][train][determinism]") {
+  const fs::path dir = fresh_dir("determinism");
+  for (const char* model : {"matntm", "matlstm"}) {
+    for (int threads : {1, 2}) {
+      INFO(model << ", " << threads << " threads");
+      const std::string args = "train " + kSmall + " --model " + model + " --seed 5 --steps 7 --json --threads " +
+                               std::to_string(threads) + " --out ";
+      const std::string a = std::string(model) + "-a" + std::to_string(threads),
+                        b = std::string(model) + "-b" + std::to_string(threads);
+      REQUIRE(run_matmem(args + a, dir).status == 0);
+      REQUIRE(run_matmem(args + b, dir).status == 0);
+      const std::string metrics = metrics_without_seconds(dir / a / "metrics.csv");
+      CHECK(std::count(metrics.begin(), metrics.end(), '\n') == 8);
+      CHECK(metrics == metrics_without_seconds(dir / b / "metrics.csv"));
+      CHECK(read_file(dir / a / "config.json") == read_file(dir / b / "config.json"));
+      const std::string checkpoint = read_file(dir / a / "checkpoint.safetensors");
+      CHECK(checkpoint.size() > 1000);
+      CHECK(checkpoint == read_file(dir / b / "checkpoint.safetensors"));
+    }
+  }
+}

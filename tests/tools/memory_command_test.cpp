@@ -1,0 +1,35 @@
+// `matmem train` prints its memory estimate before training and refuses, before allocating, a run that
+// would not fit in the machine's memory.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/tools/command.hpp"
+
+using namespace matmem::testing;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+TEST_CASE("train: prints the memory estimate before training", "[tools][train][memory]") {
+  const fs::path dir = fresh_dir("memory_estimate");
+  const CommandResult r = run_matmem(
+      "train --model matrnn --set 'model.layers=\"4x3\"' --set task.rows=2 --set task.cols=3 --steps 2 --out run", dir);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("memory: about") && Contains("GiB for the longest sequence (41 time steps × batch 16") &&
+                           Contains("GiB available"));
+  CHECK(r.output.find("memory: about") < r.output.find("done:"));
+}
+
+TEST_CASE("train: a run that would exceed memory is refused up front, naming what it needs and what there is",
+          "[tools][train][memory]") {
+  const fs::path dir = fresh_dir("memory_refused");
+  const CommandResult r =
+      run_matmem("train --set batch=1000000000 --set task.max_length=100000 --steps 2 --out run", dir, 30);
+  CHECK(r.refused());
+  CHECK_THAT(r.output, Contains("memory: this run needs about") &&
+                           Contains("GiB at its longest sequence (200001 time steps × batch 1000000000), this "
+                                    "machine has") &&
+                           Contains("GiB available"));
+  CHECK_FALSE(fs::exists(dir / "run"));
+}
