@@ -72,8 +72,7 @@ std::string plot_hint(const std::string& run_dir) {
       program = self.string();
   }
   const std::filesystem::path dir(run_dir), out = dir / "learning_curve.png";
-  return fmt::format("run {}: {} and {}; plot it: {} plot {} --out {}", run_dir, (dir / "metrics.csv").string(),
-                     (dir / "checkpoint.safetensors").string(), program, run_dir, out.string());
+  return fmt::format("plot it: {} plot {} --out {}", program, run_dir, out.string());
 }
 
 }  // namespace matmem::tools
