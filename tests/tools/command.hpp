@@ -2,6 +2,7 @@
 // everything it printed (standard output and error together).
 #pragma once
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -36,9 +37,27 @@ inline CommandResult run_matmem(const std::string& args, const std::filesystem::
   return r;
 }
 
-// A fresh, empty directory under the system's temporary directory.
+// This process's own directory under the system's temporary directory, removed when the process ends:
+// ctest runs test cases as processes in parallel, and two cases that set up a directory of the same name
+// must not remove or overwrite each other's files.
+class ProcessDir {
+ public:
+  ProcessDir()
+      : path_(std::filesystem::temp_directory_path() / "matmem_tools_test" / std::to_string(::getpid())) {}
+  ~ProcessDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+inline const ProcessDir process_dir;
+
+// A fresh, empty directory of this process.
 inline std::filesystem::path fresh_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / "matmem_tools_test" / name;
+  const auto dir = process_dir.path() / name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
