@@ -26,10 +26,8 @@ using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-// A MatNTM small enough that a step takes well under a millisecond, so a checkpoint is written all the time.
-const std::string kSmall =
-    "--set 'model.layers=\"4x3\"' --set task.rows=2 --set task.cols=3 --set task.max_length=3 --set batch=2 "
-    "--set ntm.slots=4 --set ntm.slot_rows=2 --set ntm.slot_cols=2 --set log_every=1 --set checkpoint_every=1";
+// A checkpoint after every step of a small MatNTM: one is written all the time.
+const std::string kSmall = kSmallMatNTM + " --set log_every=1 --set checkpoint_every=1";
 
 // `matmem train --resume DIR --steps 1000000000` in `cwd`, started in a child process with its output
 // discarded.

@@ -37,6 +37,11 @@ inline CommandResult run_matmem(const std::string& args, const std::filesystem::
   return r;
 }
 
+// `matmem train` options for a MatNTM small enough that a step takes well under a millisecond.
+inline const std::string kSmallMatNTM =
+    "--set 'model.layers=\"4x3\"' --set task.rows=2 --set task.cols=3 --set task.max_length=3 --set batch=2 "
+    "--set ntm.slots=4 --set ntm.slot_rows=2 --set ntm.slot_cols=2";
+
 // This process's own directory under the system's temporary directory, removed when the process ends:
 // ctest runs test cases as processes in parallel, and two cases that set up a directory of the same name
 // must not remove or overwrite each other's files.

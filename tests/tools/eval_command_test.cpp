@@ -14,9 +14,7 @@ using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-const std::string kSmall =
-    "--set 'model.layers=\"4x3\"' --set task.rows=2 --set task.cols=3 --set task.max_length=3 --set batch=2 "
-    "--set ntm.slots=4 --set ntm.slot_rows=2 --set ntm.slot_cols=2";
+const std::string& kSmall = kSmallMatNTM;
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;

@@ -12,10 +12,7 @@ using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-// A MatNTM small enough that a run of a few steps takes a fraction of a second.
-const std::string kSmall =
-    "--set 'model.layers=\"4x3\"' --set task.rows=2 --set task.cols=3 --set task.max_length=3 --set batch=2 "
-    "--set ntm.slots=4 --set ntm.slot_rows=2 --set ntm.slot_cols=2 --set log_every=1";
+const std::string kSmall = kSmallMatNTM + " --set log_every=1";
 
 std::string train(const std::string& args) { return "train " + kSmall + " --json " + args; }
 
