@@ -1,6 +1,7 @@
 #include "models/training/trainer.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -390,9 +391,18 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
   if (std::sscanf(meta("rng").c_str(), "%lu %lu %lu %lu", &s[0], &s[1], &s[2], &s[3]) != 4)
     throw Error(fmt::format("checkpoint {}: rng state \"{}\" is not four integers", path, meta("rng")));
   t->data_rng_.set_state(s);
-  t->step_ = std::stoll(meta("step"));
-  if (auto it = f.metadata.find("nonfinite_skips"); it != f.metadata.end()) t->skipped_ = std::stoll(it->second);
-  t->optimizer_->set_steps(std::stoll(meta("optimizer_steps")));
+  // A count in the metadata: a whole number ≥ 0, written in decimal.
+  auto count = [&](const std::string& key, const std::string& text) {
+    std::int64_t v = -1;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size() || v < 0)
+      throw Error(fmt::format("checkpoint {}: {} \"{}\" is not a whole number ≥ 0", path, key, text));
+    return v;
+  };
+  t->step_ = count("step", meta("step"));
+  if (auto it = f.metadata.find("nonfinite_skips"); it != f.metadata.end())
+    t->skipped_ = count("nonfinite_skips", it->second);
+  t->optimizer_->set_steps(count("optimizer_steps", meta("optimizer_steps")));
   return t;
 }
 

@@ -140,6 +140,25 @@ TEST_CASE("a checkpoint of another model is refused naming the parameter", "[tra
   CHECK_THROWS_WITH(Trainer::resume(dir), Contains(path) && Contains("parameter matrnn/l1/x/U"));
 }
 
+TEST_CASE("a checkpoint whose step counts are not whole numbers is refused naming the count", "[trainer][errors]") {
+  const std::string dir = temp_dir("bad_counts");
+  Trainer a(small("matrnn"));
+  a.step();
+  a.save(dir);
+  const std::string path = dir + "/checkpoint.safetensors";
+  const TensorFile good = read_safetensors(path);
+  for (const char* key : {"step", "optimizer_steps", "nonfinite_skips"})
+    for (const char* value : {"12x", "", "-1", "99999999999999999999"}) {
+      INFO(key << " = \"" << value << "\"");
+      TensorFile f = good;
+      f.metadata[key] = value;
+      write_safetensors(path, f);
+      CHECK_THROWS_WITH(Trainer::resume(dir), Contains(path) && Contains(std::string(key) + " \"" + value + "\" is not a whole number"));
+    }
+  write_safetensors(path, good);
+  CHECK(Trainer::resume(dir)->steps_done() == 1);
+}
+
 namespace {
 // A model whose output overflows: exp of a large learned scale.
 class Exploding : public Model {
