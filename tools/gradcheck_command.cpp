@@ -12,7 +12,7 @@ namespace {
 struct Options {
   bool all = false;
   std::string op;
-  std::string size = "both";
+  std::string size = "all";
   std::uint64_t seed = 1234;
 };
 
@@ -30,8 +30,9 @@ int run(const Options& o) {
     for (const OpEntry& e : op_registry()) ops.push_back(&e);
   }
   std::vector<std::pair<std::string, SampleSize>> sizes;
-  if (o.size != "large") sizes.push_back({"small", SampleSize::small});
-  if (o.size != "small") sizes.push_back({"large", SampleSize::large});
+  for (const auto& [label, size] : {std::pair{"small", SampleSize::small}, std::pair{"large", SampleSize::large},
+                                     std::pair{"lanes", SampleSize::lanes}})
+    if (o.size == "all" || o.size == label) sizes.push_back({label, size});
 
   fmt::print("{:<24} {:<6} {:>9} {:>13} {:>13}  {}\n", "op", "size", "elements", "max abs err", "max rel err", "result");
   int failed = 0;
@@ -46,7 +47,8 @@ int run(const Options& o) {
       }
     }
   fmt::print("{} checks, {} failed (float64 central differences, random upstream gradient{})\n",
-             ops.size() * sizes.size(), failed, o.size != "large" ? "; small sizes: full Jacobian" : "");
+             ops.size() * sizes.size(), failed,
+             o.size == "all" || o.size == "small" ? "; small sizes: full Jacobian" : "");
   return failed ? 1 : 0;
 }
 }  // namespace
@@ -56,8 +58,10 @@ void add_gradcheck_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("gradcheck", "Check every op's gradient against central differences");
   cmd->add_flag("--all", o->all, "Check every registered op (the default when --op is not given)");
   cmd->add_option("--op", o->op, "Check one op by name");
-  cmd->add_option("--size", o->size, "Sample sizes: small, large or both")
-      ->check(CLI::IsMember({"small", "large", "both"}))
+  cmd->add_option("--size", o->size,
+                  "Sample sizes: small (below any SIMD width), large (past several), lanes (batch 19: the memory "
+                  "ops' SIMD lanes over the batch, full and tail) or all")
+      ->check(CLI::IsMember({"small", "large", "lanes", "all"}))
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed for the sample inputs")->capture_default_str()->check(whole_number(0, kMaxSeed));
   cmd->callback([o] {
