@@ -52,6 +52,11 @@ std::unique_ptr<Model> ntm(const Config& c, const Task& t, DType dtype, std::uin
   if (w0 != "first_slot" && w0 != "zero")
     throw Error(fmt::format("config: ntm.initial_weighting = {}: choose first_slot or zero", w0));
   nc.initial_weighting = w0 == "zero" ? NTMConfig::Start::zero : NTMConfig::Start::first_slot;
+  const std::string m0 = c.str("ntm.memory_init");
+  if (m0 == "constant") nc.memory_init = NTMConfig::MemoryInit::constant;
+  else if (m0 == "learned") nc.memory_init = NTMConfig::MemoryInit::learned;
+  else if (m0 == "random") nc.memory_init = NTMConfig::MemoryInit::random;
+  else throw Error(fmt::format("config: ntm.memory_init = {}: choose constant, learned or random", m0));
   nc.input_rows = t.input_rows();
   nc.input_cols = t.input_cols();
   nc.output_rows = t.output_rows();

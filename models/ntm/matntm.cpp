@@ -1,10 +1,12 @@
 #include "models/ntm/matntm.hpp"
 
 #include <array>
+#include <cmath>
 
 #include <fmt/format.h>
 
 #include "runtime/error.hpp"
+#include "runtime/random.hpp"
 
 namespace matmem {
 
@@ -31,6 +33,21 @@ MatNTM::MatNTM(const NTMConfig& c, DType dtype, std::uint64_t seed, std::string 
     if (cells_.back().has_cell_state()) declare_state({c_.back(), parameter(r, cc)});
   }
   StateDecl m{"memory", memory(1, c.slots, c.slot_rows, c.slot_cols), StateDecl::constant, 1e-6};
+  if (c.memory_init == NTMConfig::MemoryInit::learned) {
+    m.start = StateDecl::learned;
+    m.learned_init = Init::Normal(0, 0.01);
+  } else if (c.memory_init == NTMConfig::MemoryInit::random) {
+    // A stream of its own, so the parameters draw the same values as with a constant memory.
+    Rng rng = Rng(seed).split(0x6d656d6f7279);  // "memory"
+    m.start = StateDecl::given;
+    m.initial = Tensor(dtype, m.shape);
+    for (std::int64_t k = 0; k < m.initial.numel(); ++k) {
+      double v;
+      do v = rng.normal(0.0, 0.5);
+      while (std::abs(v) > 1.0);
+      m.initial.set(k, v);
+    }
+  }
   m.segment = c.memory_segment;
   declare_state(std::move(m));
   for (int k = 0; k < c.read_heads; ++k) {

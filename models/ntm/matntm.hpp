@@ -10,7 +10,11 @@
 //  5. Y_t = mat(H_t, R_t^{(1..n_read)}) (logits).
 // Initial state: memory 1e-6 everywhere; R_0 learned (N(0, 0.01²)); controller states 0; w_0 focused on
 // the first slot (w_0 = δ_1), as in Collier & Beel's NTM implementation, which also starts the memory at
-// 1e-6. With w_0 = 0 (`initial_weighting = zero`, spec/models.md's literal reading) and a memory equal in
+// 1e-6. The memory's start is one of the three Collier & Beel compared (`memory_init`): constant (1e-6, the
+// default), learned (a parameter ntm/init/memory, N(0, 0.01²) at first), or random (N(0, 0.5²) truncated at
+// ±1, drawn once from the model's seed and the same for every sequence: unlike a draw per batch it keeps
+// the loss a function of the parameters alone, so gradcheck and bit-for-bit resume hold; the other
+// parameters start exactly as with a constant memory). With w_0 = 0 (`initial_weighting = zero`, spec/models.md's literal reading) and a memory equal in
 // every slot, every weighting stays uniform (content addressing sees identical slots, and gating, shifting
 // and sharpening a uniform weighting keep it uniform), so all slots receive the same writes forever and the
 // memory degenerates to one slot; tests/models/ntm shows both.
@@ -32,6 +36,7 @@ struct NTMConfig {
   int read_heads = 1, write_heads = 1;
   int shift = 1;  // S: shifts -S..S
   enum class Start { first_slot, zero } initial_weighting = Start::first_slot;
+  enum class MemoryInit { constant, learned, random } memory_init = MemoryInit::constant;
   std::int64_t input_rows = 6, input_cols = 5, output_rows = 5, output_cols = 5;
   // Keep every time step's memory (1), or only every n-th, the others recomputed in backward (a recomputed
   // chain, Tape::chain); 0 (the default): n chosen from the memory's size (Step::auto_segment: 4 for the

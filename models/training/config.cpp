@@ -52,6 +52,8 @@ const std::vector<ConfigKey>& config_keys() {
        "keep every n-th time step's memory, recompute the others in backward (1: keep all; 0: n from the memory's "
        "size, 4 at the paper's sizes, 1 under 128 KiB)"},
       {"ntm.initial_weighting", "\"first_slot\"", "first_slot (w0 = δ1) or zero (see models/ntm/matntm.hpp)"},
+      {"ntm.memory_init", "\"constant\"",
+       "the memory's start: constant (1e-6), learned, or random (fixed N(0, 0.5²) draw; see models/ntm/matntm.hpp)"},
       {"log_every", "50", "steps between rows of metrics.csv and progress updates"},
       {"checkpoint_every", "500", "steps between checkpoints (0: only at the end)"},
       {"threads", "1",

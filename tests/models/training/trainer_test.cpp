@@ -121,6 +121,9 @@ TEST_CASE("bad configs are refused before training, naming the key", "[trainer][
   Config h = small("matntm");
   h.set("ntm.shift", "4", "--set");
   CHECK_THROWS_WITH(Trainer(h), Contains("ntm.shift = 4") && Contains("2S+1 ≤ ntm.slots (6)"));
+  Config mi = small("matntm");
+  mi.set("ntm.memory_init", "\"zeros\"", "--set");
+  CHECK_THROWS_WITH(Trainer(mi), Contains("ntm.memory_init = zeros") && Contains("constant, learned or random"));
   Config l = small("matrnn");
   l.set("task.min_length", "9", "--set");
   CHECK_THROWS_WITH(Trainer(l), Contains("min_length"));
