@@ -12,6 +12,7 @@ void add_commands(CLI::App& app) {
   app.require_subcommand(1);
   add_train_command(app);
   add_eval_command(app);
+  add_sweep_command(app);
   add_gradcheck_command(app);
   add_bench_command(app);
   add_capacity_command(app);

@@ -91,7 +91,7 @@ void print_config_keys() {
 }
 
 Config resolve(const Options& o) {
-  auto layers = [&](Config& c) {
+  return Config::resolve([&](Config& c) {
     if (!o.config_file.empty()) c.merge_file(o.config_file);
     for (const std::string& kv : o.sets) c.assign(kv, "--set");
     if (!o.model.empty()) c.set_json("model", o.model, "--model");
@@ -100,13 +100,7 @@ Config resolve(const Options& o) {
     if (o.seed >= 0) c.set_json("seed", o.seed, "--seed");
     if (o.threads > 0) c.set_json("threads", o.threads, "--threads");
     if (o.anomaly) c.set_json("anomaly", true, "--anomaly");
-  };
-  Config probe;
-  layers(probe);
-  Config c;
-  c.apply_preset(probe.str("model"), probe.str("task"));
-  layers(c);
-  return c;
+  });
 }
 
 // One sample of the copy/recall task drawn fresh, shown as target and output grids ('#' is 1).

@@ -190,6 +190,15 @@ void Config::apply_preset(const std::string& model, const std::string& task) {
     if (p.model == model && p.task == task) merge_json_text(p.json, fmt::format("preset {}-{}", model, task));
 }
 
+Config Config::resolve(const std::function<void(Config&)>& layers) {
+  Config probe;
+  layers(probe);
+  Config c;
+  c.apply_preset(probe.str("model"), probe.str("task"));
+  layers(c);
+  return c;
+}
+
 namespace {
 const json& get(const json& values, const std::string& key) {
   auto it = values.find(key);

@@ -6,6 +6,7 @@
 // then --set key=value overrides. An unknown key, a value of the wrong type or an impossible value is
 // refused with a message naming the key and where it came from.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ class Config {
   void merge_file(const std::string& path);                 // a JSON object of keys
   void merge_json_text(const std::string& text, const std::string& where);
   void apply_preset(const std::string& model, const std::string& task);  // when one exists
+  // The layers above in order: the defaults, the preset of the model and task that `layers` (which sets the
+  // file's keys and the overrides) chooses, then `layers` again, so that its keys win over the preset's.
+  static Config resolve(const std::function<void(Config&)>& layers);
 
   std::string str(const std::string& key) const;
   double num(const std::string& key) const;

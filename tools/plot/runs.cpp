@@ -87,6 +87,7 @@ Run read_run(const std::filesystem::path& dir) {
     return std::size_t(it - header.begin());
   };
   const std::size_t cs = column("step"), cl = column("loss"), cb = column("bits_per_sequence");
+  const auto seconds_at = std::find(header.begin(), header.end(), "seconds");  // not needed to plot
   int n = 1;
   while (std::getline(mf, line)) {
     ++n;
@@ -95,6 +96,7 @@ Run read_run(const std::filesystem::path& dir) {
     if (cells.size() != header.size())
       throw Error(fmt::format("{}:{}: {} fields, the header has {}", csv.string(), n, cells.size(), header.size()));
     run.step.push_back(number(cells[cs], csv, n));
+    run.seconds.push_back(seconds_at == header.end() ? NAN : number(cells[std::size_t(seconds_at - header.begin())], csv, n));
     run.loss.push_back(number(cells[cl], csv, n));
     run.bits.push_back(number(cells[cb], csv, n));
   }

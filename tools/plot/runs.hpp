@@ -15,6 +15,8 @@ struct Run {
   std::filesystem::path dir;
   std::map<std::string, std::string> config;  // key -> its JSON text, e.g. "model" -> "\"matntm\""
   std::vector<double> step, loss, bits;       // NaN where a window held only skipped steps
+  std::vector<double> seconds;                // as logged (each process of a resumed run counts from 0); NaN
+                                              // when the file has no seconds column
   std::string model() const;                  // config's model, unquoted
   std::string task() const;
   std::string seed() const;

@@ -1,0 +1,285 @@
+// `matmem sweep`: a plan's runs are what the plan says, each trained exactly once; a sweep killed midway and
+// started again ends with the results of one never interrupted; failures and bad plans are named.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/file.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "runtime/error.hpp"
+#include "runtime/safetensors.hpp"
+#include "tests/tools/command.hpp"
+#include "tools/sweep.hpp"
+
+using namespace matmem;
+using namespace matmem::testing;
+using namespace matmem::tools::sweep;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+// The small MatNTM of the command tests, as a plan's "set".
+const std::string kSmallSet =
+    R"("task": "copy", "model": "matntm", "model.layers": "4x3", "task.rows": 2, "task.cols": 3, "task.max_length": 3,
+       "batch": 2, "ntm.slots": 4, "ntm.slot_rows": 2, "ntm.slot_cols": 2)";
+
+fs::path write_plan(const fs::path& dir, const std::string& name, const std::string& json) {
+  const fs::path p = dir / name;
+  std::ofstream(p) << json;
+  return p;
+}
+
+int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// metrics.csv without its seconds column, and the checkpoint's bytes: what a run learned.
+std::string learned(const fs::path& run) {
+  std::ifstream in(run / "metrics.csv");
+  std::string line, out;
+  while (std::getline(in, line)) {
+    const std::size_t a = line.find(','), b = line.find(',', a + 1);
+    out += line.substr(0, a) + line.substr(b) + "\n";
+  }
+  return out + read_file(run / "checkpoint.safetensors");
+}
+}  // namespace
+
+TEST_CASE("sweep: a plan is every named run times every grid combination times every seed", "[tools][sweep]") {
+  const fs::path dir = fresh_dir("sweep_plan");
+  const fs::path p = write_plan(dir, "p.json", R"({"out": "o", "steps": 7, "seeds": [3, 1], "set": {"task": "copy"},
+      "grid": {"lr": [0.001, 0.01], "ntm.controller": ["rnn", "lstm"]},
+      "runs": [{"name": "ntm", "set": {"model": "matntm"}}, {"name": "rnn", "set": {"model": "matrnn", "lr": 0.5}}]})");
+  const Plan plan = read_plan(p);
+  REQUIRE(plan.runs.size() == 2 * 4 * 2);
+  CHECK(plan.out == "o");
+  CHECK(plan.runs[0].name == "ntm/lr=0.001,ntm.controller=rnn");
+  CHECK(plan.runs[0].seed == 3);
+  CHECK(plan.runs[1].seed == 1);
+  CHECK(plan.runs[2].name == "ntm/lr=0.001,ntm.controller=lstm");
+  CHECK(plan.runs[4].name == "ntm/lr=0.01,ntm.controller=rnn");
+  CHECK(plan.runs[8].name == "rnn/lr=0.001,ntm.controller=rnn");
+  CHECK(plan.runs[9].dir == fs::path("o/rnn/lr=0.001,ntm.controller=rnn/seed1"));
+  for (const PlannedRun& r : plan.runs) CHECK(r.steps == 7);
+  // the common keys, then the run's own, then the grid's: the grid's lr wins over the run's
+  const auto& sets = plan.runs[8].sets;
+  REQUIRE(sets.size() == 5);
+  CHECK(sets[0] == std::pair<std::string, std::string>("task", "\"copy\""));
+  CHECK(sets[1] == std::pair<std::string, std::string>("model", "\"matrnn\""));
+  CHECK(sets[3] == std::pair<std::string, std::string>("lr", "0.001"));
+  const std::vector<std::string> args = train_arguments(plan.runs[8], {State::fresh, 0});
+  CHECK(args == std::vector<std::string>{"train", "--set", "task=\"copy\"", "--set", "model=\"matrnn\"", "--set",
+                                         "lr=0.5", "--set", "lr=0.001", "--set", "ntm.controller=\"rnn\"", "--seed",
+                                         "3", "--steps", "7", "--out", "o/rnn/lr=0.001,ntm.controller=rnn/seed3"});
+  CHECK(train_arguments(plan.runs[8], {State::interrupted, 4}) ==
+        std::vector<std::string>{"train", "--resume", "o/rnn/lr=0.001,ntm.controller=rnn/seed3", "--steps", "7"});
+  CHECK(train_arguments(plan.runs[8], {State::begun, 0}).back() == "--overwrite");
+  // Without runs or grid: one run, seed 1, the steps of the preset; out named after the plan.
+  const Plan one = read_plan(write_plan(dir, "single.json", R"({"set": {"model": "matrnn"}})"));
+  REQUIRE(one.runs.size() == 1);
+  CHECK(one.runs[0].name == "run");
+  CHECK(one.runs[0].seed == 1);
+  CHECK(one.runs[0].steps == 3000);
+  CHECK(one.out == fs::path("runs/sweep-single"));
+  // A config file, the plan's or a run's own: read in the plan's check, passed on as --config.
+  write_plan(dir, "c.json", R"({"model": "matrnn", "steps": 11})");
+  const std::string cfg = (dir / "c.json").string();
+  const Plan files = read_plan(write_plan(dir, "files.json", R"({"config": ")" + cfg + R"(", "runs": [{"name": "a"},
+      {"name": "b", "config": ")" + cfg + R"(", "set": {"steps": 12}}]})"));
+  CHECK(files.runs[0].steps == 11);
+  CHECK(files.runs[1].steps == 12);
+  CHECK(train_arguments(files.runs[0], {State::fresh, 0})[2] == cfg);
+  CHECK_THROWS_WITH(read_plan(write_plan(dir, "nofile.json", R"({"runs": [{"name": "b", "config": "nowhere.json"}]})")),
+                    Contains("nowhere.json") && Contains("cannot be read"));
+}
+
+TEST_CASE("sweep: a bad plan is refused naming the file, the run and what is wrong", "[tools][sweep][errors]") {
+  const fs::path dir = fresh_dir("sweep_bad_plan");
+  auto refusal = [&](const std::string& json) {
+    const fs::path p = write_plan(dir, "bad.json", json);
+    try {
+      read_plan(p);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK_THAT(refusal(R"({"sed": [1]})"), Contains("bad.json") && Contains("unknown key 'sed'") && Contains("seeds"));
+  CHECK_THAT(refusal(R"({"seeds": [1, -2]})"), Contains("seed -2 is not a whole number"));
+  CHECK_THAT(refusal(R"({"seeds": [1, 1]})"), Contains("seed 1 is listed twice"));
+  CHECK_THAT(refusal(R"({"seeds": []})"), Contains("non-empty list of seeds"));
+  CHECK_THAT(refusal(R"({"steps": 0})"), Contains("\"steps\" must be a whole number ≥ 1"));
+  CHECK_THAT(refusal(R"({"grid": {"lr": 0.1}})"), Contains("grid \"lr\" must be a non-empty list"));
+  CHECK_THAT(refusal(R"({"runs": [{"set": {}}]})"), Contains("run 1: needs a \"name\""));
+  CHECK_THAT(refusal(R"({"runs": [{"name": "../x"}]})"), Contains("run 1: run name '../x' cannot name a directory"));
+  CHECK_THAT(refusal(R"({"runs": [{"name": "a"}, {"name": "a"}]})"), Contains("two runs are named a"));
+  CHECK_THAT(refusal(R"({"runs": [{"name": "a", "set": {"lr": "fast"}}]})"),
+             Contains("bad.json (a, seed 1)") && Contains("lr must be a number"));
+  CHECK_THAT(refusal(R"({"set": {"ntm.slot": 3}})"), Contains("unknown config key ntm.slot"));
+  CHECK_THAT(refusal(R"([1, 2])"), Contains("must be a JSON object"));
+  CHECK_THAT(refusal(R"({"out": )"), Contains("bad.json: not JSON"));
+  CHECK_THAT(refusal(R"({})").substr(0, 8), Contains("accepted"));
+  CHECK_THROWS_WITH(read_plan(dir / "missing.json"), Contains("missing.json: cannot read it"));
+}
+
+TEST_CASE("sweep: the results table from a run's metrics, across a resume", "[tools][sweep]") {
+  const fs::path dir = fresh_dir("sweep_results");
+  PlannedRun run{"r", 2, 3000, "", {}, dir / "r/seed2"};
+  fs::create_directories(run.dir);
+  CHECK(run_result(run).status == "not started");
+  std::ofstream(run.dir / "config.json") << R"({"model": "matrnn"})";
+  {
+    // Two processes: steps 500..2000 from the first (seconds from 0), 2500.. from the second. The rows past the
+    // checkpoint (step 2500) were written by a process killed before its next checkpoint.
+    std::ofstream m(run.dir / "metrics.csv");
+    m << "step,seconds,loss,bits_per_sequence,grad_norm,frames,skipped\n"
+         "500,1.0,0.5,9.0,1,1,0\n1000,2.0,0.4,2.0,1,1,0\n1500,3.0,0.3,0.5,1,1,0\n2000,4.0,0.2,0.5,1,1,0\n"
+         "2500,1.5,0.1,0.25,1,1,0\n3000,3.0,0.0,0.0,1,1,0\n";
+  }
+  CHECK(run_state(run).state == State::begun);
+  TensorFile f;
+  f.metadata["step"] = "2500";
+  write_safetensors((run.dir / "checkpoint.safetensors").string(), f);
+  RunState s = run_state(run);
+  CHECK((s.state == State::interrupted && s.steps_done == 2500));
+  RunResult r = run_result(run);
+  CHECK(r.status == "interrupted at step 2500");
+  CHECK(r.steps_done == 2500);
+  CHECK(r.first_below_1bit == 2000);       // steps 1001..2000: (0.5 + 0.5) / 2; at 1500: (2 + 0.5) / 2
+  CHECK(r.bits == Approx((0.5 + 0.25) / 2));  // the rows of steps 1501..2500
+  CHECK(r.loss == Approx((0.2 + 0.1) / 2));
+  CHECK(r.seconds == Approx(4.0 + 1.5));   // the first process's 4 s, the second's 1.5 s to the checkpoint
+  f.metadata["step"] = "3000";
+  write_safetensors((run.dir / "checkpoint.safetensors").string(), f);
+  r = run_result(run);
+  CHECK(r.status == "complete");
+  CHECK(r.bits == Approx((0.25 + 0.0) / 2));
+  CHECK(r.seconds == Approx(4.0 + 3.0));
+  const std::string md = markdown_table({r}), csv = csv_table({r});
+  CHECK_THAT(md, Contains("| r | 2 | 3000/3000 | 0.0500 | 0.12 | 2000 | 7.0 | complete |"));
+  CHECK_THAT(csv, Contains("\"r\",2,3000,3000,0.050000,0.1250,2000,7.000,\"complete\""));
+  // A checkpoint that cannot be read is reported, never replaced.
+  std::ofstream(run.dir / "checkpoint.safetensors") << "torn";
+  CHECK_THROWS_WITH(run_state(run), Contains("checkpoint.safetensors"));
+  CHECK_THAT(run_result(run).status, Contains("failed") && Contains("checkpoint.safetensors"));
+}
+
+TEST_CASE("sweep: with 2 jobs every run is trained exactly once, and a second sweep trains nothing",
+          "[tools][sweep]") {
+  const fs::path dir = fresh_dir("sweep_once");
+  write_plan(dir, "p.json", R"({"out": "o", "steps": 30, "seeds": [1, 2], "set": {)" + kSmallSet +
+                                R"(, "checkpoint_every": 10, "log_every": 10}, "grid": {"lr": [0.001, 0.01]}})");
+  const CommandResult r = run_matmem("sweep p.json --jobs 2", dir, 120);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("4 runs, 0 complete, 4 to train (2 at a time)"));
+  for (const char* name : {"lr=0.001", "lr=0.01"})
+    for (const char* seed : {"seed1", "seed2"}) {
+      const fs::path run = dir / "o" / name / seed;
+      INFO(run.string());
+      CHECK(count_of(read_file(run / "train.log"), "$ matmem train") == 1);
+      CHECK(count_of(read_file(run / "metrics.csv"), "\n30,") == 1);
+    }
+  const std::string csv = read_file(dir / "o/results.csv");
+  CHECK(count_of(csv, ",30,30,") == 4);
+  CHECK(count_of(csv, "\"complete\"") == 4);
+  CHECK_THAT(read_file(dir / "o/results.md"), Contains("| lr=0.01 | 2 | 30/30 |"));
+  const CommandResult again = run_matmem("sweep p.json --jobs 2", dir, 60);
+  CHECK(again.status == 0);
+  CHECK_THAT(again.output, Contains("4 runs, 4 complete, 0 to train"));
+  CHECK(count_of(read_file(dir / "o/lr=0.01/seed2/train.log"), "$ matmem train") == 1);
+}
+
+TEST_CASE("sweep: killed midway and started again, it ends with the results of a sweep never interrupted",
+          "[tools][sweep]") {
+  const fs::path dir = fresh_dir("sweep_killed");
+  const std::string body = R"(, "steps": 3000, "seeds": [1, 2], "set": {)" + kSmallSet +
+                           R"(, "checkpoint_every": 100, "log_every": 50}, "grid": {"lr": [0.001, 0.003]}})";
+  write_plan(dir, "whole.json", R"({"out": "whole")" + body);
+  write_plan(dir, "killed.json", R"({"out": "killed")" + body);
+  REQUIRE(run_matmem("sweep whole.json --jobs 2", dir, 300).status == 0);
+  // Kill the second sweep (and so its runs) once its first run has a checkpoint.
+  const std::string line = "cd '" + dir.string() + "' && exec env OPENBLAS_NUM_THREADS=1 '" MATMEM_BINARY
+                           "' sweep killed.json --jobs 2 > killed.log 2>&1";
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!fs::exists(dir / "killed/lr=0.001/seed1/checkpoint.safetensors") &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // its runs end on SIGTERM from the kernel
+  const CommandResult status = run_matmem("sweep killed.json --status", dir, 60);
+  INFO(status.output);
+  REQUIRE(status.status == 0);
+  CHECK_THAT(status.output, Contains("interrupted at step"));  // the kill did cut a run short
+  const CommandResult rest = run_matmem("sweep killed.json --jobs 2", dir, 300);
+  INFO(rest.output);
+  REQUIRE(rest.status == 0);
+  CHECK_THAT(rest.output, Contains("(resuming at step"));
+  for (const char* name : {"lr=0.001", "lr=0.003"})
+    for (const char* seed : {"seed1", "seed2"}) {
+      INFO(name << "/" << seed);
+      CHECK(learned(dir / "killed" / name / seed) == learned(dir / "whole" / name / seed));
+    }
+}
+
+TEST_CASE("sweep: a run that fails is named, the others still train, and a second sweep of the same runs is refused",
+          "[tools][sweep][errors]") {
+  const fs::path dir = fresh_dir("sweep_failed");
+  // ntm.shift 2 needs 2S+1 = 5 slots: a config the plan accepts and the model refuses when the run starts.
+  write_plan(dir, "p.json", R"({"out": "o", "steps": 5, "set": {)" + kSmallSet +
+                                R"(}, "runs": [{"name": "bad", "set": {"ntm.shift": 2}}, {"name": "good"}]})");
+  const CommandResult r = run_matmem("sweep p.json", dir, 120);
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK_THAT(r.output, Contains("bad seed 1: FAILED (exit status 1)") && Contains("o/bad/seed1/train.log"));
+  CHECK_THAT(r.output, Contains("1 of its runs failed"));
+  CHECK_THAT(read_file(dir / "o/results.md"), Contains("| bad | 1 | 0/5 |") && Contains("failed: ") &&
+                                                  Contains("ntm.shift") && Contains("| good | 1 | 5/5 |"));
+  // Another sweep holds the lock: refused, naming the directory.
+  const int fd = ::open((dir / "o/.sweep.lock").c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  const CommandResult locked = run_matmem("sweep p.json", dir, 60);
+  ::close(fd);
+  CHECK(locked.refused());
+  CHECK_THAT(locked.output, Contains("another sweep is training the runs in o"));
+}
+
+TEST_CASE("sweep: every shipped plan reads, from the repository's root as its paths assume", "[tools][sweep]") {
+  const fs::path source = fs::path(__FILE__).parent_path().parent_path().parent_path();
+  const fs::path here = fs::current_path();
+  fs::current_path(source);
+  int plans = 0;
+  try {
+    for (const auto& f : fs::directory_iterator(source / "models/plans")) {
+      if (f.path().extension() != ".json") continue;
+      INFO(f.path());
+      ++plans;
+      const Plan plan = read_plan(f.path());
+      CHECK(plan.runs.size() >= 4);
+      CHECK(plan.out.string().rfind("runs/", 0) == 0);
+    }
+  } catch (...) {
+    fs::current_path(here);
+    throw;
+  }
+  fs::current_path(here);
+  CHECK(plans >= 3);
+}

@@ -1,0 +1,292 @@
+#include "tools/sweep.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "models/training/config.hpp"
+#include "runtime/error.hpp"
+#include "runtime/safetensors.hpp"
+#include "tools/plot/runs.hpp"
+
+namespace matmem::tools::sweep {
+namespace fs = std::filesystem;
+using ordered = nlohmann::ordered_json;
+
+namespace {
+
+// A value as it appears in a run's name: strings without their quotes.
+std::string label(const ordered& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// Keys of a JSON object, each checked against `allowed`.
+void check_keys(const ordered& obj, const std::set<std::string>& allowed, const std::string& where) {
+  for (const auto& [k, v] : obj.items())
+    if (!allowed.count(k)) {
+      std::string list;
+      for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      throw Error(fmt::format("{}: unknown key '{}' (expected {})", where, k, list));
+    }
+}
+
+const ordered& object_at(const ordered& obj, const char* key, const std::string& where) {
+  static const ordered empty = ordered::object();
+  if (!obj.contains(key)) return empty;
+  const ordered& v = obj.at(key);
+  if (!v.is_object()) throw Error(fmt::format("{}: \"{}\" must be an object of config keys", where, key));
+  return v;
+}
+
+std::vector<std::int64_t> seeds_of(const ordered& v, const std::string& where) {
+  if (!v.is_array() || v.empty()) throw Error(fmt::format("{}: \"seeds\" must be a non-empty list of seeds", where));
+  std::vector<std::int64_t> seeds;
+  for (const ordered& s : v) {
+    if (!s.is_number_integer() || s.get<std::int64_t>() < 0)
+      throw Error(fmt::format("{}: seed {} is not a whole number ≥ 0", where, s.dump()));
+    for (std::int64_t t : seeds)
+      if (t == s.get<std::int64_t>()) throw Error(fmt::format("{}: seed {} is listed twice", where, t));
+    seeds.push_back(s.get<std::int64_t>());
+  }
+  return seeds;
+}
+
+// A name a directory can carry, at any depth below OUT.
+std::string checked_name(const std::string& name, const std::string& where) {
+  if (name.empty() || name.find("..") != std::string::npos || name.front() == '/' || name.find('\0') != std::string::npos)
+    throw Error(fmt::format("{}: run name '{}' cannot name a directory below \"out\"", where, name));
+  return name;
+}
+
+// A "config" entry: a JSON file of config keys, as `matmem train --config` takes.
+std::string config_file(const ordered& v, const std::string& where) {
+  if (!v.is_string() || v.get<std::string>().empty())
+    throw Error(fmt::format("{}: \"config\" must name a JSON file of config keys", where));
+  return v.get<std::string>();
+}
+
+// The last line of a file, for a failed run's message.
+std::string last_line(const fs::path& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  return last;
+}
+
+void write_atomically(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << text;
+    if (!f.flush()) throw Error(fmt::format("cannot write {}", tmp.string()));
+  }
+  fs::rename(tmp, path);
+}
+
+}  // namespace
+
+Plan read_plan(const fs::path& file) {
+  const std::string where = fmt::format("plan {}", file.string());
+  std::ifstream in(file);
+  if (!in) throw Error(fmt::format("{}: cannot read it", where));
+  ordered j;
+  try {
+    j = ordered::parse(in);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("{}: not JSON: {}", where, e.what()));
+  }
+  if (!j.is_object()) throw Error(fmt::format("{}: must be a JSON object (see `matmem sweep --help`)", where));
+  check_keys(j, {"out", "config", "steps", "seeds", "set", "grid", "runs"}, where);
+  Plan plan;
+  plan.file = file;
+  if (j.contains("out") && (!j["out"].is_string() || j["out"].get<std::string>().empty()))
+    throw Error(fmt::format("{}: \"out\" must be a directory name", where));
+  plan.out = j.contains("out") ? fs::path(j["out"].get<std::string>()) : fs::path("runs") / ("sweep-" + file.stem().string());
+  std::int64_t steps = 0;
+  if (j.contains("steps")) {
+    if (!j["steps"].is_number_integer() || j["steps"].get<std::int64_t>() < 1)
+      throw Error(fmt::format("{}: \"steps\" must be a whole number ≥ 1", where));
+    steps = j["steps"].get<std::int64_t>();
+  }
+  const std::vector<std::int64_t> seeds = j.contains("seeds") ? seeds_of(j["seeds"], where) : std::vector<std::int64_t>{1};
+  const ordered& common = object_at(j, "set", where);
+  const std::string common_config = j.contains("config") ? config_file(j["config"], where) : "";
+  const ordered& grid = object_at(j, "grid", where);
+  for (const auto& [k, v] : grid.items())
+    if (!v.is_array() || v.empty())
+      throw Error(fmt::format("{}: grid \"{}\" must be a non-empty list of values", where, k));
+  // Every combination of the grid's values, the first key varying slowest.
+  std::vector<std::vector<std::pair<std::string, ordered>>> combos{{}};
+  for (const auto& [k, values] : grid.items()) {
+    std::vector<std::vector<std::pair<std::string, ordered>>> next;
+    for (const auto& c : combos)
+      for (const ordered& v : values) {
+        next.push_back(c);
+        next.back().emplace_back(k, v);
+      }
+    combos = std::move(next);
+  }
+  ordered runs = ordered::array({ordered::object()});
+  if (j.contains("runs")) {
+    if (!j["runs"].is_array() || j["runs"].empty())
+      throw Error(fmt::format("{}: \"runs\" must be a non-empty list of runs", where));
+    runs = j["runs"];
+  }
+  std::set<std::string> names;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const ordered& run = runs[r];
+    const std::string run_where = fmt::format("{}, run {}", where, r + 1);
+    if (!run.is_object()) throw Error(fmt::format("{}: must be an object with \"name\" and \"set\"", run_where));
+    check_keys(run, {"name", "config", "set"}, run_where);
+    if (j.contains("runs") && (!run.contains("name") || !run["name"].is_string()))
+      throw Error(fmt::format("{}: needs a \"name\"", run_where));
+    const std::string base = run.contains("name") ? checked_name(run["name"].get<std::string>(), run_where) : "";
+    const ordered& own = object_at(run, "set", run_where);
+    const std::string config = run.contains("config") ? config_file(run["config"], run_where) : common_config;
+    for (const auto& combo : combos) {
+      std::string name = base;
+      std::string grid_label;
+      for (const auto& [k, v] : combo) grid_label += (grid_label.empty() ? "" : ",") + k + "=" + label(v);
+      for (char& ch : grid_label)
+        if (ch == '/') ch = '_';
+      if (!grid_label.empty()) name += (name.empty() ? "" : "/") + grid_label;
+      if (name.empty()) name = "run";
+      if (!names.insert(name).second) throw Error(fmt::format("{}: two runs are named {}", where, name));
+      std::vector<std::pair<std::string, std::string>> sets;
+      for (const ordered* layer : {&common, &own})
+        for (const auto& [k, v] : layer->items()) sets.emplace_back(k, v.dump());
+      for (const auto& [k, v] : combo) sets.emplace_back(k, v.dump());
+      for (std::int64_t seed : seeds) {
+        const std::string this_where = fmt::format("{} ({}, seed {})", where, name, seed);
+        const Config c = Config::resolve([&](Config& cfg) {
+          if (!config.empty()) cfg.merge_file(config);
+          for (const auto& [k, v] : sets) cfg.set(k, v, this_where);
+          if (steps > 0) cfg.set_json("steps", steps, this_where);
+          cfg.set_json("seed", seed, this_where);
+        });
+        PlannedRun p{name, seed, c.integer("steps"), config, sets, plan.out / name / fmt::format("seed{}", seed)};
+        plan.runs.push_back(std::move(p));
+      }
+    }
+  }
+  return plan;
+}
+
+RunState run_state(const PlannedRun& run) {
+  const fs::path ckpt = run.dir / "checkpoint.safetensors";
+  if (fs::exists(ckpt)) {
+    const TensorFile f = read_safetensors(ckpt.string());
+    const auto it = f.metadata.find("step");
+    if (it == f.metadata.end()) throw Error(fmt::format("{}: no step in its metadata", ckpt.string()));
+    const std::int64_t step = std::stoll(it->second);
+    return {step >= run.steps ? State::complete : State::interrupted, step};
+  }
+  for (const char* f : {"metrics.csv", "config.json"})
+    if (fs::exists(run.dir / f)) return {State::begun, 0};
+  return {State::fresh, 0};
+}
+
+std::vector<std::string> train_arguments(const PlannedRun& run, const RunState& state) {
+  std::vector<std::string> a{"train"};
+  if (state.state == State::interrupted) {
+    a.insert(a.end(), {"--resume", run.dir.string(), "--steps", std::to_string(run.steps)});
+    return a;
+  }
+  if (!run.config.empty()) a.insert(a.end(), {"--config", run.config});
+  for (const auto& [k, v] : run.sets) a.insert(a.end(), {"--set", k + "=" + v});
+  a.insert(a.end(), {"--seed", std::to_string(run.seed), "--steps", std::to_string(run.steps), "--out",
+                     run.dir.string()});
+  if (state.state == State::begun) a.push_back("--overwrite");  // no checkpoint yet: nothing to keep
+  return a;
+}
+
+RunResult run_result(const PlannedRun& run) {
+  RunResult r;
+  r.name = run.name;
+  r.seed = run.seed;
+  r.budget = run.steps;
+  r.loss = r.bits = std::numeric_limits<double>::quiet_NaN();
+  RunState state;
+  try {
+    state = run_state(run);
+  } catch (const std::exception& e) {
+    r.status = fmt::format("failed: {}", e.what());
+    return r;
+  }
+  if (fs::exists(run.dir / "metrics.csv") && fs::exists(run.dir / "config.json")) {
+    const plot::Run m = plot::read_run(run.dir);
+    // Rows past the checkpoint (a process killed between them) are trained again when the run resumes.
+    std::size_t n = m.step.size();
+    while (n > 0 && state.state != State::complete && m.step[n - 1] > double(state.steps_done)) --n;
+    // The mean of `v` over the rows of the 1000 steps up to row i; NaN rows (only skipped steps) left out.
+    auto last_1000 = [&](const std::vector<double>& v, std::size_t i) {
+      double sum = 0;
+      int count = 0;
+      for (std::size_t k = i + 1; k-- > 0 && m.step[k] > m.step[i] - 1000;)
+        if (!std::isnan(v[k])) sum += v[k], ++count;
+      return count > 0 ? sum / count : std::numeric_limits<double>::quiet_NaN();
+    };
+    if (n > 0) r.loss = last_1000(m.loss, n - 1), r.bits = last_1000(m.bits, n - 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      // Each process logs seconds from its own start: a value below the one before begins a new process.
+      if (i + 1 == n || m.seconds[i + 1] < m.seconds[i]) r.seconds += m.seconds[i];
+      if (r.first_below_1bit < 0 && m.step[i] >= 1000 && last_1000(m.bits, i) < 1.0)
+        r.first_below_1bit = std::int64_t(m.step[i]);
+    }
+  }
+  r.steps_done = state.steps_done;
+  switch (state.state) {
+    case State::complete: r.status = "complete"; break;
+    case State::interrupted: r.status = fmt::format("interrupted at step {}", state.steps_done); break;
+    case State::begun:
+    case State::fresh: r.status = "not started"; break;
+  }
+  const fs::path log = run.dir / "train.log";
+  if (state.state != State::complete && fs::exists(log)) {
+    const std::string last = last_line(log);
+    if (last.rfind("matmem: ", 0) == 0) r.status = fmt::format("failed: {}", last.substr(8));
+  }
+  return r;
+}
+
+namespace {
+std::string number(double v, const char* spec) { return std::isnan(v) ? "" : fmt::format(fmt::runtime(spec), v); }
+}  // namespace
+
+std::string markdown_table(const std::vector<RunResult>& results) {
+  std::string s = "| run | seed | steps | loss | bits/seq | first step < 1 bit | seconds | status |\n"
+                  "|---|---|---|---|---|---|---|---|\n";
+  for (const RunResult& r : results)
+    s += fmt::format("| {} | {} | {}/{} | {} | {} | {} | {} | {} |\n", r.name, r.seed, r.steps_done, r.budget,
+                     number(r.loss, "{:.4f}"), number(r.bits, "{:.2f}"),
+                     r.first_below_1bit >= 0 ? std::to_string(r.first_below_1bit) : "–", number(r.seconds, "{:.1f}"),
+                     r.status);
+  return s;
+}
+
+std::string csv_table(const std::vector<RunResult>& results) {
+  std::string s = "run,seed,steps,budget,loss,bits_per_sequence,first_step_below_1bit,seconds,status\n";
+  auto quoted = [](std::string t) {
+    std::string q = "\"";
+    for (char ch : t) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return q + "\"";
+  };
+  for (const RunResult& r : results)
+    s += fmt::format("{},{},{},{},{},{},{},{},{}\n", quoted(r.name), r.seed, r.steps_done, r.budget,
+                     number(r.loss, "{:.6f}"), number(r.bits, "{:.4f}"),
+                     r.first_below_1bit >= 0 ? std::to_string(r.first_below_1bit) : "", number(r.seconds, "{:.3f}"),
+                     quoted(r.status));
+  return s;
+}
+
+void write_tables(const Plan& plan, const std::vector<RunResult>& results) {
+  fs::create_directories(plan.out);
+  write_atomically(plan.out / "results.md", markdown_table(results));
+  write_atomically(plan.out / "results.csv", csv_table(results));
+}
+
+}  // namespace matmem::tools::sweep

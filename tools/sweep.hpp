@@ -1,0 +1,78 @@
+// Sweeps: many `matmem train` runs from one plan file, each in its own directory, restartable.
+//
+// A plan is a JSON object (every key optional):
+//   {"out": "runs/sweeps/copy",                 where the runs go (default runs/sweep-<plan file's stem>,
+//                                               relative to the directory the sweep is started in)
+//    "config": "models/configs/x.json",         a file of config keys, as `matmem train --config` reads it
+//    "steps": 20000,                            each run's step budget (default: the config's)
+//    "seeds": [1, 2, 3, 4, 5],                  every run is trained once per seed (default [1])
+//    "set":  {"task": "copy", "log_every": 100},            config keys common to every run
+//    "grid": {"model": ["matrnn", "matlstm"], "lr": [1e-4, 3e-4]},   every combination of these values
+//    "runs": [{"name": "ntm-lstm", "set": {"model": "matntm", "ntm.controller": "lstm"}}, …]}
+// (a run may name its own "config" instead of the plan's).
+// Each explicit run (or one unnamed run when there are none) is trained for every combination of the grid
+// and every seed: config = the preset of its model and task, then the config file, then "set", then the run's
+// own "set", then the grid's values, then the steps and the seed. A run's directory is OUT/NAME/seedS, NAME being the run's name and the grid's
+// values ("ntm-lstm/lr=0.0003", or "model=matrnn,lr=0.0001" without explicit runs).
+//
+// A run directory is in one of four states: complete (its checkpoint reached the budget), interrupted (a
+// checkpoint before it: continued with `matmem train --resume`), begun (files but no checkpoint yet: a run
+// killed before its first checkpoint, started again), or new. A sweep started again after being killed
+// therefore trains only what is left, and since a resumed run continues bit for bit, it ends with the same
+// results as one never interrupted.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace matmem::tools::sweep {
+
+struct PlannedRun {
+  std::string name;                                       // OUT-relative, without the seed
+  std::int64_t seed = 1;
+  std::int64_t steps = 0;                                 // the budget, from the resolved config
+  std::string config;                                     // a config file, or empty
+  std::vector<std::pair<std::string, std::string>> sets;  // key, JSON value: the `--set`s of `matmem train`
+  std::filesystem::path dir;                              // OUT/name/seedS
+};
+
+struct Plan {
+  std::filesystem::path file, out;
+  std::vector<PlannedRun> runs;
+};
+
+// Reads and checks a plan: unknown keys, values of the wrong kind, config keys or values `matmem train`
+// would refuse, duplicate run names; each refused naming the file and the run.
+Plan read_plan(const std::filesystem::path& file);
+
+enum class State { complete, interrupted, begun, fresh };
+struct RunState {
+  State state = State::fresh;
+  std::int64_t steps_done = 0;  // the checkpoint's step
+};
+// From the run directory; throws (naming it) if its checkpoint cannot be read: a sweep never replaces one.
+RunState run_state(const PlannedRun& run);
+
+// The arguments of the `matmem train` that carries a run on from its state (without the program name).
+std::vector<std::string> train_arguments(const PlannedRun& run, const RunState& state);
+
+// One row of the results table, from the run's metrics.csv.
+struct RunResult {
+  std::string name;
+  std::int64_t seed = 0, steps_done = 0, budget = 0;
+  double loss = 0, bits = 0;            // means over the last 1000 steps logged; NaN before any
+  std::int64_t first_below_1bit = -1;   // first logged step where the mean over the last 1000 steps < 1 bit
+  double seconds = 0;                   // training time, summed over the processes that trained it
+  std::string status;                   // complete, interrupted at step N, not started, failed: …
+};
+RunResult run_result(const PlannedRun& run);
+
+// The table as Markdown and as CSV.
+std::string markdown_table(const std::vector<RunResult>& results);
+std::string csv_table(const std::vector<RunResult>& results);
+// Writes OUT/results.md and OUT/results.csv, each atomically (a temporary file renamed over it).
+void write_tables(const Plan& plan, const std::vector<RunResult>& results);
+
+}  // namespace matmem::tools::sweep
