@@ -9,7 +9,10 @@ namespace matmem {
 Tensor::Tensor(DType dtype, Shape shape)
     : dtype_(dtype), shape_(shape), data_(new std::byte[std::max<std::size_t>(bytes(), 1)]()) {}
 
-Tensor::Tensor(const Tensor& other) : Tensor(other.dtype_, other.shape_) {
+// A default-constructed (or moved-from) tensor holds no data: its copy holds none either.
+Tensor::Tensor(const Tensor& other) : dtype_(other.dtype_), shape_(other.shape_) {
+  if (!other.data_) return;
+  data_.reset(new std::byte[std::max<std::size_t>(bytes(), 1)]);
   std::memcpy(data_.get(), other.data_.get(), bytes());
 }
 
