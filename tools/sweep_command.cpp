@@ -1,6 +1,7 @@
 // `matmem sweep PLAN`: trains every run of a plan (tools/sweep.hpp), N at a time, each as a `matmem train`
 // process of its own writing its directory and its log (DIR/train.log); a worker that finishes takes the
-// next run left. Runs already complete are skipped and interrupted ones resumed, so a sweep killed by a
+// next run left. Under `mpirun -np K` the workers are the K ranks (on as many machines as the launcher
+// gives): rank 0 hands out the runs, and trains one itself, as ranks become ready. Runs already complete are skipped and interrupted ones resumed, so a sweep killed by a
 // scheduler is continued by starting it again. At the end, and with --status without training, prints the
 // results table and writes it to OUT/results.md and OUT/results.csv.
 #include <fcntl.h>
@@ -15,10 +16,12 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "runtime/communicator.hpp"
 #include "runtime/error.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
@@ -103,38 +106,76 @@ std::vector<RunResult> results_of(const Plan& plan) {
   return results;
 }
 
+// Starts runs as processes of this rank and reports them as they end.
+class Runner {
+ public:
+  Runner(const Plan& plan, int rank, int ranks) : plan_(plan), program_(self_path()), rank_(rank), ranks_(ranks) {}
+
+  pid_t start(std::size_t k) {
+    const PlannedRun& run = plan_.runs[k];
+    const RunState state = run_state(run);
+    fs::create_directories(run.dir);
+    const std::vector<std::string> args = train_arguments(run, state);
+    const fs::path log = run.dir / "train.log";
+    if (std::FILE* f = std::fopen(log.c_str(), "a")) fmt::print(f, "$ {}\n", quoted_command(args)), std::fclose(f);
+    const pid_t pid = tools::start(program_, args, log);
+    began_[pid] = std::chrono::steady_clock::now();
+    fmt::print("  {}started {} seed {}{}\n", who(), run.name, run.seed,
+               state.state == State::interrupted ? fmt::format(" (resuming at step {})", state.steps_done) : "");
+    std::fflush(stdout);
+    return pid;
+  }
+
+  // Reports the end of run k, whose process `pid` ended with `status`; false if it failed.
+  bool finish(std::size_t k, pid_t pid, int status) {
+    const PlannedRun& run = plan_.runs[k];
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - began_[pid]).count();
+    began_.erase(pid);
+    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (ok) {
+      const RunResult r = run_result(run);
+      fmt::print("  {}{} seed {}: {} steps in {:.0f} s, {:.2f} bits per sequence\n", who(), run.name, run.seed,
+                 r.steps_done, secs, r.bits);
+    } else {
+      fmt::print("  {}{} seed {}: FAILED ({}), see {}\n", who(), run.name, run.seed,
+                 WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
+                                   : fmt::format("killed by signal {}", WTERMSIG(status)),
+                 (run.dir / "train.log").string());
+    }
+    std::fflush(stdout);
+    return ok;
+  }
+
+ private:
+  const Plan& plan_;
+  std::string program_;
+  int rank_, ranks_;
+  std::map<pid_t, std::chrono::steady_clock::time_point> began_;
+  std::string who() const { return ranks_ > 1 ? fmt::format("rank {}: ", rank_) : ""; }
+};
+
+// The runs not complete yet, in plan order.
+std::vector<std::size_t> runs_left(const Plan& plan, int workers, const char* how) {
+  std::vector<std::size_t> todo;
+  for (std::size_t k = 0; k < plan.runs.size(); ++k)
+    if (run_state(plan.runs[k]).state != State::complete) todo.push_back(k);
+  fmt::print("sweep {}: {} runs, {} complete, {} to train ({} {}), into {}\n", plan.file.string(), plan.runs.size(),
+             plan.runs.size() - todo.size(), todo.size(), workers, how, plan.out.string());
+  std::fflush(stdout);
+  return todo;
+}
+
 // Trains what is left of the plan with `jobs` processes at a time; returns the number of runs that failed.
 int train_left(const Plan& plan, std::int64_t jobs) {
-  const std::string program = self_path();
-  std::vector<std::size_t> todo;
-  std::map<std::size_t, RunState> states;
-  for (std::size_t k = 0; k < plan.runs.size(); ++k) {
-    const RunState s = run_state(plan.runs[k]);
-    if (s.state == State::complete) continue;
-    todo.push_back(k);
-    states[k] = s;
-  }
-  fmt::print("sweep {}: {} runs, {} complete, {} to train ({} at a time), into {}\n", plan.file.string(),
-             plan.runs.size(), plan.runs.size() - todo.size(), todo.size(), jobs, plan.out.string());
-  std::map<pid_t, std::pair<std::size_t, std::chrono::steady_clock::time_point>> running;
-  std::size_t next = 0, finished = 0;
+  const std::vector<std::size_t> todo = runs_left(plan, int(jobs), "at a time");
+  Runner runner(plan, 0, 1);
+  std::map<pid_t, std::size_t> running;
+  std::size_t next = 0;
   int failed = 0;
   while (next < todo.size() || !running.empty()) {
     while (next < todo.size() && std::int64_t(running.size()) < jobs) {
       const std::size_t k = todo[next++];
-      const PlannedRun& run = plan.runs[k];
-      fs::create_directories(run.dir);
-      const std::vector<std::string> args = train_arguments(run, states[k]);
-      const fs::path log = run.dir / "train.log";
-      {
-        std::FILE* f = std::fopen(log.c_str(), "a");
-        if (f) fmt::print(f, "$ {}\n", quoted_command(args)), std::fclose(f);
-      }
-      running[start(program, args, log)] = {k, std::chrono::steady_clock::now()};
-      fmt::print("  started {} seed {}{}\n", run.name, run.seed,
-                 states[k].state == State::interrupted ? fmt::format(" (resuming at step {})", states[k].steps_done)
-                                                       : "");
-      std::fflush(stdout);
+      running[runner.start(k)] = k;
     }
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, 0);
@@ -144,24 +185,60 @@ int train_left(const Plan& plan, std::int64_t jobs) {
     }
     const auto it = running.find(pid);
     if (it == running.end()) continue;
-    const auto [k, began] = it->second;
+    failed += !runner.finish(it->second, pid, status);
     running.erase(it);
-    ++finished;
-    const PlannedRun& run = plan.runs[k];
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-    const RunResult r = run_result(run);
-    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (ok)
-      fmt::print("  [{}/{}] {} seed {}: {} steps in {:.0f} s, {:.2f} bits per sequence\n", finished, todo.size(),
-                 run.name, run.seed, r.steps_done, secs, r.bits);
-    else {
-      ++failed;
-      fmt::print("  [{}/{}] {} seed {}: FAILED ({}), see {}\n", finished, todo.size(), run.name, run.seed,
-                 WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
-                                   : fmt::format("killed by signal {}", WTERMSIG(status)),
-                 (run.dir / "train.log").string());
+  }
+  return failed;
+}
+
+// The messages of a sweep over MPI ranks: a rank ready for a run (carrying the run it finished, 2k + failed,
+// or −1), and rank 0's answer (a run's index, or −1: no runs left).
+constexpr int kReady = 1, kRun = 2;
+
+// Over the ranks of an MPI job: rank 0 hands out the runs left, one at a time, to whichever rank is ready
+// (itself included: it trains a run while it answers the others); every rank trains one run at a time. Returns
+// the number of runs that failed (on rank 0; 0 on the others).
+int train_left(const Plan& plan, const Communicator& ranks) {
+  Runner runner(plan, ranks.rank(), ranks.size());
+  if (ranks.rank() != 0) {
+    std::int64_t finished = -1;
+    for (;;) {
+      ranks.send(0, finished, kReady);
+      const std::int64_t k = ranks.receive(0, kRun);
+      if (k < 0) return 0;
+      const pid_t pid = runner.start(std::size_t(k));
+      int status = 0;
+      while (::waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) throw Error(fmt::format("sweep: waiting for a run: {}", std::strerror(errno)));
+      finished = 2 * k + (runner.finish(std::size_t(k), pid, status) ? 0 : 1);
     }
-    std::fflush(stdout);
+  }
+  const std::vector<std::size_t> todo = runs_left(plan, ranks.size(), "ranks, a run each at a time");
+  std::size_t next = 0;
+  int stopped = 0, failed = 0;
+  pid_t own = -1;
+  std::size_t own_run = 0;
+  while (next < todo.size() || own > 0 || stopped < ranks.size() - 1) {
+    bool idle = true;
+    if (own < 0 && next < todo.size()) {
+      own_run = todo[next++];
+      own = runner.start(own_run);
+    }
+    for (int from; (from = ranks.waiting(kReady)) >= 0;) {
+      const std::int64_t done = ranks.receive(from, kReady);
+      if (done >= 0) failed += int(done % 2);
+      const bool more = next < todo.size();
+      ranks.send(from, more ? std::int64_t(todo[next++]) : -1, kRun);
+      stopped += !more;
+      idle = false;
+    }
+    int status = 0;
+    if (own > 0 && ::waitpid(own, &status, WNOHANG) == own) {
+      failed += !runner.finish(own_run, own, status);
+      own = -1;
+      idle = false;
+    }
+    if (idle) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return failed;
 }
@@ -169,7 +246,17 @@ int train_left(const Plan& plan, std::int64_t jobs) {
 void run(const Options& o) {
   const Plan plan = read_plan(o.plan);
   int failed = 0;
-  if (!o.status) {
+  if (Communicator::launched() && Communicator::world().size() > 1) {  // mpirun -np K, K > 1
+    const Communicator& ranks = Communicator::world();
+    if (ranks.rank() != 0) {
+      if (!o.status) train_left(plan, ranks);
+      return;
+    }
+    if (!o.status) {
+      const Lock lock(plan.out);
+      failed = train_left(plan, ranks);
+    }
+  } else if (!o.status) {
     const Lock lock(plan.out);
     failed = train_left(plan, o.jobs);
   }
@@ -188,7 +275,9 @@ void add_sweep_command(CLI::App& app) {
       "Train every run of a plan (seeds, a grid of config values, named runs), each in its own directory; "
       "started again, it skips complete runs and resumes interrupted ones. Plan format: tools/README.md");
   cmd->add_option("plan", o->plan, "The plan: a JSON file")->required();
-  cmd->add_option("--jobs", o->jobs, "Runs trained at once, each a process of its own (default 1)")
+  cmd->add_option("--jobs", o->jobs,
+                  "Runs trained at once, each a process of its own (default 1; under `mpirun -np K`, each of the K "
+                  "ranks trains one run at a time)")
       ->check(whole_number(1, kMaxThreads));
   cmd->add_flag("--status", o->status, "Only print (and write) the results table as the runs stand");
   cmd->callback([o] { run(*o); });

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/training/trainer.hpp"
+#include "runtime/communicator.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/plot/commands.hpp"
@@ -27,7 +28,7 @@ struct Options {
   std::int64_t steps = 0;   // 0: not given
   std::int64_t seed = -1;   // -1: not given
   std::int64_t threads = 0; // 0: not given
-  bool json = false, help_config = false, anomaly = false, overwrite = false;
+  bool json = false, help_config = false, anomaly = false, overwrite = false, distributed = false;
 };
 
 // The files a run directory holds; a directory with any of them holds a run.
@@ -145,14 +146,28 @@ void drop_rows_after(const std::string& path, std::int64_t step) {
 }
 
 void run(const Options& o) {
+  const Communicator* ranks = nullptr;
+  if (o.distributed) {
+    if (!Communicator::launched())
+      throw Error("--distributed: no MPI launcher started this process; start it with `mpirun -np K matmem train "
+                  "--distributed …` (or srun)");
+    ranks = &Communicator::world();
+  }
+  // Rank 0 of a distributed run writes the run; the others only train alongside it.
+  if (ranks && ranks->rank() != 0) {
+    std::unique_ptr<Trainer> t =
+        o.resume.empty() ? std::make_unique<Trainer>(resolve(o), ranks) : Trainer::resume(o.resume, o.steps, o.threads, ranks);
+    while (t->steps_done() < t->steps_total()) t->step();
+    return;
+  }
   std::unique_ptr<Trainer> trainer;
   if (!o.resume.empty()) {
     if (!o.model.empty() || !o.task.empty() || !o.config_file.empty() || !o.sets.empty() || o.seed >= 0)
       throw Error("--resume takes the config from the checkpoint; only --steps, --threads (and --out) may be given "
                   "with it");
-    trainer = Trainer::resume(o.resume, o.steps, o.threads);
+    trainer = Trainer::resume(o.resume, o.steps, o.threads, ranks);
   } else {
-    trainer = std::make_unique<Trainer>(resolve(o));
+    trainer = std::make_unique<Trainer>(resolve(o), ranks);
   }
   const Config& c = trainer->config();
   const std::string out = run_directory(o, c);
@@ -177,7 +192,11 @@ void run(const Options& o) {
   if (!o.json)
     fmt::print("training {} on {} ({} parameters), steps {}..{}, seed {}{}, into {}\n", c.str("model"),
                c.str("task"), trainer->model().params().element_count(), trainer->steps_done() + 1, total,
-               c.integer("seed"), trainer->threads() > 1 ? fmt::format(", {} threads", trainer->threads()) : "", out);
+               c.integer("seed"),
+               trainer->ranks() > 1 ? fmt::format(", {} ranks × {} threads", trainer->ranks(), trainer->threads())
+               : trainer->threads() > 1 ? fmt::format(", {} threads", trainer->threads())
+                                        : "",
+               out);
   if (!o.json) fmt::print("memory: {}\n", trainer->memory_estimate().str());
   Progress progress(total, ::isatty(STDOUT_FILENO), o.json);
   const auto t0 = std::chrono::steady_clock::now();
@@ -260,6 +279,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--resume", o->resume, "Continue the run whose checkpoint is in this directory");
   cmd->add_flag("--json", o->json, "Print only one final JSON line: steps, seconds, seconds_per_step, loss, bits, params");
   cmd->add_flag("--anomaly", o->anomaly, "Check every op for NaN/Inf (slower)");
+  cmd->add_flag("--distributed", o->distributed,
+                "Data-parallel over the ranks of `mpirun -np K`: each rank trains its part of every batch, the "
+                "gradients are added in rank order; rank 0 writes the run (see models/training/trainer.hpp)");
   cmd->add_flag("--help-config", o->help_config, "List every config key with its default and meaning");
   cmd->callback([o] {
     if (o->help_config) return print_config_keys();

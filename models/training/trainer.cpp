@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "runtime/safetensors.hpp"
 #include "models/training/clip.hpp"
 #include "models/training/rmsprop.hpp"
+#include "runtime/communicator.hpp"
 #include "runtime/error.hpp"
 #include "runtime/thread_team.hpp"
 
@@ -100,8 +102,9 @@ struct Trainer::Part {
   double weight = 0, loss = 0, bits = 0;
 };
 
-Trainer::Trainer(const Config& config)
-    : config_(config), tape_(DType::f32), data_rng_(data_rng_for(config.integer("seed"))) {
+Trainer::Trainer(const Config& config, const Communicator* ranks)
+    : config_(config), tape_(DType::f32), data_rng_(data_rng_for(config.integer("seed"))),
+      ranks_(ranks && ranks->size() > 1 ? ranks : nullptr) {
   validate(config_);
   task_ = make_task(config_);
   model_ = make_model(config_, *task_, DType::f32);
@@ -114,8 +117,13 @@ Trainer::Trainer(const Config& config)
                             memory_.bytes / kGiB, memory_.longest_frames, memory_.batch, memory_.available / kGiB));
   optimizer_ = make_optimizer(config_, model_->params());
   unroller_ = std::make_unique<Unroller>(*model_, tape_);
+  // This rank's sequences of the batch (all of them when not distributed), and the threads they fill.
+  const std::int64_t B = config_.integer("batch"), K = ranks_ ? ranks_->size() : 1, r = ranks_ ? ranks_->rank() : 0;
+  if (B < K)
+    throw Error(fmt::format("distributed: a batch of {} cannot be split over {} ranks (each needs a sequence)", B, K));
+  const std::int64_t rank_batch = B * (r + 1) / K - B * r / K;
   const std::int64_t threads =
-      std::min(config_.integer("threads"), std::max<std::int64_t>(1, config_.integer("batch") / kMinPart));
+      std::min(config_.integer("threads"), std::max<std::int64_t>(1, rank_batch / kMinPart));
   for (std::int64_t k = 0; threads > 1 && k < threads; ++k) {
     auto part = std::make_unique<Part>();
     if (k == 0) {
@@ -139,6 +147,7 @@ Trainer::Trainer(const Config& config)
     parts_.push_back(std::move(part));
   }
   if (threads > 1) team_ = std::make_unique<ThreadTeam>(int(threads));
+  rank_seed_ = Tensor(DType::f32, scalars(1));
   set_anomaly_mode(config_.flag("anomaly"));
   // What an update changes, and room to put it back when the update is not finite.
   for (auto& p : model_->params()) {
@@ -220,6 +229,8 @@ MemoryEstimate Trainer::estimate_memory() {
 
 int Trainer::threads() const { return parts_.empty() ? 1 : int(parts_.size()); }
 
+int Trainer::ranks() const { return ranks_ ? ranks_->size() : 1; }
+
 void Trainer::set_anomaly_mode(bool on) {
   tape_.set_anomaly_mode(on);
   for (auto& p : parts_) p->tape->set_anomaly_mode(on);
@@ -233,14 +244,14 @@ double Trainer::step_flops() const {
 }
 
 // Part k of a batch of B sequences takes sequences [B k / n, B (k + 1) / n).
-void Trainer::run_parallel(StepStats& stats) {
-  const std::int64_t B = sequence_.inputs[0].shape().batch, n = std::int64_t(parts_.size());
+void Trainer::run_parallel(const Sequence& seq, std::int64_t total, StepStats& stats) {
+  const std::int64_t B = seq.inputs[0].shape().batch, n = std::int64_t(parts_.size());
   ParameterStore& params = model_->params();
   for (std::int64_t k = 0; k < n; ++k) {
     Part& p = *parts_[std::size_t(k)];
     const std::int64_t first = B * k / n, count = B * (k + 1) / n - first;
-    batch_slice(sequence_, first, count, p.slice);
-    p.weight = double(count) / double(B);
+    batch_slice(seq, first, count, p.slice);
+    p.weight = double(count) / double(total);
     p.seed.fill(p.weight);
     if (k > 0)
       for (std::size_t i = 0; i < params.size(); ++i)
@@ -266,14 +277,66 @@ void Trainer::run_parallel(StepStats& stats) {
   }
 }
 
+void Trainer::reduce_over_ranks(StepStats& stats) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ParameterStore& params = model_->params();
+  const std::size_t K = std::size_t(ranks_->size());
+  if (gradients_.empty()) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < params.size(); ++i) n += std::size_t(params[i].grad.numel());
+    gradients_.resize(n);
+    gathered_.resize(n * K);
+    sums_.resize(2);
+    gathered_sums_.resize(2 * K);
+  }
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto g = params[i].grad.view<float>();
+    std::memcpy(gradients_.data() + at, g.data, std::size_t(params[i].grad.numel()) * sizeof(float));
+    at += std::size_t(params[i].grad.numel());
+  }
+  sums_ = {stats.loss, stats.bits};
+  ranks_->allgather(gradients_.data(), gradients_.size(), gathered_.data());
+  ranks_->allgather(sums_.data(), 2, gathered_sums_.data());
+  // g = g_0 + g_1 + … in rank order, the additions of one process's parts (run_parallel).
+  const std::size_t n = gradients_.size();
+  float* g = gathered_.data();
+  for (std::size_t r = 1; r < K; ++r) {
+    const float* h = gathered_.data() + r * n;
+    for (std::size_t e = 0; e < n; ++e) g[e] += h[e];
+  }
+  at = 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    std::memcpy(params[i].grad.view<float>().data, g + at, std::size_t(params[i].grad.numel()) * sizeof(float));
+    at += std::size_t(params[i].grad.numel());
+  }
+  stats.loss = stats.bits = 0;
+  for (std::size_t r = 0; r < K; ++r) stats.loss += gathered_sums_[2 * r], stats.bits += gathered_sums_[2 * r + 1];
+  reduce_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 StepStats Trainer::step() {
   task_->sample_into(data_rng_, sequence_, DType::f32);
   const Sequence& seq = sequence_;
   ParameterStore& params = model_->params();
   StepStats stats;
   stats.frames = std::int64_t(seq.inputs.size());
-  if (team_) {
-    run_parallel(stats);
+  if (ranks_) {
+    const std::int64_t B = seq.inputs[0].shape().batch, K = ranks_->size(), r = ranks_->rank();
+    const std::int64_t first = B * r / K, count = B * (r + 1) / K - first;
+    batch_slice(seq, first, count, rank_part_);
+    if (team_) {
+      run_parallel(rank_part_, B, stats);
+    } else {
+      const double weight = double(count) / double(B);
+      rank_seed_.fill(weight);
+      const SequenceResult& res = forward_backward(*model_, *unroller_, tape_, rank_part_, &rank_seed_);
+      stats.loss = weight * res.loss.item();
+      stats.bits = weight * res.bits;
+    }
+    reduce_over_ranks(stats);
+  } else if (team_) {
+    run_parallel(seq, seq.inputs[0].shape().batch, stats);
   } else {
     const SequenceResult& r = forward_backward(*model_, *unroller_, tape_, seq, nullptr);
     stats.loss = r.loss.item();
@@ -347,7 +410,8 @@ void Trainer::save(const std::string& dir) const {
   write_safetensors(path, f);
 }
 
-std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t steps, std::int64_t threads) {
+std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t steps, std::int64_t threads,
+                                         const Communicator* ranks) {
   const std::string path = (std::filesystem::path(dir) / "checkpoint.safetensors").string();
   TensorFile f = read_safetensors(path);
   auto meta = [&](const char* key) -> const std::string& {
@@ -361,7 +425,7 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
   config.merge_json_text(meta("config"), fmt::format("checkpoint {} (config)", path));
   if (steps > 0) config.set_json("steps", steps, "--steps");
   if (threads > 0) config.set_json("threads", threads, "--threads");
-  auto t = std::make_unique<Trainer>(config);
+  auto t = std::make_unique<Trainer>(config, ranks);
   ParameterStore& params = t->model_->params();
   std::size_t used = 0;
   for (auto& p : params) {

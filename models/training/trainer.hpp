@@ -19,6 +19,16 @@
 // different order than one thread's, so a run with n threads rounds differently from a run with one, but
 // is itself reproducible bit for bit.
 //
+// Distributed (a Communicator of K > 1 ranks, `mpirun -np K matmem train --distributed`): every rank draws
+// the same batch from the same data Rng and takes its contiguous part, sequences ⌊B·r/K⌋ to ⌊B·(r+1)/K⌋, which
+// it splits over its own threads as above, each part seeded with its share B_k / B of the whole batch. The
+// ranks' gradients (and weighted losses and bit counts) are then gathered to every rank (MPI_Allgather) and
+// added in rank order, g = g_0 + g_1 + … + g_{K−1}, the same additions on every rank, so every rank applies the
+// same update and holds the same parameters, and a K-rank run is reproducible bit for bit. With one thread a
+// rank, the additions are those of one process with K threads: the two runs are identical bit for bit
+// (tests/tools/distributed_test.cpp). An all-reduce (MPI_Allreduce) would move less data for large K, but MPI
+// does not fix the order of its additions.
+//
 // save() writes DIR/checkpoint.safetensors atomically: parameters ("param/<name>"), optimiser state
 // ("optim/<name>/<slot>"), and metadata: step, the data Rng's state, the optimiser's step count and the
 // resolved config. resume() restores all of it, so an interrupted and resumed run equals an uninterrupted
@@ -35,6 +45,7 @@
 
 namespace matmem {
 
+class Communicator;
 class ThreadTeam;
 
 struct TrainingError : Error {
@@ -62,11 +73,13 @@ struct MemoryEstimate {
 
 class Trainer {
  public:
-  explicit Trainer(const Config& config);
+  // `ranks`: the ranks of a distributed run (nullptr or one rank: this process trains alone).
+  explicit Trainer(const Config& config, const Communicator* ranks = nullptr);
   ~Trainer();
   // A trainer restored from DIR/checkpoint.safetensors; `steps` > 0 replaces the configured step budget and
   // `threads` > 0 the configured threads.
-  static std::unique_ptr<Trainer> resume(const std::string& dir, std::int64_t steps = 0, std::int64_t threads = 0);
+  static std::unique_ptr<Trainer> resume(const std::string& dir, std::int64_t steps = 0, std::int64_t threads = 0,
+                                         const Communicator* ranks = nullptr);
 
   StepStats step();
   std::int64_t steps_done() const { return step_; }
@@ -81,7 +94,10 @@ class Trainer {
   Optimizer& optimizer() { return *optimizer_; }
   Tape& tape() { return tape_; }  // part 0's (the only one with one thread)
   Rng& data_rng() { return data_rng_; }
-  int threads() const;  // the parts a step runs in: n' above
+  int threads() const;  // the parts a step runs in: n' above (in this rank)
+  int ranks() const;    // K above: 1 when not distributed
+  // The seconds the last step spent gathering and adding the ranks' gradients (0 when not distributed).
+  double reduce_seconds() const { return reduce_seconds_; }
   // The fewest sequences in a part. The memory ops' SIMD lanes run over the batch, and a part of 2 or 3
   // sequences leaves most of them empty: the MatNTM copy step at batch 4 took 2.5 ms with one thread and
   // 3.6 ms with two (parts of 2, then run as scalar passes; as the masked passes of ops::simd_loop since,
@@ -116,8 +132,17 @@ class Trainer {
   struct Part;
   std::vector<std::unique_ptr<Part>> parts_;
   std::unique_ptr<ThreadTeam> team_;
+  // Distributed: the ranks, this rank's part of the batch and its seed, and the buffers of the gather.
+  const Communicator* ranks_ = nullptr;
+  Sequence rank_part_;
+  Tensor rank_seed_;
+  std::vector<float> gradients_, gathered_;
+  std::vector<double> sums_, gathered_sums_;
+  double reduce_seconds_ = 0;
 
-  void run_parallel(StepStats& stats);
+  // The gradients of `seq`, a part of `total` sequences of the whole batch, over this rank's threads.
+  void run_parallel(const Sequence& seq, std::int64_t total, StepStats& stats);
+  void reduce_over_ranks(StepStats& stats);
   void set_anomaly_mode(bool on);
   StepStats not_finite(StepStats& stats, const std::string& what);
   MemoryEstimate estimate_memory();
