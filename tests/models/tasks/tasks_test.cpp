@@ -134,7 +134,8 @@ std::vector<std::int64_t> queried_items(const Sequence& s, std::int64_t k, std::
   for (std::int64_t it = 0; it < k; ++it) {
     bool same = true;
     for (std::int64_t m = 0; m < n; ++m)
-      same = same && same_matrix(s.inputs[std::size_t(it * (n + 1) + 1 + m)], s.inputs[std::size_t(k * (n + 1) + 1 + m)], b, rows);
+      same = same && same_matrix(s.inputs[std::size_t(it * (n + 1) + 1 + m)],
+                                 s.inputs[std::size_t(k * (n + 1) + 1 + m)], b, rows);
     if (same) found.push_back(it);
   }
   return found;
@@ -317,6 +318,7 @@ TEST_CASE("costs: a count small enough to write out", "[tasks]") {
   const SequenceResult& got = u.run(one);
   auto softplus = [](double x) { return std::log1p(std::exp(x)); };
   CHECK(got.bits == 1.0);
-  CHECK(got.loss.item() == Approx((softplus(-2.0) + softplus(1.25) + softplus(2.0) + softplus(-1.25)) / 4).epsilon(1e-12));
+  const double bce = (softplus(-2.0) + softplus(1.25) + softplus(2.0) + softplus(-1.25)) / 4;
+  CHECK(got.loss.item() == Approx(bce).epsilon(1e-12));
   CHECK(hand_count(one).bits == 1.0);
 }
