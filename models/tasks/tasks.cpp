@@ -22,7 +22,7 @@ void set_row(Tensor& f, std::int64_t row, double v) {
   });
 }
 // The first `rows` rows of every matrix of `from` into those of `to` (both [B,·,c], the same dtype): a
-// matrix [B,r,c] into a frame [B,r+extra,c] (put), or back out of one (take_rows).
+// matrix [B,r,c] into a frame [B,r+extra,c] (put).
 void copy_rows(const Tensor& from, Tensor& to, std::int64_t rows) {
   dispatch(to.dtype(), [&](auto z) {
     using T = decltype(z);
@@ -33,8 +33,17 @@ void copy_rows(const Tensor& from, Tensor& to, std::int64_t rows) {
         for (std::int64_t j = 0; j < x.shape.cols; ++j) x.at(b, i, j) = y.at(b, i, j);
   });
 }
+// The first `rows` rows of sequence b's matrix of `from` into sequence b's matrix of `to` (the same dtype).
+void copy_matrix(const Tensor& from, Tensor& to, std::int64_t b, std::int64_t rows) {
+  dispatch(to.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const TensorView<T> x = to.view<T>();
+    const TensorView<const T> y = from.view<T>();
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < x.shape.cols; ++j) x.at(b, i, j) = y.at(b, i, j);
+  });
+}
 void put(Tensor& f, const Tensor& m) { copy_rows(m, f, m.shape().rows); }
-void take_rows(const Tensor& f, Tensor& m) { copy_rows(f, m, m.shape().rows); }
 void random_bits(Rng& rng, Tensor& m) {
   dispatch(m.dtype(), [&](auto z) {
     using T = decltype(z);
@@ -160,19 +169,24 @@ void RecallTask::sample_size_into(Rng& rng, std::int64_t k, Sequence& s, DType d
       }
     }
   }
-  const std::int64_t q = rng.uniform_int(std::int64_t(0), k - 2);  // item q+1 (1-based) is queried
-  auto item_frame = [&](std::int64_t it, std::int64_t m) -> const Tensor& { return s.inputs[it * (n + 1) + 1 + m]; };
+  // The query delimiter, n query frames, the query delimiter, n blank frames and their targets.
+  const std::size_t query = s.inputs.size() + 1;
   set_row(s.add_input(dtype, frame), r + 1, 1.0);
-  for (std::int64_t m = 0; m < n; ++m) {
-    Tensor& f = s.add_input(dtype, frame);
-    const Tensor& src = item_frame(q, m);
-    for (std::int64_t e = 0; e < f.numel(); ++e) f.set(e, src.get(e));  // same shape: a plain copy
-  }
+  for (std::int64_t m = 0; m < n; ++m) s.add_input(dtype, frame);
   set_row(s.add_input(dtype, frame), r + 1, 1.0);
   for (std::int64_t m = 0; m < n; ++m) {
     const std::int64_t step = std::int64_t(s.inputs.size());
     s.add_input(dtype, frame);
-    take_rows(item_frame(q + 1, m), s.add_target(dtype, item, step));
+    s.add_target(dtype, item, step);
+  }
+  // Each sequence b queries its own item c_b ~ U{0..k−2} (0-based), so that item c_b + 1, its target, exists.
+  auto item_frame = [&](std::int64_t it, std::int64_t m) -> const Tensor& { return s.inputs[it * (n + 1) + 1 + m]; };
+  for (std::int64_t b = 0; b < B; ++b) {
+    const std::int64_t c_b = rng.uniform_int(std::int64_t(0), k - 2);
+    for (std::int64_t m = 0; m < n; ++m) {
+      copy_matrix(item_frame(c_b, m), s.inputs[query + std::size_t(m)], b, r);
+      copy_matrix(item_frame(c_b + 1, m), s.targets[std::size_t(m)], b, r);
+    }
   }
 }
 

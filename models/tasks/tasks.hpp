@@ -5,10 +5,12 @@
 //   Frames are (r+1)×c, the last row the delimiter channel. Steps 1..l carry X_i (delimiter row 0);
 //   step l+1 is the delimiter (content rows 0, delimiter row 1); steps l+2..2l+1 are blank and their
 //   targets are X_1..X_l.  2l+1 steps in all.
-// Matrix associative recall: k ~ U{min_items..max_items} items of n matrices. Frames are (r+2)×c, row r
-//   the item delimiter, row r+1 the query delimiter. Each item is an item-delimiter frame and its n
-//   matrices; then a query-delimiter frame, the n matrices of item q (q ~ U{1..k-1}), a query-delimiter
-//   frame; then n blank frames whose targets are item q+1.  k(n+1) + n + 2 + n steps in all.
+// Matrix associative recall: k ~ U{min_items..max_items} (one k per batch) items of n matrices X ∈ {0,1}^{r×c},
+//   Bernoulli(½). Frames are (r+2)×c, row r the item delimiter, row r+1 the query delimiter. Each item is an
+//   item-delimiter frame (content rows 0, row r 1) and its n matrices (delimiter rows 0); then a
+//   query-delimiter frame (row r+1 1, all else 0), the n matrices of item q, a query-delimiter frame; then
+//   n blank frames whose targets are item q+1. Each sequence of the batch draws its own q ~ U{1..k−1}, so a
+//   following item exists.  k(n+1) + n + 2 + n steps in all.
 // Cost per sequence (the paper's figures): bit errors Σ |[Y > ½] − target| over the target frames,
 // averaged over the batch, for outputs Y = sigmoid(logits), i.e. [logit > 0].
 #pragma once
