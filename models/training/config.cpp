@@ -59,6 +59,9 @@ const std::vector<ConfigKey>& config_keys() {
       {"threads", "1",
        "threads a training step splits its batch over (at most one per 4 sequences; the sums then round "
        "differently from one thread's; see models/training/trainer.hpp)"},
+      {"micro_batch", "16",
+       "run a step's batch (each thread's part) as micro-batches of this many sequences, gradients added (0: all "
+       "at once; a batch of 256 ran 2.6x faster in micro-batches of 16; see models/training/trainer.hpp)"},
       {"anomaly", "false", "anomaly mode: check every op for NaN/Inf (slower)"},
       {"nonfinite", "\"stop\"",
        "a step whose loss, gradient or update is NaN/Inf changes nothing, then: stop (with an error naming the step "

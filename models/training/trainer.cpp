@@ -52,6 +52,8 @@ void validate(const Config& c) {
   positive("threads");
   if (c.integer("seed") < 0) throw Error(fmt::format("config: seed = {} must be ≥ 0", c.integer("seed")));
   if (c.integer("checkpoint_every") < 0) throw Error("config: checkpoint_every must be ≥ 0");
+  if (c.integer("micro_batch") < 0)
+    throw Error(fmt::format("config: micro_batch = {} must be ≥ 0 (0: the whole batch at once)", c.integer("micro_batch")));
   if (c.num("clip.value") < 0 || c.num("clip.norm") < 0) throw Error("config: clip.value and clip.norm must be ≥ 0");
   if (c.str("nonfinite") != "stop" && c.str("nonfinite") != "skip")
     throw Error(fmt::format("config: nonfinite = \"{}\" must be \"stop\" or \"skip\"", c.str("nonfinite")));
@@ -86,6 +88,38 @@ const SequenceResult& forward_backward(Model& model, Unroller& unroller, Tape& t
   else tape.backward(r.loss);
   return r;
 }
+
+// The weighted loss and bit count of a part of the batch.
+struct PartResult {
+  double loss = 0, bits = 0;
+};
+
+// The gradients of `seq`, a part of a batch of `total` sequences, in the model's (zeroed first), as those of
+// the whole batch's mean loss: in micro-batches of `micro` sequences and a last one of the rest (0: all at
+// once; whole micro-batches fill the memory ops' SIMD lanes), run one after another on `tape`, each backpropagated with its share
+// count / total, so that their gradients add up in the model's. `chunk` and `seed` are kept by the caller.
+PartResult part_gradients(Model& model, Unroller& unroller, Tape& tape, const Sequence& seq, std::int64_t total,
+                          std::int64_t micro, Sequence& chunk, Tensor& seed) {
+  model.params().zero_grad();
+  const std::int64_t B = seq.inputs[0].shape().batch;
+  const std::int64_t m = micro > 0 && micro < B ? micro : B, n = (B + m - 1) / m;
+  PartResult out;
+  for (std::int64_t k = 0; k < n; ++k) {
+    const std::int64_t first = k * m, count = std::min(m, B - first);
+    if (n > 1) batch_slice(seq, first, count, chunk);
+    const SequenceResult& r = unroller.run(n > 1 ? chunk : seq);
+    const double weight = double(count) / double(total);
+    if (weight == 1.0) {
+      tape.backward(r.loss);
+    } else {
+      seed.fill(weight);
+      tape.backward(r.loss, seed);
+    }
+    out.loss += weight * r.loss.item();
+    out.bits += weight * r.bits;
+  }
+  return out;
+}
 }  // namespace
 
 // A part of the batch and what runs it: part 0 the trainer's model, tape and unroller; every other part its
@@ -98,6 +132,7 @@ struct Trainer::Part {
   std::unique_ptr<Tape> own_tape;
   std::unique_ptr<Unroller> own_unroller;
   Sequence slice;  // the part's sequences of the batch
+  Sequence chunk;  // a micro-batch of them
   Tensor seed;     // [1] holding B_k / B, the loss's backward seed
   double weight = 0, loss = 0, bits = 0;
 };
@@ -147,7 +182,7 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
     parts_.push_back(std::move(part));
   }
   if (threads > 1) team_ = std::make_unique<ThreadTeam>(int(threads));
-  rank_seed_ = Tensor(DType::f32, scalars(1));
+  seed_ = Tensor(DType::f32, scalars(1));
   set_anomaly_mode(config_.flag("anomaly"));
   // What an update changes, and room to put it back when the update is not finite.
   for (auto& p : model_->params()) {
@@ -190,7 +225,10 @@ std::string MemoryEstimate::str() const {
 }
 
 MemoryEstimate Trainer::estimate_memory() {
-  const std::int64_t B = config_.integer("batch"), b0 = std::min<std::int64_t>(B, 64);
+  // Probes at the batch a pass runs (a micro-batch), or at most 64: a pass's bytes per sequence depend on its
+  // batch (the memory's recomputation segment is chosen from the pass's memory size).
+  const std::int64_t B = config_.integer("batch"), micro = config_.integer("micro_batch"),
+                     b0 = std::min<std::int64_t>(B, micro > 0 ? micro : 64);
   Config probe_config = config_;
   probe_config.set_json("batch", b0, "memory estimate");
   const std::unique_ptr<Task> probe_task = make_task(probe_config);
@@ -221,7 +259,10 @@ MemoryEstimate Trainer::estimate_memory() {
   const double data = longest * 4.0 *
                       double(task_->input_rows() * task_->input_cols() + task_->output_rows() * task_->output_cols());
   const double copies = config_.integer("threads") > 1 ? 2 : 1;  // the threads' slices of the batch
-  m.tape_bytes = double(B) * per_sequence;
+  // The sequences whose tapes a pass holds at once: the batch, or each thread's micro-batch.
+  const double held = micro > 0 ? double(std::min(B, std::max<std::int64_t>(1, config_.integer("threads")) * micro))
+                                : double(B);
+  m.tape_bytes = held * per_sequence;
   m.bytes = resident_bytes() + m.tape_bytes + double(B) * copies * data;
   m.available = available_memory();
   return m;
@@ -257,11 +298,12 @@ void Trainer::run_parallel(const Sequence& seq, std::int64_t total, StepStats& s
       for (std::size_t i = 0; i < params.size(); ++i)
         std::memcpy(p.model->params()[i].value.raw(), params[i].value.raw(), params[i].value.bytes());
   }
+  const std::int64_t micro = config_.integer("micro_batch");
   team_->run([&](int k) {
     Part& p = *parts_[std::size_t(k)];
-    const SequenceResult& r = forward_backward(*p.model, *p.unroller, *p.tape, p.slice, &p.seed);
-    p.loss = p.weight * r.loss.item();
-    p.bits = p.weight * r.bits;
+    const PartResult r = part_gradients(*p.model, *p.unroller, *p.tape, p.slice, total, micro, p.chunk, p.seed);
+    p.loss = r.loss;
+    p.bits = r.bits;
   });
   // In part order, into part 0's (the model's) gradients.
   for (std::int64_t k = 0; k < n; ++k) {
@@ -328,18 +370,18 @@ StepStats Trainer::step() {
     if (team_) {
       run_parallel(rank_part_, B, stats);
     } else {
-      const double weight = double(count) / double(B);
-      rank_seed_.fill(weight);
-      const SequenceResult& res = forward_backward(*model_, *unroller_, tape_, rank_part_, &rank_seed_);
-      stats.loss = weight * res.loss.item();
-      stats.bits = weight * res.bits;
+      const PartResult r = part_gradients(*model_, *unroller_, tape_, rank_part_, B,
+                                          config_.integer("micro_batch"), chunk_, seed_);
+      stats.loss = r.loss;
+      stats.bits = r.bits;
     }
     reduce_over_ranks(stats);
   } else if (team_) {
     run_parallel(seq, seq.inputs[0].shape().batch, stats);
   } else {
-    const SequenceResult& r = forward_backward(*model_, *unroller_, tape_, seq, nullptr);
-    stats.loss = r.loss.item();
+    const PartResult r = part_gradients(*model_, *unroller_, tape_, seq, seq.inputs[0].shape().batch,
+                                        config_.integer("micro_batch"), chunk_, seed_);
+    stats.loss = r.loss;
     stats.bits = r.bits;
   }
   stats.grad_norm = gradient_norm(params);

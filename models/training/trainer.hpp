@@ -19,6 +19,12 @@
 // different order than one thread's, so a run with n threads rounds differently from a run with one, but
 // is itself reproducible bit for bit.
 //
+// Micro-batches (config key micro_batch = m > 0): a part of more than m sequences (the whole batch with one
+// thread) runs as micro-batches of m sequences and a last one of the rest, one after another on its tape, each backpropagated
+// with its share of the batch, their gradients added up in the model's: the same gradient as the part at once
+// up to rounding (the batch's sums are split differently), in a working set of m sequences, which a core's
+// caches hold where a large batch's does not (tools/README.md, "Batch scaling"). Reproducible bit for bit.
+//
 // Distributed (a Communicator of K > 1 ranks, `mpirun -np K matmem train --distributed`): every rank draws
 // the same batch from the same data Rng and takes its contiguous part, sequences ⌊B·r/K⌋ to ⌊B·(r+1)/K⌋, which
 // it splits over its own threads as above, each part seeded with its share B_k / B of the whole batch. The
@@ -135,7 +141,9 @@ class Trainer {
   // Distributed: the ranks, this rank's part of the batch and its seed, and the buffers of the gather.
   const Communicator* ranks_ = nullptr;
   Sequence rank_part_;
-  Tensor rank_seed_;
+  // A micro-batch of the model's part (micro_batch), and its backward seed.
+  Sequence chunk_;
+  Tensor seed_;
   std::vector<float> gradients_, gathered_;
   std::vector<double> sums_, gathered_sums_;
   double reduce_seconds_ = 0;

@@ -215,3 +215,56 @@ TEST_CASE("with the batch split over threads a non-finite loss is caught the sam
   CHECK(t.steps_done() == 0);
   CHECK(t.model().params().at("exploding/scale").value.get(0) == scale);
 }
+
+TEST_CASE("a step in micro-batches has the whole batch's loss and gradient, up to rounding", "[trainer][micro]") {
+  for (const char* threads : {"1", "2"}) {
+    Config c = small("matntm");
+    c.set("batch", "24", "test");
+    c.set("threads", threads, "test");
+    c.set("micro_batch", "0", "test");
+    Trainer whole(c);
+    c.set("micro_batch", "5", "test");  // parts of 24 or 12: micro-batches of 5, 5, 5, 5, 4 or 5, 5, 2
+    Trainer split(c);
+    INFO("threads " << threads);
+    const StepStats a = whole.step(), b = split.step();
+    CHECK(b.loss == Approx(a.loss).epsilon(1e-6));
+    CHECK(b.bits == Approx(a.bits).epsilon(1e-6));
+    double largest = 0, diff = 0;
+    const ParameterStore &p = whole.model().params(), &q = split.model().params();
+    for (std::size_t k = 0; k < p.size(); ++k)
+      for (std::int64_t e = 0; e < p[k].grad.numel(); ++e) {
+        largest = std::max(largest, std::abs(p[k].grad.get(e)));
+        diff = std::max(diff, std::abs(p[k].grad.get(e) - q[k].grad.get(e)));
+      }
+    CHECK(largest > 1e-3);
+    CHECK(diff < 1e-5 * largest);
+    CHECK(diff > 0);  // the sums are split differently: not the same bits (so this test sees the split run)
+  }
+}
+
+TEST_CASE("micro-batches: a run is reproducible, a batch of at most one micro-batch is the unsplit step bit for "
+          "bit, and the memory estimate counts one micro-batch's tape", "[trainer][micro]") {
+  Config c = small("matntm");
+  c.set("batch", "8", "test");
+  c.set("micro_batch", "8", "test");
+  Trainer one(c);
+  c.set("micro_batch", "0", "test");
+  Trainer zero(c);
+  for (int k = 0; k < 3; ++k) one.step(), zero.step();
+  CHECK(same_bits(one.model().params(), zero.model().params()));
+  c.set("micro_batch", "3", "test");
+  Trainer x(c), y(c);
+  for (int k = 0; k < 3; ++k) x.step(), y.step();
+  CHECK(same_bits(x.model().params(), y.model().params()));
+  // A batch of 64 in micro-batches of 16 holds the tape of a batch of 16; all at once, 4 times more.
+  c.set("batch", "16", "test");
+  c.set("micro_batch", "0", "test");
+  const double sixteen = Trainer(c).memory_estimate().tape_bytes;
+  c.set("batch", "64", "test");
+  c.set("micro_batch", "16", "test");
+  CHECK(Trainer(c).memory_estimate().tape_bytes == Approx(sixteen).epsilon(1e-9));
+  c.set("micro_batch", "0", "test");
+  CHECK(Trainer(c).memory_estimate().tape_bytes > 3 * sixteen);
+  c.set("micro_batch", "-1", "test");
+  CHECK_THROWS_WITH(Trainer(c), Contains("micro_batch = -1 must be ≥ 0"));
+}
