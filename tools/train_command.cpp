@@ -202,9 +202,11 @@ void run(const Options& o) {
   const auto t0 = std::chrono::steady_clock::now();
   double loss = 0, bits = 0, norm = 0, frames = 0, last_loss = 0, last_bits = 0, last_draw = 0;
   std::int64_t n = 0, done_here = 0;
+  double reduce_seconds = 0;  // distributed: gathering and adding the ranks' gradients, waits included
   while (trainer->steps_done() < total) {
     const StepStats s = trainer->step();
     ++done_here;
+    reduce_seconds += trainer->reduce_seconds();
     if (s.skipped) {
       fmt::print(stderr, "step {} skipped ({} of at most {}): {}\n", trainer->steps_done(), trainer->skipped(),
                  c.integer("nonfinite.max_skips"), s.nonfinite);
@@ -245,6 +247,10 @@ void run(const Options& o) {
                         {"bits", last_bits},
                         {"params", trainer->model().params().element_count()},
                         {"skipped", trainer->skipped()}};
+    if (trainer->ranks() > 1) {
+      j["ranks"] = trainer->ranks();
+      j["reduce_seconds_per_step"] = done_here ? reduce_seconds / double(done_here) : 0.0;
+    }
     fmt::print("{}\n", j.dump());
     return;
   }
