@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace matmem::testing {
 
@@ -37,6 +39,33 @@ inline CommandResult run_matmem(const std::string& args, const std::filesystem::
   const int raw = ::pclose(pipe);
   if (raw != -1 && WIFEXITED(raw)) r.status = WEXITSTATUS(raw);
   return r;
+}
+
+// The launcher of the tests' MPI jobs: 2 ranks on this machine, as root too (CI runs as root).
+inline const std::string kMpirun2 = "mpirun --allow-run-as-root --oversubscribe -np 2";
+
+// `matmem ARGS` started in `dir` (by `launcher`, if given) without waiting, its output to `log` in `dir`: the
+// process id (of the launcher's process, when there is one), to stop or kill it.
+inline pid_t start_matmem(const std::string& args, const std::filesystem::path& dir, const std::string& log,
+                          const std::string& launcher = "") {
+  const std::string line = "cd '" + dir.string() + "' && exec env OPENBLAS_NUM_THREADS=1 " + launcher + " '" +
+                           MATMEM_BINARY "' " + args + " > '" + log + "' 2>&1";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Waits until `path` exists, for at most `seconds`; whether it does.
+inline bool wait_for_file(const std::filesystem::path& path, int seconds) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!std::filesystem::exists(path)) {
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(seconds)) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
 }
 
 // `matmem train` options for a MatNTM small enough that a step takes well under a millisecond.
@@ -70,11 +99,29 @@ inline std::filesystem::path fresh_dir(const std::string& name) {
   return dir;
 }
 
+// How many times `what` occurs in `text`.
+inline int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 inline std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// A run's metrics.csv without its seconds column: what the run learned, step by step.
+inline std::string metrics_without_seconds(const std::filesystem::path& run) {
+  std::ifstream in(run / "metrics.csv");
+  std::string line, out;
+  while (std::getline(in, line)) {
+    const std::size_t a = line.find(','), b = line.find(',', a + 1);
+    out += line.substr(0, a) + line.substr(b) + "\n";
+  }
+  return out;
 }
 
 }  // namespace matmem::testing

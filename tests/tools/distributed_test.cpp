@@ -23,20 +23,9 @@ using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-// `mpirun -np RANKS matmem ARGS` in `dir`, stopped after `seconds`.
-CommandResult run_mpi(int ranks, const std::string& args, const fs::path& dir, int seconds = 120) {
-  return run_matmem(args, dir, seconds, "mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(ranks));
-}
-
-// metrics.csv without its seconds column.
-std::string metrics(const fs::path& run) {
-  std::ifstream in(run / "metrics.csv");
-  std::string line, out;
-  while (std::getline(in, line)) {
-    const std::size_t a = line.find(','), b = line.find(',', a + 1);
-    out += line.substr(0, a) + line.substr(b) + "\n";
-  }
-  return out;
+// `mpirun -np 2 matmem ARGS` in `dir`, stopped after `seconds`.
+CommandResult run_mpi(const std::string& args, const fs::path& dir, int seconds = 120) {
+  return run_matmem(args, dir, seconds, kMpirun2);
 }
 
 // Every tensor of a checkpoint (parameters and optimiser state), its bytes, by name; and its step.
@@ -50,30 +39,25 @@ std::string tensors(const fs::path& run) {
 
 const std::string kRun = kSmallMatNTM + " --set batch=8 --set log_every=5 --set checkpoint_every=10 --json";
 
-int count_of(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 }  // namespace
 
 TEST_CASE("distributed: 2 ranks train bit for bit as 1 process with 2 threads, and resume bit for bit",
           "[tools][distributed]") {
   const fs::path dir = fresh_dir("distributed_equal");
   REQUIRE(run_matmem("train " + kRun + " --steps 40 --threads 2 --out threads", dir).status == 0);
-  const CommandResult two = run_mpi(2, "train --distributed " + kRun + " --steps 40 --out ranks", dir);
+  const CommandResult two = run_mpi("train --distributed " + kRun + " --steps 40 --out ranks", dir);
   INFO(two.output);
   REQUIRE(two.status == 0);
-  CHECK(metrics(dir / "ranks") == metrics(dir / "threads"));
+  CHECK(metrics_without_seconds(dir / "ranks") == metrics_without_seconds(dir / "threads"));
   CHECK(tensors(dir / "ranks") == tensors(dir / "threads"));
   // Only rank 0 writes: one JSON line, one run.
   CHECK(count_of(two.output, "\"steps\":40") == 1);
   // 20 steps, then resumed to 40 with the same 2 ranks: the uninterrupted run's bytes.
-  REQUIRE(run_mpi(2, "train --distributed " + kRun + " --steps 20 --out resumed", dir).status == 0);
-  const CommandResult rest = run_mpi(2, "train --distributed --resume resumed --steps 40 --json", dir);
+  REQUIRE(run_mpi("train --distributed " + kRun + " --steps 20 --out resumed", dir).status == 0);
+  const CommandResult rest = run_mpi("train --distributed --resume resumed --steps 40 --json", dir);
   INFO(rest.output);
   REQUIRE(rest.status == 0);
-  CHECK(metrics(dir / "resumed") == metrics(dir / "ranks"));
+  CHECK(metrics_without_seconds(dir / "resumed") == metrics_without_seconds(dir / "ranks"));
   CHECK(read_file(dir / "resumed/checkpoint.safetensors") == read_file(dir / "ranks/checkpoint.safetensors"));
   // One process alone rounds differently: the test can tell the runs apart.
   REQUIRE(run_matmem("train " + kRun + " --steps 40 --out alone", dir).status == 0);
@@ -92,15 +76,8 @@ TEST_CASE("distributed: without an MPI launcher, --distributed is refused saying
 TEST_CASE("distributed: a killed rank ends the whole job with an error naming it, within seconds",
           "[tools][distributed][errors]") {
   const fs::path dir = fresh_dir("distributed_killed");
-  const std::string line = "cd '" + dir.string() +
-                           "' && exec env OPENBLAS_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 2 '" +
-                           MATMEM_BINARY "' train --distributed " + kRun + " --steps 1000000 --out run > job.log 2>&1";
-  const pid_t job = ::fork();
-  REQUIRE(job >= 0);
-  if (job == 0) {
-    ::execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  const pid_t job = start_matmem("train --distributed " + kRun + " --steps 1000000 --out run", dir, "job.log", kMpirun2);
+  REQUIRE(job > 0);
   // Rank 1: the process whose environment says so, once the run is under way.
   pid_t rank1 = -1;
   const auto t0 = std::chrono::steady_clock::now();
@@ -145,7 +122,7 @@ TEST_CASE("distributed: a sweep over 2 ranks trains every run once, and one stop
       "ntm.slot_cols": 2, "checkpoint_every": 500, "log_every": 100}, "grid": {"lr": [0.001, 0.003]}})";
   std::ofstream(dir / "whole.json") << R"({"out": "whole")" + body;
   std::ofstream(dir / "stopped.json") << R"({"out": "stopped")" + body;
-  const CommandResult whole = run_mpi(2, "sweep whole.json", dir, 300);
+  const CommandResult whole = run_mpi("sweep whole.json", dir, 300);
   INFO(whole.output);
   REQUIRE(whole.status == 0);
   CHECK_THAT(whole.output, Contains("4 runs, 0 complete, 4 to train (2 ranks"));
@@ -156,33 +133,23 @@ TEST_CASE("distributed: a sweep over 2 ranks trains every run once, and one stop
     for (const char* seed : {"seed1", "seed2"})
       CHECK(count_of(read_file(dir / "whole" / lr / seed / "train.log"), "$ matmem train") == 1);
   // SIGTERM, as a scheduler stops a job, once a run has its first checkpoint; then the same command again.
-  const std::string line = "cd '" + dir.string() +
-                           "' && exec env OPENBLAS_NUM_THREADS=1 mpirun --allow-run-as-root --oversubscribe -np 2 '" +
-                           MATMEM_BINARY "' sweep stopped.json > stopped.log 2>&1";
-  const pid_t job = ::fork();
-  REQUIRE(job >= 0);
-  if (job == 0) {
-    ::execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  while (!fs::exists(dir / "stopped/lr=0.001/seed1/checkpoint.safetensors") &&
-         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const pid_t job = start_matmem("sweep stopped.json", dir, "stopped.log", kMpirun2);
+  REQUIRE(job > 0);
+  wait_for_file(dir / "stopped/lr=0.001/seed1/checkpoint.safetensors", 60);
   ::kill(job, SIGTERM);
   ::waitpid(job, nullptr, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const CommandResult status = run_matmem("sweep stopped.json --status", dir, 60);
   INFO(status.output);
   CHECK_THAT(status.output, Contains("interrupted at step"));
-  const CommandResult rest = run_mpi(2, "sweep stopped.json", dir, 300);
+  const CommandResult rest = run_mpi("sweep stopped.json", dir, 300);
   INFO(rest.output);
   REQUIRE(rest.status == 0);
   CHECK_THAT(rest.output, Contains("(resuming at step"));
   for (const char* lr : {"lr=0.001", "lr=0.003"})
     for (const char* seed : {"seed1", "seed2"}) {
       INFO(lr << "/" << seed);
-      CHECK(metrics(dir / "stopped" / lr / seed) == metrics(dir / "whole" / lr / seed));
+      CHECK(metrics_without_seconds(dir / "stopped" / lr / seed) == metrics_without_seconds(dir / "whole" / lr / seed));
       CHECK(read_file(dir / "stopped" / lr / seed / "checkpoint.safetensors") ==
             read_file(dir / "whole" / lr / seed / "checkpoint.safetensors"));
     }

@@ -37,21 +37,9 @@ fs::path write_plan(const fs::path& dir, const std::string& name, const std::str
   return p;
 }
 
-int count_of(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 // metrics.csv without its seconds column, and the checkpoint's bytes: what a run learned.
 std::string learned(const fs::path& run) {
-  std::ifstream in(run / "metrics.csv");
-  std::string line, out;
-  while (std::getline(in, line)) {
-    const std::size_t a = line.find(','), b = line.find(',', a + 1);
-    out += line.substr(0, a) + line.substr(b) + "\n";
-  }
-  return out + read_file(run / "checkpoint.safetensors");
+  return metrics_without_seconds(run) + read_file(run / "checkpoint.safetensors");
 }
 }  // namespace
 
@@ -209,18 +197,9 @@ TEST_CASE("sweep: killed midway and started again, it ends with the results of a
   write_plan(dir, "killed.json", R"({"out": "killed")" + body);
   REQUIRE(run_matmem("sweep whole.json --jobs 2", dir, 300).status == 0);
   // Kill the second sweep (and so its runs) once its first run has a checkpoint.
-  const std::string line = "cd '" + dir.string() + "' && exec env OPENBLAS_NUM_THREADS=1 '" MATMEM_BINARY
-                           "' sweep killed.json --jobs 2 > killed.log 2>&1";
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  while (!fs::exists(dir / "killed/lr=0.001/seed1/checkpoint.safetensors") &&
-         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const pid_t pid = start_matmem("sweep killed.json --jobs 2", dir, "killed.log");
+  REQUIRE(pid > 0);
+  wait_for_file(dir / "killed/lr=0.001/seed1/checkpoint.safetensors", 60);
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // its runs end on SIGTERM from the kernel
