@@ -1,5 +1,6 @@
 #include "tools/sweep.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -182,7 +183,11 @@ RunState run_state(const PlannedRun& run) {
     const TensorFile f = read_safetensors(ckpt.string());
     const auto it = f.metadata.find("step");
     if (it == f.metadata.end()) throw Error(fmt::format("{}: no step in its metadata", ckpt.string()));
-    const std::int64_t step = std::stoll(it->second);
+    std::int64_t step = -1;
+    const std::string& text = it->second;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), step);
+    if (ec != std::errc() || end != text.data() + text.size() || step < 0)
+      throw Error(fmt::format("{}: step \"{}\" is not a whole number ≥ 0", ckpt.string(), text));
     return {step >= run.steps ? State::complete : State::interrupted, step};
   }
   for (const char* f : {"metrics.csv", "config.json"})

@@ -156,6 +156,9 @@ TEST_CASE("sweep: the results table from a run's metrics, across a resume", "[to
   const std::string md = markdown_table({r}), csv = csv_table({r});
   CHECK_THAT(md, Contains("| r | 2 | 3000/3000 | 0.0500 | 0.12 | 2000 | 7.0 | complete |"));
   CHECK_THAT(csv, Contains("\"r\",2,3000,3000,0.050000,0.1250,2000,7.000,\"complete\""));
+  f.metadata["step"] = "12x";
+  write_safetensors((run.dir / "checkpoint.safetensors").string(), f);
+  CHECK_THROWS_WITH(run_state(run), Contains("checkpoint.safetensors: step \"12x\" is not a whole number"));
   // A checkpoint that cannot be read is reported, never replaced.
   std::ofstream(run.dir / "checkpoint.safetensors") << "torn";
   CHECK_THROWS_WITH(run_state(run), Contains("checkpoint.safetensors"));
