@@ -15,7 +15,7 @@ using nlohmann::json;
 
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = {
-      {"model", "\"matntm\"", "model: matntm (alias ntm), matrnn, matlstm, matgru, or one registered by the user"},
+      {"model", "\"matntm\"", "model: matntm (alias ntm), matrnn, matlstm, matgru, gamma, or one registered by the user"},
       {"task", "\"copy\"", "task: copy or recall"},
       {"seed", "1", "seed of the run: parameter initialisation and every sequence drawn"},
       {"steps", "3000", "training steps (one batch each)"},
@@ -40,7 +40,13 @@ const std::vector<ConfigKey>& config_keys() {
       {"task.min_items", "2", "recall: fewest items"},
       {"task.max_items", "10", "recall: most items"},
       {"task.item_matrices", "2", "recall: matrices per item"},
-      {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm) as RxC, comma separated"},
+      {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm, dense layers for gamma) as RxC, comma separated"},
+      {"gamma.kind", "\"gamma\"", "gamma model's memory: gamma, laguerre or gamma2 (see models/layers/gamma.hpp)"},
+      {"gamma.taps", "4", "gamma model's memory taps K (1: the context unit)"},
+      {"gamma.mu", "0.5", "gamma model's initial μ, in (0, 2) (1: the tap delay line); learned"},
+      {"gamma.nu", "0.5", "gamma2 memory's initial ν, in (0, 2/μ − 1) (stable: μ(1 + ν) < 2); learned"},
+      {"gamma.placement", "\"input\"",
+       "gamma model's memory on the input (focused) or on the first dense layer's output (hidden: distributed)"},
       {"ntm.controller", "\"rnn\"", "matntm controller cell: rnn or lstm"},
       {"ntm.slots", "120", "ntm memory slots N"},
       {"ntm.slot_rows", "6", "rows of one memory slot"},
