@@ -7,6 +7,7 @@
 #include "models/gamma/gamma_network.hpp"
 #include "models/ntm/matntm.hpp"
 #include "models/rnn/recurrent.hpp"
+#include "models/tasks/delayed_recall.hpp"
 #include "runtime/error.hpp"
 
 namespace matmem {
@@ -136,7 +137,14 @@ std::unique_ptr<Task> make_task(const Config& c) {
     return std::make_unique<RecallTask>(RecallTaskOptions{c.integer("task.rows"), c.integer("task.cols"),
                                                           c.integer("task.item_matrices"), c.integer("task.min_items"),
                                                           c.integer("task.max_items"), c.integer("batch")});
-  throw Error(fmt::format("config: unknown task {} (known: copy, recall)", name));
+  if (name == "delay") {
+    const std::int64_t d = c.integer("task.delay");
+    if (d < 1) throw Error(fmt::format("config: task.delay = {}: the delay must be ≥ 1 step", d));
+    return std::make_unique<DelayedRecallTask>(DelayedRecallOptions{c.integer("task.rows"), c.integer("task.cols"), d,
+                                                                    c.integer("task.min_length"),
+                                                                    c.integer("task.max_length"), c.integer("batch")});
+  }
+  throw Error(fmt::format("config: unknown task {} (known: copy, recall, delay)", name));
 }
 
 }  // namespace matmem

@@ -16,7 +16,7 @@ using nlohmann::json;
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = {
       {"model", "\"matntm\"", "model: matntm (alias ntm), matrnn, matlstm, matgru, gamma, or one registered by the user"},
-      {"task", "\"copy\"", "task: copy or recall"},
+      {"task", "\"copy\"", "task: copy, recall or delay (delayed recall, models/tasks/delayed_recall.hpp)"},
       {"seed", "1", "seed of the run: parameter initialisation and every sequence drawn"},
       {"steps", "3000", "training steps (one batch each)"},
       {"batch", "16", "sequences per batch"},
@@ -35,8 +35,9 @@ const std::vector<ConfigKey>& config_keys() {
       {"clip.norm", "0", "clip the global gradient norm to this (0: off)"},
       {"task.rows", "5", "rows r of the task's matrices (1: the vector task)"},
       {"task.cols", "5", "columns c of the task's matrices"},
-      {"task.min_length", "1", "copy: shortest sequence"},
-      {"task.max_length", "20", "copy: longest sequence"},
+      {"task.min_length", "1", "copy: shortest sequence; delay: fewest recalled frames"},
+      {"task.max_length", "20", "copy: longest sequence; delay: most recalled frames"},
+      {"task.delay", "5", "delay: the target is the input of this many steps ago"},
       {"task.min_items", "2", "recall: fewest items"},
       {"task.max_items", "10", "recall: most items"},
       {"task.item_matrices", "2", "recall: matrices per item"},
