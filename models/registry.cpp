@@ -4,8 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "models/gamma/gamma_network.hpp"
 #include "models/ntm/matntm.hpp"
 #include "models/rnn/recurrent.hpp"
+#include "models/tasks/delayed_recall.hpp"
 #include "runtime/error.hpp"
 
 namespace matmem {
@@ -64,9 +66,38 @@ std::unique_ptr<Model> ntm(const Config& c, const Task& t, DType dtype, std::uin
   return std::make_unique<MatNTM>(nc, dtype, seed);
 }
 
+std::unique_ptr<Model> gamma(const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
+  GammaNetworkConfig gc;
+  const std::string kind = c.str("gamma.kind");
+  if (kind != "gamma" && kind != "laguerre" && kind != "gamma2")
+    throw Error(fmt::format("config: gamma.kind = {}: choose gamma, laguerre or gamma2", kind));
+  gc.memory.kind = gamma_kind(kind);
+  const std::int64_t taps = c.integer("gamma.taps");
+  if (taps < 1 || taps > 64) throw Error(fmt::format("config: gamma.taps = {}: choose 1 to 64 taps", taps));
+  gc.memory.taps = int(taps);
+  const double mu = c.num("gamma.mu"), nu = c.num("gamma.nu");
+  if (!(mu > 0 && mu < 2)) throw Error(fmt::format("config: gamma.mu = {}: μ must be in (0, 2) (stability)", mu));
+  gc.memory.mu = mu;
+  if (gc.memory.kind == GammaKind::gamma2 && !(nu > 0 && nu < 2 / mu - 1))
+    throw Error(fmt::format("config: gamma.nu = {}: ν must be in (0, 2/μ − 1) = (0, {}) for gamma.mu = {} (stability: "
+                            "μ(1 + ν) < 2)", nu, 2 / mu - 1, mu));
+  gc.memory.nu = nu;
+  const std::string placement = c.str("gamma.placement");
+  if (placement != "input" && placement != "hidden")
+    throw Error(fmt::format("config: gamma.placement = {}: choose input (focused) or hidden (distributed)", placement));
+  gc.placement = placement == "input" ? GammaNetworkConfig::Placement::input : GammaNetworkConfig::Placement::hidden;
+  gc.layers = c.sizes("model.layers");
+  gc.input_rows = t.input_rows();
+  gc.input_cols = t.input_cols();
+  gc.output_rows = t.output_rows();
+  gc.output_cols = t.output_cols();
+  return std::make_unique<GammaNetwork>(gc, dtype, seed);
+}
+
 std::map<std::string, ModelFactory>& factories() {
   static std::map<std::string, ModelFactory> all = {
       {"matntm", ntm},
+      {"gamma", gamma},
       {"matrnn", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return recurrent(CellKind::rnn, c, t, d, s); }},
       {"matlstm", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return recurrent(CellKind::lstm, c, t, d, s); }},
       {"matgru", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return recurrent(CellKind::gru, c, t, d, s); }},
@@ -111,7 +142,14 @@ std::unique_ptr<Task> make_task(const Config& c) {
     return std::make_unique<RecallTask>(RecallTaskOptions{c.integer("task.rows"), c.integer("task.cols"),
                                                           c.integer("task.item_matrices"), c.integer("task.min_items"),
                                                           c.integer("task.max_items"), c.integer("batch")});
-  throw Error(fmt::format("config: unknown task {} (known: copy, recall)", name));
+  if (name == "delay") {
+    const std::int64_t d = c.integer("task.delay");
+    if (d < 1) throw Error(fmt::format("config: task.delay = {}: the delay must be ≥ 1 step", d));
+    return std::make_unique<DelayedRecallTask>(DelayedRecallOptions{c.integer("task.rows"), c.integer("task.cols"), d,
+                                                                    c.integer("task.min_length"),
+                                                                    c.integer("task.max_length"), c.integer("batch")});
+  }
+  throw Error(fmt::format("config: unknown task {} (known: copy, recall, delay)", name));
 }
 
 }  // namespace matmem

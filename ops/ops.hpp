@@ -47,6 +47,10 @@ Var exp(Var x);              //                (ops/exp.cpp)
 Var softmax(Var x);          // along the last axis (cols), max subtracted first  (ops/softmax.cpp)
 Var sum(Var x);              // Σ of all elements -> [1,1,1]  (ops/sum.cpp)
 Var mean(Var x);             // Σ / count -> [1,1,1]
+// Layer normalisation (ops/layer_norm.cpp): each sample's matrix (matrix) or each of its rows (rows) shifted
+// and scaled to mean 0, variance 1: y = (x − m)/√(v + ε).  x:[B,r,c] -> [B,r,c]. Gain and bias: hadamard, add.
+enum class LayerNormOver { matrix, rows };
+Var layer_norm(Var x, LayerNormOver over = LayerNormOver::matrix, double eps = 1e-5);
 
 // --- memory addressing (NTM) ---------------------------------------------------------------------------------
 // cos(K, M_i) = <K, M_i>_F / (‖K‖_F ‖M_i‖_F + ε), ε = 1e-8.  K:[B,r,c], M:[B,N,r,c] -> [B,N]  (ops/cosine_similarity.cpp)

@@ -232,7 +232,7 @@ MemoryEstimate Trainer::estimate_memory() {
   Config probe_config = config_;
   probe_config.set_json("batch", b0, "memory estimate");
   const std::unique_ptr<Task> probe_task = make_task(probe_config);
-  const bool copy = std::string(task_->name()) == "copy";
+  const bool copy = std::string(task_->size_name()) == "length";  // copy, delay: sized by task.*_length
   const std::int64_t smallest = config_.integer(copy ? "task.min_length" : "task.min_items"),
                      largest = config_.integer(copy ? "task.max_length" : "task.max_items");
   Tape tape(DType::f32);
