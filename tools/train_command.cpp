@@ -267,7 +267,7 @@ void add_train_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "train", "Train a model on a task (no options: the MatNTM on the matrix copy task, Table 1 settings)");
-  cmd->add_option("--model", o->model, "matntm (alias ntm), matrnn, matlstm, matgru (or a registered model)");
+  cmd->add_option("--model", o->model, "matntm (alias ntm), matrnn, matlstm, matgru, gamma (or a registered model)");
   cmd->add_option("--task", o->task, "copy, recall or delay");
   cmd->add_option("--config", o->config_file, "JSON file of config keys (see --help-config)");
   cmd->add_option("--set", o->sets, "Override one config key: --set key=value (repeatable)");
