@@ -8,6 +8,7 @@
 #include "models/ntm/matntm.hpp"
 #include "models/rnn/recurrent.hpp"
 #include "models/tasks/delayed_recall.hpp"
+#include "models/tasks/retrieval.hpp"
 #include "runtime/error.hpp"
 
 namespace matmem {
@@ -149,7 +150,9 @@ std::unique_ptr<Task> make_task(const Config& c) {
                                                                     c.integer("task.min_length"),
                                                                     c.integer("task.max_length"), c.integer("batch")});
   }
-  throw Error(fmt::format("config: unknown task {} (known: copy, recall, delay)", name));
+  if (name == "retrieval")
+    return std::make_unique<RetrievalTask>(RetrievalOptions{c.integer("task.pairs"), c.integer("batch")});
+  throw Error(fmt::format("config: unknown task {} (known: copy, recall, delay, retrieval)", name));
 }
 
 }  // namespace matmem

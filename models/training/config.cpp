@@ -41,6 +41,7 @@ const std::vector<ConfigKey>& config_keys() {
       {"task.min_items", "2", "recall: fewest items"},
       {"task.max_items", "10", "recall: most items"},
       {"task.item_matrices", "2", "recall: matrices per item"},
+      {"task.pairs", "4", "retrieval: letter–digit pairs before the query (1..26)"},
       {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm, dense layers for gamma) as RxC, comma separated"},
       {"gamma.kind", "\"gamma\"", "gamma model's memory: gamma, laguerre or gamma2 (see models/layers/gamma.hpp)"},
       {"gamma.taps", "4", "gamma model's memory taps K (1: the context unit)"},
