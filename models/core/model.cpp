@@ -16,6 +16,7 @@ void initialise(Parameter& p, const Init& init, Rng& rng) {
     case Init::glorot: glorot_uniform(p, rng); break;
     case Init::constant: init_constant(p, init.a); break;
     case Init::normal: init_normal(p, rng, init.a, init.b); break;
+    case Init::identity: init_identity(p, init.a); break;
   }
 }
 // FNV-1a over the name's parts, with a separator so ("ab","c") and ("a","bc") differ.

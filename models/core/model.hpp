@@ -29,11 +29,12 @@ struct Sequence;
 
 // How a parameter starts (spec/models.md, "Initialisation").
 struct Init {
-  enum Kind { glorot, constant, normal } kind = glorot;
-  double a = 0, b = 0;  // constant: a;  normal: mean a, stddev b
+  enum Kind { glorot, constant, normal, identity } kind = glorot;
+  double a = 0, b = 0;  // constant: a;  normal: mean a, stddev b;  identity: a on the diagonal, 0 elsewhere
   static Init Glorot() { return {glorot}; }
   static Init Constant(double v) { return {constant, v}; }
   static Init Normal(double mean, double stddev) { return {normal, mean, stddev}; }
+  static Init Identity(double scale) { return {identity, scale}; }  // scale · I (rectangular: the leading diagonal)
 };
 
 struct StateDecl {
