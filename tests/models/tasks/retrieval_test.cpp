@@ -76,7 +76,7 @@ TEST_CASE("retrieval: letter–digit pairs, ??, a key, and that key's digit as t
   CHECK(queried.size() == 4);  // over 32 strings, every position is asked for
 }
 
-TEST_CASE("retrieval: the seed fixes the strings; another seed draws others", "[tasks][retrieval]") {
+TEST_CASE("retrieval: the seed fixes the strings, another seed draws others", "[tasks][retrieval]") {
   RetrievalTask task({.pairs = 3, .batch = 8});
   Rng a(1), b(1), c(2);
   const Sequence x = task.sample(a, DType::f64), y = task.sample(b, DType::f64), z = task.sample(c, DType::f64);

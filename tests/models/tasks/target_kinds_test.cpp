@@ -98,7 +98,7 @@ TEST_CASE("reals: constant targets give the plain MSE as the cost", "[tasks][tar
   CHECK(u.run(s).bits == Approx(1.0).epsilon(1e-12));  // errors −1, 1
 }
 
-TEST_CASE("bits is the default kind; a batch slice keeps the kind; the costs are named", "[tasks][target-kinds]") {
+TEST_CASE("bits is the default kind, a batch slice keeps the kind, the costs are named", "[tasks][target-kinds]") {
   Sequence s;
   CHECK(s.kind == TargetKind::bits);
   s.kind = TargetKind::classes;
