@@ -1,13 +1,16 @@
 #include "models/registry.hpp"
 
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
 
+#include "models/fastweights/fast_weights.hpp"
 #include "models/gamma/gamma_network.hpp"
 #include "models/ntm/matntm.hpp"
 #include "models/rnn/recurrent.hpp"
 #include "models/tasks/delayed_recall.hpp"
+#include "models/tasks/retrieval.hpp"
 #include "runtime/error.hpp"
 
 namespace matmem {
@@ -94,10 +97,40 @@ std::unique_ptr<Model> gamma(const Config& c, const Task& t, DType dtype, std::u
   return std::make_unique<GammaNetwork>(gc, dtype, seed);
 }
 
+std::unique_ptr<Model> fast_weights(bool fast, const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
+  FastWeightsConfig fc;
+  const auto layers = c.sizes("model.layers");
+  if (layers.size() != 1)
+    throw Error(fmt::format("config: model.layers = {}: {} has one recurrent layer, RxC (1xn: the vector model)",
+                            c.str("model.layers"), fast ? "fastweights" : "irnn"));
+  fc.rows = layers[0].first, fc.cols = layers[0].second;
+  fc.fast = fast;
+  fc.init_scale = c.num(fast ? "fw.init_scale" : "irnn.init_scale");
+  if (fast) {
+    fc.lambda = c.num("fw.lambda"), fc.eta = c.num("fw.eta");
+    if (!(fc.lambda >= 0 && fc.lambda <= 1))
+      throw Error(fmt::format("config: fw.lambda = {}: the decay λ must be in [0, 1]", fc.lambda));
+    if (!std::isfinite(fc.eta)) throw Error(fmt::format("config: fw.eta = {}: η must be finite", fc.eta));
+    const std::int64_t inner = c.integer("fw.inner_steps");
+    if (inner < 1 || inner > 64) throw Error(fmt::format("config: fw.inner_steps = {}: choose 1 to 64", inner));
+    fc.inner_steps = int(inner);
+    const std::string norm = c.str("fw.layer_norm");
+    if (norm == "sum") fc.norm = FastWeightsConfig::Norm::sum;
+    else if (norm == "slow") fc.norm = FastWeightsConfig::Norm::slow;
+    else if (norm == "none") fc.norm = FastWeightsConfig::Norm::none;
+    else throw Error(fmt::format("config: fw.layer_norm = {}: choose sum (Ba et al.), slow (004 §7) or none", norm));
+  }
+  fc.input_rows = t.input_rows(), fc.input_cols = t.input_cols();
+  fc.output_rows = t.output_rows(), fc.output_cols = t.output_cols();
+  return std::make_unique<FastWeightsRNN>(fc, dtype, seed);
+}
+
 std::map<std::string, ModelFactory>& factories() {
   static std::map<std::string, ModelFactory> all = {
       {"matntm", ntm},
       {"gamma", gamma},
+      {"fastweights", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return fast_weights(true, c, t, d, s); }},
+      {"irnn", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return fast_weights(false, c, t, d, s); }},
       {"matrnn", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return recurrent(CellKind::rnn, c, t, d, s); }},
       {"matlstm", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return recurrent(CellKind::lstm, c, t, d, s); }},
       {"matgru", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return recurrent(CellKind::gru, c, t, d, s); }},
@@ -149,7 +182,9 @@ std::unique_ptr<Task> make_task(const Config& c) {
                                                                     c.integer("task.min_length"),
                                                                     c.integer("task.max_length"), c.integer("batch")});
   }
-  throw Error(fmt::format("config: unknown task {} (known: copy, recall, delay)", name));
+  if (name == "retrieval")
+    return std::make_unique<RetrievalTask>(RetrievalOptions{c.integer("task.pairs"), c.integer("batch")});
+  throw Error(fmt::format("config: unknown task {} (known: copy, recall, delay, retrieval)", name));
 }
 
 }  // namespace matmem

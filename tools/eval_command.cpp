@@ -59,7 +59,8 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
   if (csv != stdout)
     fmt::print("{} after {} steps, {} on {}; {} batches of {} per size (seed {})\n{:>8} {:>16} {:>10} {:>10} {:>10}\n",
                trainer->config().str("model"), trainer->steps_done(), trainer->model().params().element_count(), task.name(),
-               o.batches, task.batch(), o.seed, task.size_name(), "bits/sequence", "min", "max", "loss");
+               o.batches, task.batch(), o.seed, task.size_name(),
+               task.target_kind() == TargetKind::bits ? "bits/sequence" : cost_name(task.target_kind()), "min", "max", "loss");
   Tape& tape = trainer->tape();
   Unroller unroller(trainer->model(), tape);
   NoGrad no_grad(tape);

@@ -6,8 +6,9 @@ namespace matmem::tools {
 
 class Progress {
  public:
-  Progress(std::int64_t total, bool terminal, bool quiet = false)
-      : total_(total), terminal_(terminal), quiet_(quiet) {}
+  // `cost`: the task's cost as printed (cost_name of its TargetKind, models/tasks/tasks.hpp).
+  Progress(std::int64_t total, bool terminal, bool quiet = false, const char* cost = "bits/seq")
+      : total_(total), terminal_(terminal), quiet_(quiet), cost_(cost) {}
   void update(std::int64_t step, double loss, double bits, double seconds_per_step);
   void finish();
   bool terminal() const { return terminal_ && !quiet_; }
@@ -16,6 +17,7 @@ class Progress {
   std::int64_t total_;
   bool terminal_;
   bool quiet_;
+  const char* cost_;
   bool drawn_ = false;
 };
 

@@ -108,13 +108,15 @@ Config resolve(const Options& o) {
 void show_example(Trainer& t) {
   Rng rng(12345);
   const Task& task = t.task();
-  Sequence seq = task.sample_size(rng, std::string(task.name()) == "copy" ? 6 : 3);
+  const std::int64_t size = std::string(task.name()) == "copy" ? 6
+                            : std::string(task.size_name()) == "pairs" ? task.eval_sizes()[0]
+                                                                         : 3;
+  Sequence seq = task.sample_size(rng, size);
   Tape& tape = t.tape();
   Unroller u(t.model(), tape);
   NoGrad no_grad(tape);
   const SequenceResult& r = u.run(seq);
-  fmt::print("\nexample ({} {}, first sequence of the batch): target | output\n", task.size_name(),
-             std::string(task.name()) == "copy" ? 6 : 3);
+  fmt::print("\nexample ({} {}, first sequence of the batch): target | output\n", task.size_name(), size);
   for (std::int64_t i = 0; i < task.output_rows(); ++i) {
     std::string line;
     for (std::size_t k = 0; k < seq.targets.size(); ++k) {
@@ -128,7 +130,8 @@ void show_example(Trainer& t) {
     }
     fmt::print("  {}\n", line);
   }
-  fmt::print("  bits wrong in this batch: {:.2f} per sequence\n", r.bits);
+  if (task.target_kind() == TargetKind::bits) fmt::print("  bits wrong in this batch: {:.2f} per sequence\n", r.bits);
+  else fmt::print("  {} in this batch: {:.4f}\n", cost_name(task.target_kind()), r.bits);
 }
 
 // A resumed run repeats the steps after its checkpoint: drop the rows an interrupted run wrote past it.
@@ -198,7 +201,7 @@ void run(const Options& o) {
                                         : "",
                out);
   if (!o.json) fmt::print("memory: {}\n", trainer->memory_estimate().str());
-  Progress progress(total, ::isatty(STDOUT_FILENO), o.json);
+  Progress progress(total, ::isatty(STDOUT_FILENO), o.json, cost_name(trainer->task().target_kind()));
   const auto t0 = std::chrono::steady_clock::now();
   double loss = 0, bits = 0, norm = 0, frames = 0, last_loss = 0, last_bits = 0, last_draw = 0;
   std::int64_t n = 0, done_here = 0;
@@ -254,8 +257,10 @@ void run(const Options& o) {
     fmt::print("{}\n", j.dump());
     return;
   }
-  fmt::print("done: {} steps in {:.1f} s ({:.2f} ms/step); last {} steps: loss {:.4f}, {:.2f} bits wrong per sequence{}\n",
+  fmt::print("done: {} steps in {:.1f} s ({:.2f} ms/step); last {} steps: loss {:.4f}, {:.2f} {}{}\n",
              done_here, secs, done_here ? 1e3 * secs / double(done_here) : 0.0, log_every, last_loss, last_bits,
+             trainer->task().target_kind() == TargetKind::bits ? "bits wrong per sequence"
+                                                                : cost_name(trainer->task().target_kind()),
              trainer->skipped() ? fmt::format("; {} steps skipped for a NaN/Inf", trainer->skipped()) : "");
   fmt::print("checkpoint: {}/checkpoint.safetensors, learning curve: {}\n", out, metrics_path);
   show_example(*trainer);
@@ -267,8 +272,9 @@ void add_train_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "train", "Train a model on a task (no options: the MatNTM on the matrix copy task, Table 1 settings)");
-  cmd->add_option("--model", o->model, "matntm (alias ntm), matrnn, matlstm, matgru, gamma (or a registered model)");
-  cmd->add_option("--task", o->task, "copy, recall or delay");
+  cmd->add_option("--model", o->model,
+                  "matntm (alias ntm), matrnn, matlstm, matgru, gamma, fastweights, irnn (or a registered model)");
+  cmd->add_option("--task", o->task, "copy, recall, delay or retrieval");
   cmd->add_option("--config", o->config_file, "JSON file of config keys (see --help-config)");
   cmd->add_option("--set", o->sets, "Override one config key: --set key=value (repeatable)");
   cmd->add_option("--steps", o->steps, "Training steps (with --resume: the new total)")

@@ -16,6 +16,7 @@ void initialise(Parameter& p, const Init& init, Rng& rng) {
     case Init::glorot: glorot_uniform(p, rng); break;
     case Init::constant: init_constant(p, init.a); break;
     case Init::normal: init_normal(p, rng, init.a, init.b); break;
+    case Init::identity: init_identity(p, init.a); break;
   }
 }
 // FNV-1a over the name's parts, with a separator so ("ab","c") and ("a","bc") differ.
@@ -240,6 +241,8 @@ const SequenceResult& Unroller::run(const Sequence& seq) {
   result_.bits = 0;
   losses_.clear();
   std::size_t next_target = 0;
+  double squared_error = 0, target_sum = 0, target_squares = 0;  // reals: the NMSE's sums
+  std::int64_t target_count = 0;
   for (std::size_t t = 0; t < seq.inputs.size(); ++t) {
     const bool is_target = next_target < seq.target_steps.size() && seq.target_steps[next_target] == std::int64_t(t);
     step_.begin_step(std::int64_t(t), tape_.input(seq.inputs[t]), is_target);
@@ -248,17 +251,42 @@ const SequenceResult& Unroller::run(const Sequence& seq) {
       Var y = step_.last_output();
       if (!y.valid()) throw Error(fmt::format("model {}: no output at target step {}", model_.name(), t));
       const Tensor& target = seq.targets[next_target];
-      losses_.push_back(bce_with_logits(y, tape_.input(target)));
+      const Var t_var = tape_.input(target);
       result_.logits.push_back(y);
-      result_.bits += dispatch(tape_.dtype(), [&](auto z) {
+      dispatch(tape_.dtype(), [&](auto z) {
         using T = decltype(z);
-        return bit_errors_per_sequence(y.value<T>().data, target);
+        const T* x = y.value<T>().data;
+        switch (seq.kind) {
+          case TargetKind::bits:
+            losses_.push_back(bce_with_logits(y, t_var));
+            result_.bits += bit_errors_per_sequence(x, target);
+            break;
+          case TargetKind::classes:
+            losses_.push_back(softmax_cross_entropy(y, t_var));
+            result_.bits += class_errors_per_sequence(x, target);
+            break;
+          case TargetKind::reals: {
+            losses_.push_back(mse(y, t_var));
+            const T* t = t_var.value<T>().data;
+            for (std::int64_t k = 0; k < target.numel(); ++k) {
+              const double e = double(x[k]) - double(t[k]);
+              squared_error += e * e, target_sum += double(t[k]), target_squares += double(t[k]) * double(t[k]);
+            }
+            target_count += target.numel();
+            break;
+          }
+        }
       });
       ++next_target;
     }
     step_.end_step();
   }
   if (losses_.empty()) throw Error("run: the sequence has no targets");
+  if (seq.kind == TargetKind::reals) {
+    // Σ (t − t̄)² = Σ t² − (Σ t)² / n.
+    const double spread = target_squares - target_sum * target_sum / double(target_count);
+    result_.bits = spread > 1e-12 * target_squares ? squared_error / spread : squared_error / double(target_count);
+  }
   Var total = losses_[0];
   for (std::size_t k = 1; k < losses_.size(); ++k) total = add(total, losses_[k]);
   result_.loss = scale(total, 1.0 / double(losses_.size()));

@@ -29,11 +29,12 @@ struct Sequence;
 
 // How a parameter starts (spec/models.md, "Initialisation").
 struct Init {
-  enum Kind { glorot, constant, normal } kind = glorot;
-  double a = 0, b = 0;  // constant: a;  normal: mean a, stddev b
+  enum Kind { glorot, constant, normal, identity } kind = glorot;
+  double a = 0, b = 0;  // constant: a;  normal: mean a, stddev b;  identity: a on the diagonal, 0 elsewhere
   static Init Glorot() { return {glorot}; }
   static Init Constant(double v) { return {constant, v}; }
   static Init Normal(double mean, double stddev) { return {normal, mean, stddev}; }
+  static Init Identity(double scale) { return {identity, scale}; }  // scale · I (rectangular: the leading diagonal)
 };
 
 struct StateDecl {
@@ -191,12 +192,15 @@ class Step {
 };
 
 // Unrolls a model over task sequences on a tape (cleared at the start of each run). The loss is the mean
-// over target steps of the BCE-with-logits of the output against the target (= the BCE over every target
-// element). Keeps its Step, so repeated runs reuse the parameter cache and allocate nothing.
+// over target steps of a per-step loss chosen by the sequence's TargetKind (models/tasks/tasks.hpp): the
+// BCE-with-logits of the output against the target for bits (= the BCE over every target element), the
+// softmax cross-entropy of each output row for classes, the MSE for reals; `bits` is the kind's cost
+// (bit errors, class errors per sequence, or NMSE). Keeps its Step, so repeated runs reuse the parameter
+// cache and allocate nothing.
 struct SequenceResult {
   Var loss;
   std::vector<Var> logits;  // the outputs at the target steps
-  double bits = 0;          // bit errors per sequence (batch mean)
+  double bits = 0;          // the cost: bit errors per sequence (batch mean), class errors or NMSE by kind
 };
 
 class Unroller {

@@ -1,5 +1,6 @@
 #include "models/layers/init.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace matmem {
@@ -15,5 +16,13 @@ void init_normal(Parameter& p, Rng& rng, double mean, double stddev) {
 }
 
 void init_constant(Parameter& p, double value) { p.value.fill(value); }
+
+void init_identity(Parameter& p, double scale) {
+  const Shape& s = p.value.shape();
+  p.value.fill(0.0);
+  for (std::int64_t b = 0; b < s.batch; ++b)
+    for (std::int64_t n = 0; n < s.slots; ++n)
+      for (std::int64_t i = 0; i < std::min(s.rows, s.cols); ++i) p.value.set(s.offset(b, n, i, i), scale);
+}
 
 }  // namespace matmem

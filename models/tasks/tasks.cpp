@@ -1,5 +1,6 @@
 #include "models/tasks/tasks.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -52,6 +53,24 @@ void random_bits(Rng& rng, Tensor& m) {
 }
 }  // namespace
 
+const char* cost_name(TargetKind kind) {
+  switch (kind) {
+    case TargetKind::bits: return "bits/seq";
+    case TargetKind::classes: return "errors/seq";
+    case TargetKind::reals: return "nmse";
+  }
+  return "?";
+}
+
+const char* target_kind_name(TargetKind kind) {
+  switch (kind) {
+    case TargetKind::bits: return "bits";
+    case TargetKind::classes: return "classes";
+    case TargetKind::reals: return "reals";
+  }
+  return "?";
+}
+
 // --- Sequence ------------------------------------------------------------------------------------------------
 void Sequence::reset() {
   for (Tensor& t : inputs) spare_.push_back(std::move(t));
@@ -97,6 +116,7 @@ void batch_slice(const Sequence& from, std::int64_t first, std::int64_t count, S
       std::memcpy(dst + std::size_t(i) * run, src + std::size_t(s.offset(first, 0, i, 0)) * size_of(x.dtype()), run);
   };
   out.reset();
+  out.kind = from.kind;
   for (const Tensor& x : from.inputs)
     slice(x, out.add_input(x.dtype(), matrices(count, x.shape().rows, x.shape().cols)));
   for (std::size_t k = 0; k < from.targets.size(); ++k) {
@@ -209,6 +229,34 @@ double bit_errors_per_sequence(const Tensor& logits, const Tensor& target) {
   return dispatch(logits.dtype(), [&](auto z) {
     using T = decltype(z);
     return bit_errors_per_sequence(logits.view<T>().data, target);
+  });
+}
+
+template <class T>
+double class_errors_per_sequence(const T* logits, const Tensor& target) {
+  std::int64_t wrong = 0;
+  dispatch(target.dtype(), [&](auto z) {
+    using U = decltype(z);
+    const U* t = target.view<U>().data;
+    // Frames are batch-interleaved (runtime/shape.hpp), but a row's c columns are contiguous either way.
+    const std::int64_t c = target.shape().cols, rows = target.numel() / c;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T* x = logits + r * c;
+      const U* y = t + r * c;
+      wrong += std::max_element(x, x + c) - x != std::max_element(y, y + c) - y;
+    }
+  });
+  return double(wrong) / double(target.shape().batch);
+}
+template double class_errors_per_sequence<float>(const float*, const Tensor&);
+template double class_errors_per_sequence<double>(const double*, const Tensor&);
+
+double class_errors_per_sequence(const Tensor& logits, const Tensor& target) {
+  if (logits.shape() != target.shape())
+    throw ShapeError(fmt::format("class errors: logits {} and target {} differ", logits.shape().str(), target.shape().str()));
+  return dispatch(logits.dtype(), [&](auto z) {
+    using T = decltype(z);
+    return class_errors_per_sequence(logits.view<T>().data, target);
   });
 }
 

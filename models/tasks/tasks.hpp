@@ -23,7 +23,26 @@
 
 namespace matmem {
 
+// What a task's targets are; the Unroller (models/core/model.hpp) takes the loss and the cost by it.
+//   bits:    targets in {0,1}; loss the mean BCE-with-logits over the target elements; cost the bit errors
+//            per sequence, Σ |[logit > 0] − [target > ½]| over the target frames, / B.
+//   classes: each row of a target frame is a one-hot class over the row's c columns (a vector output, rows
+//            = 1, is one class over its elements); loss the softmax cross-entropy of each row, averaged over
+//            rows, sequences and target frames; cost the class errors per sequence, Σ [argmax row of the
+//            logits ≠ argmax row of the target] over every row of every target frame, / B (with one target
+//            row a sequence, the error rate).
+//   reals:   real targets; loss the mean squared error over the target elements; cost the normalised MSE,
+//            Σ (y − t)² / Σ (t − t̄)² over every target element of the batch (t̄ their mean), the plain MSE
+//            when the targets do not vary. Not additive over a split batch: a batch run in parts reports
+//            the parts' NMSE weighted by their sizes.
+// The cost is what metrics.csv's column bits_per_sequence holds whatever the kind (the name is kept for
+// the files already written); what is printed is named by cost_name.
+enum class TargetKind { bits, classes, reals };
+const char* cost_name(TargetKind kind);  // "bits/seq", "errors/seq", "nmse"
+const char* target_kind_name(TargetKind kind);  // "bits", "classes", "reals"
+
 struct Sequence {
+  TargetKind kind = TargetKind::bits;  // set by the task that draws the sequence
   std::vector<Tensor> inputs;          // one [B, input_rows, c] frame per time step
   std::vector<Tensor> targets;         // one [B, r, c] per target step
   std::vector<std::int64_t> target_steps;  // the time step (0-based) of each target
@@ -60,6 +79,7 @@ class Task {
   virtual std::int64_t output_rows() const = 0;
   virtual std::int64_t output_cols() const = 0;
   virtual std::int64_t batch() const = 0;
+  virtual TargetKind target_kind() const { return TargetKind::bits; }
 };
 
 struct CopyTaskOptions {
@@ -112,5 +132,10 @@ class RecallTask : public Task {
 double bit_errors_per_sequence(const Tensor& logits, const Tensor& target);
 template <class T>
 double bit_errors_per_sequence(const T* logits, const Tensor& target);
+// Rows whose largest logit is not at the target's largest entry (the first of equals), summed over every
+// row of every matrix and divided by the batch.
+double class_errors_per_sequence(const Tensor& logits, const Tensor& target);
+template <class T>
+double class_errors_per_sequence(const T* logits, const Tensor& target);
 
 }  // namespace matmem

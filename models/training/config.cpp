@@ -41,6 +41,7 @@ const std::vector<ConfigKey>& config_keys() {
       {"task.min_items", "2", "recall: fewest items"},
       {"task.max_items", "10", "recall: most items"},
       {"task.item_matrices", "2", "recall: matrices per item"},
+      {"task.pairs", "4", "retrieval: letter–digit pairs before the query (1..26)"},
       {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm, dense layers for gamma) as RxC, comma separated"},
       {"gamma.kind", "\"gamma\"", "gamma model's memory: gamma, laguerre or gamma2 (see models/layers/gamma.hpp)"},
       {"gamma.taps", "4", "gamma model's memory taps K (1: the context unit)"},
@@ -48,6 +49,12 @@ const std::vector<ConfigKey>& config_keys() {
       {"gamma.nu", "0.5", "gamma2 memory's initial ν, in (0, 2/μ − 1) (stable: μ(1 + ν) < 2); learned"},
       {"gamma.placement", "\"input\"",
        "gamma model's memory on the input (focused) or on the first dense layer's output (hidden: distributed)"},
+      {"fw.lambda", "0.95", "fastweights: decay λ of the fast weights, in [0, 1]"},
+      {"fw.eta", "0.5", "fastweights: fast learning rate η"},
+      {"fw.inner_steps", "1", "fastweights: inner-loop steps S per time step (1 to 64)"},
+      {"fw.layer_norm", "\"sum\"", "fastweights: layer norm over the sum (Ba et al.), over the slow part only (slow, 004 §7), or none"},
+      {"fw.init_scale", "0.05", "fastweights: the recurrence starts as this times the identity"},
+      {"irnn.init_scale", "1", "irnn: the recurrence starts as this times the identity (Le et al.)"},
       {"ntm.controller", "\"rnn\"", "matntm controller cell: rnn or lstm"},
       {"ntm.slots", "120", "ntm memory slots N"},
       {"ntm.slot_rows", "6", "rows of one memory slot"},
@@ -93,6 +100,9 @@ const std::vector<Preset>& presets() {
       {"matrnn", "recall", R"({"model.layers": "20x20,20x20,20x20", "task.rows": 5, "task.cols": 5, "batch": 16, "lr": 8e-5})"},
       {"matlstm", "recall", R"({"model.layers": "20x20,20x20,20x20", "task.rows": 5, "task.cols": 5, "batch": 16, "lr": 8e-5})"},
       {"matgru", "recall", R"({"model.layers": "20x20,20x20,20x20", "task.rows": 5, "task.cols": 5, "batch": 16, "lr": 8e-5})"},
+      {"fastweights", "retrieval", R"({"model.layers": "1x50", "task.pairs": 4, "batch": 128, "optimizer": "adam",
+        "lr": 1e-4})"},
+      {"irnn", "retrieval", R"({"model.layers": "1x50", "task.pairs": 4, "batch": 128, "optimizer": "adam", "lr": 1e-4})"},
   };
   return all;
 }

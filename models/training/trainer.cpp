@@ -233,9 +233,13 @@ MemoryEstimate Trainer::estimate_memory() {
   Config probe_config = config_;
   probe_config.set_json("batch", b0, "memory estimate");
   const std::unique_ptr<Task> probe_task = make_task(probe_config);
-  const bool copy = std::string(task_->size_name()) == "length";  // copy, delay: sized by task.*_length
-  const std::int64_t smallest = config_.integer(copy ? "task.min_length" : "task.min_items"),
-                     largest = config_.integer(copy ? "task.max_length" : "task.max_items");
+  const std::string size_name = task_->size_name();
+  const bool copy = size_name == "length";  // copy, delay: sized by task.*_length
+  // retrieval: one size, task.pairs; probed at 1 and 3 pairs.
+  const bool pairs = size_name == "pairs";
+  const std::int64_t smallest = pairs ? 1 : config_.integer(copy ? "task.min_length" : "task.min_items"),
+                     largest = pairs ? config_.integer("task.pairs")
+                                     : config_.integer(copy ? "task.max_length" : "task.max_items");
   Tape tape(DType::f32);
   // Both passes save what backward needs, as a run's first pass does: recomputing only ever holds less.
   tape.set_recompute_above(SIZE_MAX);

@@ -1,6 +1,7 @@
 // A shape mismatch throws a ShapeError naming the op and both shapes.
 #include <catch2/catch.hpp>
 
+#include "ops/frobenius.hpp"
 #include "ops/ops.hpp"
 #include "runtime/error.hpp"
 
@@ -45,4 +46,11 @@ TEST_CASE("losses need equal shapes", "[ops][errors]") {
   Tensor x(DType::f32, matrices(2, 3, 4)), t(DType::f32, matrices(2, 4, 3));
   CHECK_THROWS_WITH(bce_with_logits(tape.input(x), tape.input(t)),
                     Contains("bce_with_logits") && Contains("[2,3,4]") && Contains("[2,4,3]"));
+}
+
+TEST_CASE("frobenius names the op and both shapes", "[ops][errors]") {
+  Tape tape;
+  Tensor a(DType::f32, matrices(2, 3, 4)), b(DType::f32, matrices(2, 4, 3));
+  CHECK_THROWS_WITH(frobenius(tape.input(a), tape.input(b)),
+                    Contains("frobenius") && Contains("[2,3,4]") && Contains("[2,4,3]"));
 }

@@ -1,0 +1,142 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "../model_gradcheck.hpp"
+#include "models/fastweights/fast_weights.hpp"
+#include "models/registry.hpp"
+#include "models/training/config.hpp"
+#include "runtime/error.hpp"
+
+using namespace matmem;
+using Catch::Matchers::Contains;
+
+namespace {
+FastWeightsConfig small(bool fast, std::int64_t rows, std::int64_t cols, int inner = 2,
+                        FastWeightsConfig::Norm norm = FastWeightsConfig::Norm::sum) {
+  FastWeightsConfig c;
+  c.rows = rows, c.cols = cols, c.fast = fast, c.inner_steps = inner, c.norm = norm;
+  c.lambda = 0.9, c.eta = 0.7, c.init_scale = 0.5;
+  c.input_rows = 2, c.input_cols = 3, c.output_rows = 2, c.output_cols = 2;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("fast weights and IRNN pass gradcheck whole, every parameter's gradient non-negligible", "[models][fastweights][gradcheck]") {
+  using Norm = FastWeightsConfig::Norm;
+  SECTION("fast weights, vector (rows = 1), LN over the sum") {
+    FastWeightsRNN m(small(true, 1, 4), DType::f64, 3);
+    const GradcheckReport r = testing::gradcheck_model(m, 4, 2);
+    INFO(r.str());
+    CHECK(r.passed);
+  }
+  SECTION("fast weights, matrix 2x3, LN over the sum, batch 19") {
+    FastWeightsRNN m(small(true, 2, 3), DType::f64, 3);
+    const GradcheckReport r = testing::gradcheck_model(m, 4, 19);
+    INFO(r.str());
+    CHECK(r.passed);
+  }
+  SECTION("fast weights, matrix 2x3, LN over the slow part (004 §7)") {
+    // The fast term is not normalised here and grows as H³ through the inner loop: with η = 0.7 and two inner
+    // steps the loss reaches 1e35 at the perturbed point, so a gentler η and one inner step.
+    FastWeightsConfig c = small(true, 2, 3, 1, Norm::slow);
+    c.eta = 0.2;
+    FastWeightsRNN m(c, DType::f64, 3);
+    const GradcheckReport r = testing::gradcheck_model(m, 4, 2);
+    INFO(r.str());
+    CHECK(r.passed);
+  }
+  SECTION("fast weights, no LN") {
+    FastWeightsRNN m(small(true, 2, 3, 1, Norm::none), DType::f64, 3);
+    const GradcheckReport r = testing::gradcheck_model(m, 4, 2);
+    INFO(r.str());
+    CHECK(r.passed);
+  }
+  SECTION("IRNN") {
+    FastWeightsRNN m(small(false, 2, 3), DType::f64, 3);
+    const GradcheckReport r = testing::gradcheck_model(m, 4, 2);
+    INFO(r.str());
+    CHECK(r.passed);
+    CHECK(m.name() == "irnn");
+  }
+}
+
+TEST_CASE("the recurrence starts as a scaled identity", "[models][fastweights]") {
+  FastWeightsRNN m(small(true, 2, 3), DType::f64, 3);
+  m.build();
+  const Tensor& U = m.params().at("fastweights/slow/h/U").value;
+  const Tensor& V = m.params().at("fastweights/slow/h/V").value;
+  for (std::int64_t i = 0; i < 2; ++i)
+    for (std::int64_t j = 0; j < 2; ++j) CHECK(U.at(0, i, j) == (i == j ? 1.0 : 0.0));
+  for (std::int64_t i = 0; i < 3; ++i)
+    for (std::int64_t j = 0; j < 3; ++j) CHECK(V.at(0, i, j) == (i == j ? 0.5 : 0.0));
+}
+
+TEST_CASE("fast weights: the inner loop adds η Σ λ^{t−1−τ} ⟨H_τ, H⟩ H_τ, checked by hand", "[models][fastweights]") {
+  // Hidden 1x2, no LN, S = 1, λ = 0.5, η = 2. Input 1x1; U_h = 1, V_h = 0 (no slow recurrence), x-term U = 1,
+  // V = (1, 0), B = (0, 1): Z_t = (x_t, 1). Inputs x_0 = 1, x_1 = 3.
+  // t = 0: H⁰ = ReLU(Z) = (1, 1); no past: H_0 = ReLU(Z_0) = (1, 1).
+  // t = 1: Z = (3, 1), H⁰ = (3, 1); A(H⁰) = η λ⁰ ⟨H_0, H⁰⟩ H_0 = 2·4·(1, 1) = (8, 8); H_1 = ReLU((11, 9)).
+  // Output Y = mat(H) with U = 1, V = I, B = 0: Y_1 = (11, 9); the MSE-free check reads the logits.
+  FastWeightsConfig c;
+  c.rows = 1, c.cols = 2, c.fast = true, c.inner_steps = 1, c.norm = FastWeightsConfig::Norm::none;
+  c.lambda = 0.5, c.eta = 2.0, c.init_scale = 0.0;
+  c.input_rows = 1, c.input_cols = 1, c.output_rows = 1, c.output_cols = 2;
+  FastWeightsRNN m(c, DType::f64, 1);
+  m.build();
+  auto set = [&](const char* name, std::initializer_list<double> v) {
+    Tensor& t = m.params().at(name).value;
+    std::int64_t k = 0;
+    for (double x : v) t.set(k++, x);
+  };
+  set("fastweights/slow/x/U", {1});
+  set("fastweights/slow/x/V", {1, 0});
+  set("fastweights/slow/B", {0, 1});
+  set("fastweights/out/h/U", {1});
+  set("fastweights/out/h/V", {1, 0, 0, 1});
+  set("fastweights/out/B", {0, 0});
+  Sequence s;
+  s.add_input(DType::f64, matrices(1, 1, 1)).fill(1.0);
+  s.add_input(DType::f64, matrices(1, 1, 1)).fill(3.0);
+  s.add_input(DType::f64, matrices(1, 1, 1)).fill(0.0);
+  s.add_target(DType::f64, matrices(1, 1, 2), 1);
+  s.add_target(DType::f64, matrices(1, 1, 2), 2);
+  Tape tape(DType::f64);
+  Unroller u(m, tape);
+  const SequenceResult& r = u.run(s);
+  const auto y1 = r.logits[0].value<double>(), y2 = r.logits[1].value<double>();
+  CHECK(y1.data[0] == Approx(11.0));
+  CHECK(y1.data[1] == Approx(9.0));
+  // t = 2: Z = (0, 1), H⁰ = (0, 1); A = η(λ ⟨H_0, H⁰⟩ H_0 + ⟨H_1, H⁰⟩ H_1) = 2(0.5·1·(1, 1) + 9·(11, 9))
+  //   = (1 + 198, 1 + 162) = (199, 163); H_2 = (199, 164).
+  CHECK(y2.data[0] == Approx(199.0));
+  CHECK(y2.data[1] == Approx(164.0));
+}
+
+TEST_CASE("fastweights and irnn are registered, configured by fw.* and irnn.* keys, bad values refused", "[models][fastweights]") {
+  Config c;
+  c.set("task", "retrieval", "test");
+  c.set("task.pairs", "2", "test");
+  c.set("batch", "2", "test");
+  c.set("model", "fastweights", "test");
+  c.set("model.layers", "1x6", "test");
+  c.set("fw.inner_steps", "2", "test");
+  c.set("fw.lambda", "0.8", "test");
+  auto task = make_task(c);
+  auto m = make_model(c, *task, DType::f64);
+  auto& fw = dynamic_cast<FastWeightsRNN&>(*m);
+  CHECK(fw.config().inner_steps == 2);
+  CHECK(fw.config().lambda == 0.8);
+  CHECK(fw.config().cols == 6);
+  CHECK(fw.config().fast);
+  c.set("fw.inner_steps", "0", "--set");
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Contains("fw.inner_steps = 0"));
+  c.set("fw.inner_steps", "1", "--set");
+  c.set("fw.layer_norm", "middle", "--set");
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Contains("fw.layer_norm = middle"));
+  c.set("model", "irnn", "test");
+  auto irnn = make_model(c, *task, DType::f64);
+  CHECK_FALSE(dynamic_cast<FastWeightsRNN&>(*irnn).config().fast);
+  CHECK(dynamic_cast<FastWeightsRNN&>(*irnn).config().init_scale == 1.0);
+}
