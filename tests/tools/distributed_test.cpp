@@ -117,7 +117,7 @@ TEST_CASE("distributed: a sweep over 2 ranks trains every run once, and one stop
           "[tools][distributed][sweep]") {
   const fs::path dir = fresh_dir("distributed_sweep");
   const std::string body =
-      R"(, "steps": 20000, "seeds": [1, 2], "set": {"task": "copy", "model": "matntm", "model.layers": "4x3",
+      R"(, "steps": 60000, "seeds": [1, 2], "set": {"task": "copy", "model": "matntm", "model.layers": "4x3",
       "task.rows": 2, "task.cols": 3, "task.max_length": 3, "batch": 2, "ntm.slots": 4, "ntm.slot_rows": 2,
       "ntm.slot_cols": 2, "checkpoint_every": 500, "log_every": 100}, "grid": {"lr": [0.001, 0.003]}})";
   std::ofstream(dir / "whole.json") << R"({"out": "whole")" + body;
@@ -132,7 +132,8 @@ TEST_CASE("distributed: a sweep over 2 ranks trains every run once, and one stop
   for (const char* lr : {"lr=0.001", "lr=0.003"})
     for (const char* seed : {"seed1", "seed2"})
       CHECK(count_of(read_file(dir / "whole" / lr / seed / "train.log"), "$ matmem train") == 1);
-  // SIGTERM, as a scheduler stops a job, once a run has its first checkpoint; then the same command again.
+  // SIGTERM, as a scheduler stops a job, once a run has its first checkpoint; then the same command again. mpirun
+  // takes up to a second or so to pass the signal on: the runs are long enough (3 s here) to be cut short.
   const pid_t job = start_matmem("sweep stopped.json", dir, "stopped.log", kMpirun2);
   REQUIRE(job > 0);
   wait_for_file(dir / "stopped/lr=0.001/seed1/checkpoint.safetensors", 60);
