@@ -10,6 +10,7 @@
 #include "models/ntm/matntm.hpp"
 #include "models/rnn/recurrent.hpp"
 #include "models/tasks/delayed_recall.hpp"
+#include "models/tasks/mackey_glass.hpp"
 #include "models/tasks/retrieval.hpp"
 #include "runtime/error.hpp"
 
@@ -184,7 +185,10 @@ std::unique_ptr<Task> make_task(const Config& c) {
   }
   if (name == "retrieval")
     return std::make_unique<RetrievalTask>(RetrievalOptions{c.integer("task.pairs"), c.integer("batch")});
-  throw Error(fmt::format("config: unknown task {} (known: copy, recall, delay, retrieval)", name));
+  if (name == "mackey_glass")
+    return std::make_unique<MackeyGlassTask>(MackeyGlassOptions{c.integer("task.horizon"), c.integer("task.min_length"),
+                                                                c.integer("task.max_length"), c.integer("batch")});
+  throw Error(fmt::format("config: unknown task {} (known: copy, recall, delay, retrieval, mackey_glass)", name));
 }
 
 }  // namespace matmem

@@ -16,7 +16,9 @@ using nlohmann::json;
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = {
       {"model", "\"matntm\"", "model: matntm (alias ntm), matrnn, matlstm, matgru, gamma, or one registered by the user"},
-      {"task", "\"copy\"", "task: copy, recall or delay (delayed recall, models/tasks/delayed_recall.hpp)"},
+      {"task", "\"copy\"",
+       "task: copy, recall, delay (delayed recall), retrieval (associative retrieval) or mackey_glass (series "
+       "prediction); models/tasks/"},
       {"seed", "1", "seed of the run: parameter initialisation and every sequence drawn"},
       {"steps", "3000", "training steps (one batch each)"},
       {"batch", "16", "sequences per batch"},
@@ -42,6 +44,7 @@ const std::vector<ConfigKey>& config_keys() {
       {"task.max_items", "10", "recall: most items"},
       {"task.item_matrices", "2", "recall: matrices per item"},
       {"task.pairs", "4", "retrieval: letter–digit pairs before the query (1..26)"},
+      {"task.horizon", "1", "mackey_glass: predict the sample this many steps ahead"},
       {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm, dense layers for gamma) as RxC, comma separated"},
       {"gamma.kind", "\"gamma\"", "gamma model's memory: gamma, laguerre or gamma2 (see models/layers/gamma.hpp)"},
       {"gamma.taps", "4", "gamma model's memory taps K (1: the context unit)"},
@@ -102,6 +105,8 @@ const std::vector<Preset>& presets() {
       {"matgru", "recall", R"({"model.layers": "20x20,20x20,20x20", "task.rows": 5, "task.cols": 5, "batch": 16, "lr": 8e-5})"},
       {"fastweights", "retrieval", R"({"model.layers": "1x50", "task.pairs": 4, "batch": 128, "optimizer": "adam",
         "lr": 1e-4})"},
+      {"gamma", "mackey_glass", R"({"task.min_length": 20, "task.max_length": 50, "gamma.taps": 4, "model.layers": "1x10",
+        "optimizer": "adam", "lr": 1e-3})"},
       {"irnn", "retrieval", R"({"model.layers": "1x50", "task.pairs": 4, "batch": 128, "optimizer": "adam", "lr": 1e-4})"},
   };
   return all;
