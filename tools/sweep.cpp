@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <set>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "models/registry.hpp"
 #include "models/training/config.hpp"
 #include "runtime/error.hpp"
 #include "runtime/safetensors.hpp"
@@ -67,6 +69,20 @@ std::string config_file(const ordered& v, const std::string& where) {
   if (!v.is_string() || v.get<std::string>().empty())
     throw Error(fmt::format("{}: \"config\" must name a JSON file of config keys", where));
   return v.get<std::string>();
+}
+
+// The name of a run's cost ("bits/seq", "errors/seq", "nmse"), from its task in config.json.
+// A config this build cannot read (a run of another version, say) names it "cost".
+std::string cost_name_of(const fs::path& dir) {
+  std::ifstream in(dir / "config.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  try {
+    Config c;
+    c.merge_json_text(text, (dir / "config.json").string());
+    return cost_name(make_task(c)->target_kind());
+  } catch (const std::exception&) {
+    return "cost";
+  }
 }
 
 // The last line of a file, for a failed run's message.
@@ -236,10 +252,11 @@ RunResult run_result(const PlannedRun& run) {
       return count > 0 ? sum / count : std::numeric_limits<double>::quiet_NaN();
     };
     if (n > 0) r.loss = last_1000(m.loss, n - 1), r.bits = last_1000(m.bits, n - 1);
+    r.cost_name = cost_name_of(run.dir);
     for (std::size_t i = 0; i < n; ++i) {
       // Each process logs seconds from its own start: a value below the one before begins a new process.
       if (i + 1 == n || m.seconds[i + 1] < m.seconds[i]) r.seconds += m.seconds[i];
-      if (r.first_below_1bit < 0 && m.step[i] >= 1000 && last_1000(m.bits, i) < 1.0)
+      if (r.cost_name == "bits/seq" && r.first_below_1bit < 0 && m.step[i] >= 1000 && last_1000(m.bits, i) < 1.0)
         r.first_below_1bit = std::int64_t(m.step[i]);
     }
   }
@@ -263,26 +280,28 @@ std::string number(double v, const char* spec) { return std::isnan(v) ? "" : fmt
 }  // namespace
 
 std::string markdown_table(const std::vector<RunResult>& results) {
-  std::string s = "| run | seed | steps | loss | bits/seq | first step < 1 bit | seconds | status |\n"
+  std::string s = "| run | seed | steps | loss | cost | first step < 1 bit | seconds | status |\n"
                   "|---|---|---|---|---|---|---|---|\n";
   for (const RunResult& r : results)
     s += fmt::format("| {} | {} | {}/{} | {} | {} | {} | {} | {} |\n", r.name, r.seed, r.steps_done, r.budget,
-                     number(r.loss, "{:.4f}"), number(r.bits, "{:.2f}"),
+                     number(r.loss, "{:.4f}"),
+                     std::isnan(r.bits) ? "" : fmt::format("{} {}", number(r.bits, r.bits < 1 ? "{:.4f}" : "{:.2f}"),
+                                                           r.cost_name),
                      r.first_below_1bit >= 0 ? std::to_string(r.first_below_1bit) : "–", number(r.seconds, "{:.1f}"),
                      r.status);
   return s;
 }
 
 std::string csv_table(const std::vector<RunResult>& results) {
-  std::string s = "run,seed,steps,budget,loss,bits_per_sequence,first_step_below_1bit,seconds,status\n";
+  std::string s = "run,seed,steps,budget,loss,cost,cost_name,first_step_below_1bit,seconds,status\n";
   auto quoted = [](std::string t) {
     std::string q = "\"";
     for (char ch : t) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
     return q + "\"";
   };
   for (const RunResult& r : results)
-    s += fmt::format("{},{},{},{},{},{},{},{},{}\n", quoted(r.name), r.seed, r.steps_done, r.budget,
-                     number(r.loss, "{:.6f}"), number(r.bits, "{:.4f}"),
+    s += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", quoted(r.name), r.seed, r.steps_done, r.budget,
+                     number(r.loss, "{:.6f}"), number(r.bits, "{:.6f}"), quoted(r.cost_name),
                      r.first_below_1bit >= 0 ? std::to_string(r.first_below_1bit) : "", number(r.seconds, "{:.3f}"),
                      quoted(r.status));
   return s;

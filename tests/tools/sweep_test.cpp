@@ -154,8 +154,14 @@ TEST_CASE("sweep: the results table from a run's metrics, across a resume", "[to
   CHECK(r.bits == Approx((0.25 + 0.0) / 2));
   CHECK(r.seconds == Approx(4.0 + 3.0));
   const std::string md = markdown_table({r}), csv = csv_table({r});
-  CHECK_THAT(md, Contains("| r | 2 | 3000/3000 | 0.0500 | 0.12 | 2000 | 7.0 | complete |"));
-  CHECK_THAT(csv, Contains("\"r\",2,3000,3000,0.050000,0.1250,2000,7.000,\"complete\""));
+  CHECK_THAT(md, Contains("| r | 2 | 3000/3000 | 0.0500 | 0.1250 bits/seq | 2000 | 7.0 | complete |"));
+  CHECK_THAT(csv, Contains("\"r\",2,3000,3000,0.050000,0.125000,\"bits/seq\",2000,7.000,\"complete\""));
+  // A task whose cost is an error rate: named so, and no "first step below 1 bit" (it is below 1 from the start).
+  std::ofstream(run.dir / "config.json") << R"({"model": "irnn", "task": "retrieval"})";
+  r = run_result(run);
+  CHECK(r.cost_name == "errors/seq");
+  CHECK(r.first_below_1bit == -1);
+  CHECK_THAT(markdown_table({r}), Contains("| 0.1250 errors/seq | – |"));
   f.metadata["step"] = "12x";
   write_safetensors((run.dir / "checkpoint.safetensors").string(), f);
   CHECK_THROWS_WITH(run_state(run), Contains("checkpoint.safetensors: step \"12x\" is not a whole number"));
