@@ -12,7 +12,8 @@ GammaKind gamma_kind(const std::string& name) {
   if (name == "gamma") return GammaKind::gamma;
   if (name == "laguerre") return GammaKind::laguerre;
   if (name == "gamma2") return GammaKind::gamma2;
-  throw Error(fmt::format("unknown gamma memory kind '{}' (choose gamma, laguerre or gamma2)", name));
+  if (name == "delay") return GammaKind::delay;
+  throw Error(fmt::format("unknown gamma memory kind '{}' (choose gamma, laguerre, gamma2 or delay)", name));
 }
 
 const char* gamma_kind_name(GammaKind k) {
@@ -20,6 +21,7 @@ const char* gamma_kind_name(GammaKind k) {
     case GammaKind::gamma: return "gamma";
     case GammaKind::laguerre: return "laguerre";
     case GammaKind::gamma2: return "gamma2";
+    case GammaKind::delay: return "delay";
   }
   return "?";
 }
@@ -61,6 +63,13 @@ std::vector<StateDecl> GammaMemory::states() const {
 
 std::vector<Var> GammaMemory::operator()(Step& s, Var x) const {
   const int K = config_.taps;
+  if (config_.kind == GammaKind::delay) {  // X(n−k): each tap the one before it, a step ago; no μ
+    std::vector<Var> taps(K + 1);
+    taps[0] = x;
+    for (int k = 1; k <= K; ++k) taps[k] = s.state(g_[k - 1]);
+    for (int k = 0; k <= K; ++k) s.next(g_[k], taps[k]);
+    return taps;
+  }
   Var theta = s.parameter(path_, "", "mu_logit", parameter(1, 1), Init::Constant(gamma_mu_logit(config_.mu)));
   Var mu = scale(sigmoid(theta), 2.0);
   Var a = one_minus(mu);
@@ -95,6 +104,8 @@ std::vector<Var> GammaMemory::operator()(Step& s, Var x) const {
       }
       break;
     }
+    case GammaKind::delay:  // returned above
+      break;
   }
   for (int k = 0; k <= K; ++k) s.next(g_[k], taps[k]);
   return taps;

@@ -19,6 +19,8 @@
 //   (eliminating Q_k gives S_k = μ(z − a)/((z − a)² + ω²) · S_{k−1}); the taps are S_k. Stable when the poles'
 //   radius² (1 − μ)² + νμ² < 1, i.e. μ(1 + ν) < 2 with 0 < μ < 2, 003's condition; complex poles for ν > 0.
 //   ν = 0 is the gamma memory.
+// delay: the tap delay line, G_k(n) = G_{k−1}(n−1) = X(n−k): the gamma memory with μ fixed at 1, no parameter
+//   (the baseline the learned μ is set against).
 //
 // Stability by construction, not by clipping. The learned parameters are unconstrained reals:
 //   μ = 2 σ(θ_μ) ∈ (0, 2)                        (<path>/mu_logit, [1,1], one μ for the whole layer)
@@ -41,8 +43,9 @@
 
 namespace matmem {
 
-enum class GammaKind { gamma, laguerre, gamma2 };
-GammaKind gamma_kind(const std::string& name);  // "gamma" | "laguerre" | "gamma2", else an Error naming them
+enum class GammaKind { gamma, laguerre, gamma2, delay };
+// "gamma" | "laguerre" | "gamma2" | "delay", else an Error naming them
+GammaKind gamma_kind(const std::string& name);
 const char* gamma_kind_name(GammaKind k);
 
 struct GammaConfig {

@@ -46,7 +46,7 @@ const std::vector<ConfigKey>& config_keys() {
       {"task.pairs", "4", "retrieval: letter–digit pairs before the query (1..26)"},
       {"task.horizon", "1", "mackey_glass: predict the sample this many steps ahead"},
       {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm, dense layers for gamma) as RxC, comma separated"},
-      {"gamma.kind", "\"gamma\"", "gamma model's memory: gamma, laguerre or gamma2 (see models/layers/gamma.hpp)"},
+      {"gamma.kind", "\"gamma\"", "gamma model's memory: gamma, laguerre, gamma2 or delay (the tap delay line; see models/layers/gamma.hpp)"},
       {"gamma.taps", "4", "gamma model's memory taps K (1: the context unit)"},
       {"gamma.mu", "0.5", "gamma model's initial μ, in (0, 2) (1: the tap delay line); learned"},
       {"gamma.nu", "0.5", "gamma2 memory's initial ν, in (0, 2/μ − 1) (stable: μ(1 + ν) < 2); learned"},

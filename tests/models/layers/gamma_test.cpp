@@ -130,6 +130,21 @@ TEST_CASE("gamma memory with μ = 1 is the tap delay line, bit for bit", "[model
       }
 }
 
+TEST_CASE("the delay kind is the tap delay line, bit for bit, with no μ to learn", "[models][gamma]") {
+  GammaNet m({GammaKind::delay, 3, 0.5});  // μ's initial value is not used
+  const std::vector<Tensor> xs = random_inputs(7, 2, 2, 3, 12);
+  const auto taps = taps_over(m, xs);
+  for (int n = 0; n < 7; ++n)
+    for (int k = 0; k <= 3; ++k)
+      for (std::int64_t e = 0; e < xs[0].numel(); ++e) {
+        INFO("step " << n << " tap " << k << " element " << e);
+        CHECK(taps[n][k].get(e) == (n >= k ? xs[n - k].get(e) : 0.0));
+      }
+  for (const auto& p : m.params()) CHECK(p->name.find("mu_logit") == std::string::npos);
+  CHECK(gamma_kind("delay") == GammaKind::delay);
+  CHECK(std::string(gamma_kind_name(GammaKind::delay)) == "delay");
+}
+
 TEST_CASE("gamma memory with K = 1 is the context unit, by hand", "[models][gamma]") {
   // G_1(n) = 0.7 G_1(n−1) + 0.3 x(n−1), x = 1, 2, −1, 4: G_1 = 0, 0.3, 0.81, 0.267.
   GammaNet m({GammaKind::gamma, 1, 0.3}, 1, 1);
