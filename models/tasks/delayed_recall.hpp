@@ -1,4 +1,4 @@
-// Delayed recall, the task of the gamma family's memory depth (issue 17; 003 §2: a memory of depth D holds the
+// Delayed recall, the task of the gamma family's memory depth (003 §2: a memory of depth D holds the
 // input's last D or so steps): output the input of d steps ago.
 //   l ~ U{min_length..max_length} (one l per batch); d + l frames X_0 … X_{d+l−1} ∈ {0,1}^{r×c}, Bernoulli(½)
 //   each, no delimiter; the target at step t = d … d+l−1 is X_{t−d}. d + l steps in all, l targets.
