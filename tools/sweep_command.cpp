@@ -134,8 +134,8 @@ class Runner {
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (ok) {
       const RunResult r = run_result(run);
-      fmt::print("  {}{} seed {}: {} steps in {:.0f} s, {:.2f} bits per sequence\n", who(), run.name, run.seed,
-                 r.steps_done, secs, r.bits);
+      fmt::print("  {}{} seed {}: {} steps in {:.0f} s, {:.4g} {}\n", who(), run.name, run.seed, r.steps_done, secs,
+                 r.bits, r.cost_name);
     } else {
       fmt::print("  {}{} seed {}: FAILED ({}), see {}\n", who(), run.name, run.seed,
                  WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status))
