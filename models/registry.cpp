@@ -73,9 +73,11 @@ std::unique_ptr<Model> ntm(const Config& c, const Task& t, DType dtype, std::uin
 std::unique_ptr<Model> gamma(const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
   GammaNetworkConfig gc;
   const std::string kind = c.str("gamma.kind");
-  if (kind != "gamma" && kind != "laguerre" && kind != "gamma2" && kind != "delay")
-    throw Error(fmt::format("config: gamma.kind = {}: choose gamma, laguerre, gamma2 or delay", kind));
-  gc.memory.kind = gamma_kind(kind);
+  try {
+    gc.memory.kind = gamma_kind(kind);
+  } catch (const Error& e) {
+    throw Error(fmt::format("config: gamma.kind = {}: {}", kind, e.what()));
+  }
   const std::int64_t taps = c.integer("gamma.taps");
   if (taps < 1 || taps > 64) throw Error(fmt::format("config: gamma.taps = {}: choose 1 to 64 taps", taps));
   gc.memory.taps = int(taps);

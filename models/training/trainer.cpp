@@ -80,13 +80,11 @@ const std::string* first_nonfinite(const Named& tensors) {
 }
 
 // The model's gradients of `seq`'s mean loss: zeroed, the sequence unrolled on `tape`, the loss
-// backpropagated with `seed` (nullptr: 1).
-const SequenceResult& forward_backward(Model& model, Unroller& unroller, Tape& tape, const Sequence& seq,
-                                       const Tensor* seed) {
+// backpropagated.
+const SequenceResult& forward_backward(Model& model, Unroller& unroller, Tape& tape, const Sequence& seq) {
   model.params().zero_grad();
   const SequenceResult& r = unroller.run(seq);
-  if (seed) tape.backward(r.loss, *seed);
-  else tape.backward(r.loss);
+  tape.backward(r.loss);
   return r;
 }
 
@@ -249,7 +247,7 @@ MemoryEstimate Trainer::estimate_memory() {
   double bytes[2], frames[2];
   for (int k = 0; k < 2; ++k) {
     probe_task->sample_size_into(rng, smallest + 2 * k, seq, DType::f32);
-    forward_backward(*model_, unroller, tape, seq, nullptr);
+    forward_backward(*model_, unroller, tape, seq);
     tape.clear();
     bytes[k] = double(tape.peak_pass_bytes()) / double(b0);
     frames[k] = double(seq.inputs.size());
@@ -395,7 +393,7 @@ StepStats Trainer::step() {
     std::string where = "no op produced a NaN/Inf under anomaly mode (the input data may hold one)";
     tape_.set_anomaly_mode(true);
     try {
-      forward_backward(*model_, *unroller_, tape_, seq, nullptr);
+      forward_backward(*model_, *unroller_, tape_, seq);
     } catch (const NumericError& e) {
       where = e.what();
     }
