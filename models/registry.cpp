@@ -16,14 +16,20 @@
 
 namespace matmem {
 namespace {
+// A model config's frame sizes: those of the task it trains on.
+template <class ModelConfig>
+void set_io(ModelConfig& m, const Task& t) {
+  m.input_rows = t.input_rows();
+  m.input_cols = t.input_cols();
+  m.output_rows = t.output_rows();
+  m.output_cols = t.output_cols();
+}
+
 std::unique_ptr<Model> recurrent(CellKind kind, const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
   RecurrentConfig rc;
   rc.cell = kind;
   rc.layers = c.sizes("model.layers");
-  rc.input_rows = t.input_rows();
-  rc.input_cols = t.input_cols();
-  rc.output_rows = t.output_rows();
-  rc.output_cols = t.output_cols();
+  set_io(rc, t);
   return std::make_unique<RecurrentModel>(rc, dtype, seed);
 }
 
@@ -63,10 +69,7 @@ std::unique_ptr<Model> ntm(const Config& c, const Task& t, DType dtype, std::uin
   else if (m0 == "learned") nc.memory_init = NTMConfig::MemoryInit::learned;
   else if (m0 == "random") nc.memory_init = NTMConfig::MemoryInit::random;
   else throw Error(fmt::format("config: ntm.memory_init = {}: choose constant, learned or random", m0));
-  nc.input_rows = t.input_rows();
-  nc.input_cols = t.input_cols();
-  nc.output_rows = t.output_rows();
-  nc.output_cols = t.output_cols();
+  set_io(nc, t);
   return std::make_unique<MatNTM>(nc, dtype, seed);
 }
 
@@ -93,10 +96,7 @@ std::unique_ptr<Model> gamma(const Config& c, const Task& t, DType dtype, std::u
     throw Error(fmt::format("config: gamma.placement = {}: choose input (focused) or hidden (distributed)", placement));
   gc.placement = placement == "input" ? GammaNetworkConfig::Placement::input : GammaNetworkConfig::Placement::hidden;
   gc.layers = c.sizes("model.layers");
-  gc.input_rows = t.input_rows();
-  gc.input_cols = t.input_cols();
-  gc.output_rows = t.output_rows();
-  gc.output_cols = t.output_cols();
+  set_io(gc, t);
   return std::make_unique<GammaNetwork>(gc, dtype, seed);
 }
 
@@ -123,8 +123,7 @@ std::unique_ptr<Model> fast_weights(bool fast, const Config& c, const Task& t, D
     else if (norm == "none") fc.norm = FastWeightsConfig::Norm::none;
     else throw Error(fmt::format("config: fw.layer_norm = {}: choose sum (Ba et al.), slow (004 §7) or none", norm));
   }
-  fc.input_rows = t.input_rows(), fc.input_cols = t.input_cols();
-  fc.output_rows = t.output_rows(), fc.output_cols = t.output_cols();
+  set_io(fc, t);
   return std::make_unique<FastWeightsRNN>(fc, dtype, seed);
 }
 
