@@ -54,6 +54,7 @@ Configurations (`--config NAME`, repeatable; default all):
 Run with Debian's python3-torch (PyTorch 1.13), not the pyenv python:
     /usr/bin/python3 tools/bench_train_torch.py [--config NAME ...] [--steps 30] [--warmup 5]
                                                 [--seed 1] [--json]
+                                                [--batch B] [--slots N] [--min-length L] [--max-length L]
 and compare with
     matmem bench train [--config NAME ...] --steps 30 --warmup 5
 """
@@ -61,6 +62,7 @@ import argparse
 import json
 import math
 import os
+import resource
 import statistics
 import sys
 import time
@@ -388,11 +390,12 @@ def data_rng(seed):
     return MatmemRng(seed ^ 0x5EED5EED5EED5EED)  # models/training/trainer.cpp data_rng_for
 
 
-def ntm_copy(seed, n, controller="rnn"):
+def ntm_copy(seed, n, controller="rnn", scale=None):
+    s = scale or SCALE_DEFAULTS
     rng = data_rng(seed)
-    seqs = [copy_sequence(rng, 16, 5, 5) for _ in range(n)]
-    model = MatNTM((6, 5), (5, 5), controller=controller)
-    return model, seqs, dict(lr=1e-4, momentum=0.9, clip=10.0), 16
+    seqs = [copy_sequence(rng, s["batch"], 5, 5, s["min_length"], s["max_length"]) for _ in range(n)]
+    model = MatNTM((6, 5), (5, 5), controller=controller, slots=s["slots"])
+    return model, seqs, dict(lr=1e-4, momentum=0.9, clip=10.0), s["batch"]
 
 
 def ntm_recall(seed, n):
@@ -429,9 +432,14 @@ def matrnn2_dynet(seed, n):
     return model, [seq] * n, dict(lr=1e-4, momentum=0.0, clip=None), 16
 
 
+# The paper's copy configuration, and what --batch, --slots, --min-length and --max-length change (ntm-copy and
+# ntm-lstm-copy only; matmem's keys batch, ntm.slots, task.min_length, task.max_length).
+SCALE_DEFAULTS = dict(batch=16, slots=120, min_length=1, max_length=20)
+SCALABLE = {"ntm-copy", "ntm-lstm-copy"}
+
 CONFIGS = {
-    "ntm-copy": lambda s, n: ntm_copy(s, n, "rnn"),
-    "ntm-lstm-copy": lambda s, n: ntm_copy(s, n, "lstm"),
+    "ntm-copy": lambda s, n, scale=None: ntm_copy(s, n, "rnn", scale),
+    "ntm-lstm-copy": lambda s, n, scale=None: ntm_copy(s, n, "lstm", scale),
     "ntm-recall": ntm_recall,
     "matrnn-copy": matrnn_copy,
     "vector-ntm-copy": vector_ntm_copy,
@@ -440,9 +448,10 @@ CONFIGS = {
 ALIASES = {"matrnn2-fixed": "matrnn2-dynet"}
 
 
-def bench(name, seed, warmup, steps):
+def bench(name, seed, warmup, steps, scale=None):
     torch.manual_seed(seed)  # parameter initialisation
-    model, seqs, opt, batch = CONFIGS[name](seed, warmup + steps)
+    model, seqs, opt, batch = (CONFIGS[name](seed, warmup + steps, scale) if scale
+                               else CONFIGS[name](seed, warmup + steps))
     params = list(model.parameters())
     optimizer = torch.optim.RMSprop(params, lr=opt["lr"], alpha=0.95, eps=1e-8, momentum=opt["momentum"])
 
@@ -480,6 +489,7 @@ def bench(name, seed, warmup, steps):
         "final_loss": losses[-1],
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
     }
 
 
@@ -492,9 +502,21 @@ def main():
     ap.add_argument("--warmup", type=int, default=5, help="untimed steps first")
     ap.add_argument("--seed", type=int, default=1, help="seed of the data stream and initialisation")
     ap.add_argument("--json", action="store_true", help="print one JSON object per configuration")
+    for key, value in SCALE_DEFAULTS.items():
+        ap.add_argument("--" + key.replace("_", "-"), type=int, default=None,
+                        help=f"ntm-copy, ntm-lstm-copy: {key.replace('_', ' ')} (default {value})")
     a = ap.parse_args()
     if a.steps < 1 or a.warmup < 0:
         ap.error("--steps must be >= 1 and --warmup >= 0")
+    given = {k: getattr(a, k) for k in SCALE_DEFAULTS if getattr(a, k) is not None}
+    scale = dict(SCALE_DEFAULTS, **given) if given else None
+    if scale:
+        if any(v < 1 for v in scale.values()) or scale["min_length"] > scale["max_length"]:
+            ap.error("--batch, --slots and the lengths must be >= 1, and --min-length <= --max-length")
+        others = [n for n in (a.config or list(CONFIGS)) if ALIASES.get(n, n) not in SCALABLE]
+        if others:
+            ap.error(f"--batch, --slots, --min-length and --max-length apply to {', '.join(sorted(SCALABLE))} "
+                     f"only, not {', '.join(others)}")
 
     torch.set_num_threads(1)
     try:
@@ -509,7 +531,7 @@ def main():
               f"{torch.get_num_threads()} thread; load average {os.getloadavg()[0]:.2f}")
         print(f"{'config':<18} {'steps':>6} {'ms median':>10} {'ms min':>9} {'ms max':>9} {'sequences/s':>11}")
     for name in names:
-        r = bench(name, a.seed, a.warmup, a.steps)
+        r = bench(name, a.seed, a.warmup, a.steps, scale)
         if a.json:
             print(json.dumps(r), flush=True)
         else:

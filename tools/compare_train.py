@@ -13,12 +13,21 @@ The last column is the median of those over the rounds, with their range.
 
     /usr/bin/python3 tools/compare_train.py [--matmem build/matmem] [--config ntm-copy ...]
                                             [--steps 50] [--warmup 5] [--rounds 3] [--matmem-runs 3]
+                                            [--batch B] [--slots N] [--length L]
+    /usr/bin/python3 tools/compare_train.py --scaling [batch,slots,length] [--steps 20] ...
+
+--batch, --slots and --length (every sequence L frames long) change ntm-copy and ntm-lstm-copy on both sides
+(matmem's keys batch, ntm.slots, task.min_length = task.max_length). --scaling times ntm-copy (or the one
+--config given) over the sizes `matmem bench scaling` sweeps, one size at a time with the others at the paper's
+values and every sequence 10 frames long unless the length is swept (as there), and adds each program's peak RSS and the
+growth exponent of the cost per step: the least-squares slope of log(ms per step) on log(size).
 
 Needs Debian's python3-torch (apt-get install python3-torch).
 """
 import argparse
 import csv
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -30,20 +39,102 @@ CONFIGS = ["ntm-copy", "ntm-lstm-copy", "ntm-recall", "matrnn-copy", "vector-ntm
 TORCH_NAME = {"matrnn2-fixed": "matrnn2-dynet"}
 
 
-def run_matmem(binary, config, steps, warmup):
+SCALABLE = {"ntm-copy", "ntm-lstm-copy"}
+# The sizes `matmem bench scaling` sweeps (tools/bench_command.cpp), each with the others at the paper's values.
+SWEEPS = {
+    "batch": [1, 4, 16, 64, 256],
+    "slots": [32, 64, 128, 256, 512, 1024],
+    "length": [10, 20, 50, 100, 200],
+}
+
+
+def matmem_sets(scale):
+    """--set arguments of `matmem bench train` for a scale dict (keys batch, slots, length; any may be absent)."""
+    sets = []
+    if "batch" in scale:
+        sets.append(f"batch={scale['batch']}")
+    if "slots" in scale:
+        sets.append(f"ntm.slots={scale['slots']}")
+    if "length" in scale:
+        sets += [f"task.min_length={scale['length']}", f"task.max_length={scale['length']}"]
+    return [a for kv in sets for a in ("--set", kv)]
+
+
+def torch_args(scale):
+    args = []
+    if "batch" in scale:
+        args += ["--batch", str(scale["batch"])]
+    if "slots" in scale:
+        args += ["--slots", str(scale["slots"])]
+    if "length" in scale:
+        args += ["--min-length", str(scale["length"]), "--max-length", str(scale["length"])]
+    return args
+
+
+def run_matmem(binary, config, steps, warmup, scale=None):
+    """(ms/step median, sequences/s, peak RSS MiB) of one `matmem bench train` process."""
     with tempfile.NamedTemporaryFile(suffix=".csv") as f:
         subprocess.run([binary, "bench", "train", "--config", config, "--steps", str(steps), "--warmup",
-                        str(warmup), "--csv", f.name], check=True, stdout=subprocess.DEVNULL)
+                        str(warmup), "--csv", f.name] + matmem_sets(scale or {}), check=True,
+                       stdout=subprocess.DEVNULL)
         row = next(csv.DictReader(open(f.name)))
-    return float(row["ms_median"]), float(row["sequences_per_s"])
+    return float(row["ms_median"]), float(row["sequences_per_s"]), float(row["peak_rss_mib"])
 
 
-def run_torch(config, steps, warmup):
+def run_torch(config, steps, warmup, scale=None):
     out = subprocess.run([sys.executable, os.path.join(HERE, "bench_train_torch.py"), "--config",
-                          TORCH_NAME.get(config, config), "--steps", str(steps), "--warmup", str(warmup), "--json"],
-                         check=True, capture_output=True, text=True).stdout
+                          TORCH_NAME.get(config, config), "--steps", str(steps), "--warmup", str(warmup), "--json"]
+                         + torch_args(scale or {}), check=True, capture_output=True, text=True).stdout
     r = json.loads(out.strip().splitlines()[-1])
-    return r["ms_per_step_median"], r["sequences_per_s"]
+    return r["ms_per_step_median"], r["sequences_per_s"], r["peak_rss_mib"]
+
+
+def slope(xs, ys):
+    """Least-squares slope of log(y) on log(x)."""
+    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    mx, my = statistics.fmean(lx), statistics.fmean(ly)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
+
+
+def compare(a, config, scale):
+    """Alternating runs of one configuration: (matmem runs, PyTorch runs, paired speed-ups)."""
+    groups, tt = [], []  # groups[i]: the matmem runs before PyTorch run i (groups[rounds]: after the last one)
+    for i in range(a.rounds + 1):
+        groups.append([run_matmem(a.matmem, config, a.steps, a.warmup, scale) for _ in range(a.matmem_runs)])
+        if i < a.rounds:
+            tt.append(run_torch(config, a.steps, a.warmup, scale))
+    paired = [t[0] / statistics.median(x[0] for x in groups[i] + groups[i + 1]) for i, t in enumerate(tt)]
+    return [x for g in groups for x in g], tt, paired
+
+
+def med(runs, k):
+    return statistics.median(x[k] for x in runs)
+
+
+def scaling(a, config):
+    sweeps = a.scaling.split(",")
+    for name in sweeps:
+        if name not in SWEEPS:
+            sys.exit(f"compare_train.py: --scaling {name}: not one of {', '.join(SWEEPS)}")
+    print(f"{config}: one size at a time, the others at the paper's values (every sequence 10 frames "
+          f"long unless swept); {a.rounds} PyTorch runs per size between {a.matmem_runs} matmem runs, {a.steps} timed "
+          f"steps (after {a.warmup}); medians; peak RSS per process")
+    print("| sweep | size | matmem ms/step | matmem seq/s | matmem RSS MiB | PyTorch ms/step | PyTorch seq/s "
+          "| PyTorch RSS MiB | paired speed-up, median [range] |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in sweeps:
+        xs, mm_ms, tt_ms = [], [], []
+        for n in SWEEPS[name]:
+            scale = dict({"length": 10}, **{name: n})  # as `matmem bench scaling`: fixed lengths, alike steps
+            mm, tt, paired = compare(a, config, scale)
+            xs.append(n)
+            mm_ms.append(med(mm, 0))
+            tt_ms.append(med(tt, 0))
+            print(f"| {name} | {n} | {med(mm, 0):.2f} | {med(mm, 1):.0f} | {max(x[2] for x in mm):.0f} "
+                  f"| {med(tt, 0):.1f} | {med(tt, 1):.1f} | {max(x[2] for x in tt):.0f} "
+                  f"| {statistics.median(paired):.1f}× [{min(paired):.1f}–{max(paired):.1f}] |", flush=True)
+        print(f"| {name} | growth exponent of ms/step | {slope(xs, mm_ms):.2f} | | | {slope(xs, tt_ms):.2f} | | | |",
+              flush=True)
 
 
 def main():
@@ -55,29 +146,37 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="PyTorch runs per configuration")
     ap.add_argument("--matmem-runs", type=int, default=3,
                     help="matmem runs between consecutive PyTorch runs (and before the first, after the last)")
+    ap.add_argument("--batch", type=int, help="ntm-copy, ntm-lstm-copy: sequences per step (default 16)")
+    ap.add_argument("--slots", type=int, help="ntm-copy, ntm-lstm-copy: memory slots (default 120)")
+    ap.add_argument("--length", type=int, help="ntm-copy, ntm-lstm-copy: every sequence this long "
+                                               "(default: uniform in 1..20)")
+    ap.add_argument("--scaling", nargs="?", const=",".join(SWEEPS), metavar="SWEEPS",
+                    help=f"the scaling table instead: sweeps {','.join(SWEEPS)} (default all)")
     a = ap.parse_args()
+    scale = {k: getattr(a, k) for k in ("batch", "slots", "length") if getattr(a, k) is not None}
+    if any(v < 1 for v in scale.values()):
+        ap.error("--batch, --slots and --length must be at least 1")
+    configs = a.config or (["ntm-copy"] if scale or a.scaling else CONFIGS)
+    if (scale or a.scaling) and any(c not in SCALABLE for c in configs):
+        ap.error(f"--batch, --slots, --length and --scaling apply to {', '.join(sorted(SCALABLE))} only")
+    if a.scaling and (scale or len(configs) != 1):
+        ap.error("--scaling takes one --config and sets the sizes itself")
     if not os.path.exists(a.matmem):
         ap.error(f"{a.matmem} not found; build first (tools/setup.sh) or pass --matmem")
     if a.rounds < 1 or a.matmem_runs < 1:
         ap.error("--rounds and --matmem-runs must be at least 1")
+    if a.scaling:
+        scaling(a, configs[0])
+        return 0
     print(f"{a.rounds} PyTorch runs per configuration, each between {a.matmem_runs} matmem runs on either side; "
-          f"{a.steps} timed steps (after {a.warmup}) per run, one thread each; medians over runs")
+          f"{a.steps} timed steps (after {a.warmup}) per run, one thread each; medians over runs"
+          + (f"; {' '.join(f'{k} {v}' for k, v in scale.items())}" if scale else ""))
     print(f"| configuration | matmem ms/step | PyTorch ms/step | matmem seq/s | PyTorch seq/s | speed-up (ms/step) "
           f"| speed-up (seq/s) | paired speed-up (ms/step), median [range] |")
     print("|---|---|---|---|---|---|---|---|")
-    for config in a.config or CONFIGS:
-        # groups[i]: the matmem runs before PyTorch run i (groups[rounds]: after the last one)
-        groups, tt = [], []
-        for i in range(a.rounds + 1):
-            groups.append([run_matmem(a.matmem, config, a.steps, a.warmup) for _ in range(a.matmem_runs)])
-            if i < a.rounds:
-                tt.append(run_torch(config, a.steps, a.warmup))
-        mm = [x for g in groups for x in g]
-        m_ms = statistics.median(x[0] for x in mm)
-        m_sps = statistics.median(x[1] for x in mm)
-        t_ms = statistics.median(x[0] for x in tt)
-        t_sps = statistics.median(x[1] for x in tt)
-        paired = [t[0] / statistics.median(x[0] for x in groups[i] + groups[i + 1]) for i, t in enumerate(tt)]
+    for config in configs:
+        mm, tt, paired = compare(a, config, scale)
+        m_ms, m_sps, t_ms, t_sps = med(mm, 0), med(mm, 1), med(tt, 0), med(tt, 1)
         print(f"| {config} | {m_ms:.2f} | {t_ms:.2f} | {m_sps:.0f} | {t_sps:.1f} | {t_ms / m_ms:.1f}× "
               f"| {m_sps / t_sps:.1f}× | {statistics.median(paired):.1f}× [{min(paired):.1f}–{max(paired):.1f}] |",
               flush=True)

@@ -27,6 +27,7 @@ void Progress::update(std::int64_t step, double loss, double bits, double second
 
 void Progress::finish() {
   if (terminal_ && drawn_) fmt::print("\n");
+  drawn_ = false;  // a line printed after this one does not share the bar's
 }
 
 }  // namespace matmem::tools

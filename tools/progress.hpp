@@ -10,7 +10,7 @@ class Progress {
   Progress(std::int64_t total, bool terminal, bool quiet = false, const char* cost = "bits/seq")
       : total_(total), terminal_(terminal), quiet_(quiet), cost_(cost) {}
   void update(std::int64_t step, double loss, double bits, double seconds_per_step);
-  void finish();
+  void finish();  // ends the bar's line (if drawn); the next update() draws a new one
   bool terminal() const { return terminal_ && !quiet_; }
 
  private:

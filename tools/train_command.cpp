@@ -206,8 +206,17 @@ void run(const Options& o) {
   double loss = 0, bits = 0, norm = 0, frames = 0, last_loss = 0, last_bits = 0, last_draw = 0;
   std::int64_t n = 0, done_here = 0;
   double reduce_seconds = 0;  // distributed: gathering and adding the ranks' gradients, waits included
+  std::int64_t level = trainer->curriculum_level();
+  if (level && !o.json)
+    fmt::print("curriculum: {} up to {} (of {})\n", trainer->task().size_name(), level,
+               trainer->task().size_range().second);
   while (trainer->steps_done() < total) {
     const StepStats s = trainer->step();
+    if (trainer->curriculum_level() != level && !o.json) {
+      level = trainer->curriculum_level();
+      progress.finish();
+      fmt::print("curriculum: {} up to {} from step {}\n", trainer->task().size_name(), level, trainer->steps_done());
+    }
     ++done_here;
     reduce_seconds += trainer->reduce_seconds();
     if (s.skipped) {

@@ -21,6 +21,7 @@ class DelayedRecallTask : public Task {
   void sample_into(Rng& rng, Sequence& out, DType dtype = DType::f32) const override;
   void sample_size_into(Rng& rng, std::int64_t length, Sequence& out, DType dtype = DType::f32) const override;
   const char* size_name() const override { return "length"; }
+  std::pair<std::int64_t, std::int64_t> size_range() const override { return {o_.min_length, o_.max_length}; }
   std::vector<std::int64_t> eval_sizes() const override { return {10, 20, 30, 40, 50, 60, 70, 80, 90, 100}; }
   std::int64_t input_rows() const override { return o_.rows; }
   std::int64_t input_cols() const override { return o_.cols; }

@@ -28,6 +28,7 @@ class MackeyGlassTask : public Task {
   void sample_into(Rng& rng, Sequence& out, DType dtype = DType::f32) const override;
   void sample_size_into(Rng& rng, std::int64_t length, Sequence& out, DType dtype = DType::f32) const override;
   const char* size_name() const override { return "length"; }
+  std::pair<std::int64_t, std::int64_t> size_range() const override { return {o_.min_length, o_.max_length}; }
   std::vector<std::int64_t> eval_sizes() const override { return {10, 20, 50, 100, 200}; }
   std::int64_t input_rows() const override { return 1; }
   std::int64_t input_cols() const override { return 1; }

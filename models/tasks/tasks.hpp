@@ -16,6 +16,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/random.hpp"
@@ -73,6 +74,10 @@ class Task {
   virtual void sample_into(Rng& rng, Sequence& out, DType dtype = DType::f32) const = 0;
   virtual void sample_size_into(Rng& rng, std::int64_t size, Sequence& out, DType dtype = DType::f32) const = 0;
   virtual const char* size_name() const = 0;               // "length" or "items"
+  // The sizes sample_into() draws from, uniformly: {min, max}. sample_into(rng, out) is
+  // sample_size_into(rng, rng.uniform_int(min, max), out), which a curriculum narrows to {min, level}
+  // (models/training/trainer.hpp). {0, 0}: a task whose sizes a curriculum cannot grow.
+  virtual std::pair<std::int64_t, std::int64_t> size_range() const { return {0, 0}; }
   virtual std::vector<std::int64_t> eval_sizes() const = 0;  // the sizes `matmem eval` reports by default
   virtual std::int64_t input_rows() const = 0;
   virtual std::int64_t input_cols() const = 0;
@@ -97,6 +102,7 @@ class CopyTask : public Task {
   void sample_into(Rng& rng, Sequence& out, DType dtype = DType::f32) const override;
   void sample_size_into(Rng& rng, std::int64_t length, Sequence& out, DType dtype = DType::f32) const override;
   const char* size_name() const override { return "length"; }
+  std::pair<std::int64_t, std::int64_t> size_range() const override { return {o_.min_length, o_.max_length}; }
   std::vector<std::int64_t> eval_sizes() const override { return {10, 20, 30, 40, 50, 60, 70, 80, 90, 100}; }
   std::int64_t input_rows() const override { return o_.rows + 1; }
   std::int64_t input_cols() const override { return o_.cols; }
@@ -116,6 +122,7 @@ class RecallTask : public Task {
   void sample_into(Rng& rng, Sequence& out, DType dtype = DType::f32) const override;
   void sample_size_into(Rng& rng, std::int64_t items, Sequence& out, DType dtype = DType::f32) const override;
   const char* size_name() const override { return "items"; }
+  std::pair<std::int64_t, std::int64_t> size_range() const override { return {o_.min_items, o_.max_items}; }
   std::vector<std::int64_t> eval_sizes() const override { return {2, 4, 6, 8, 10, 12, 14, 16, 18, 20}; }
   std::int64_t input_rows() const override { return o_.rows + 2; }
   std::int64_t input_cols() const override { return o_.cols; }

@@ -32,9 +32,9 @@ const std::vector<ConfigKey>& config_keys() {
       {"adam.beta2", "0.999", "Adam β₂"},
       {"adam.eps", "1e-8", "Adam ε"},
       {"sgd.momentum", "0.9", "SGD momentum"},
-      {"weight_decay", "0", "L2 weight decay λ (added to the gradient)"},
-      {"clip.value", "10", "clip every gradient element to ±value (0: off)"},
-      {"clip.norm", "0", "clip the global gradient norm to this (0: off)"},
+      {"weight_decay", "0.0", "L2 weight decay λ (added to the gradient)"},
+      {"clip.value", "10.0", "clip every gradient element to ±value (0: off)"},
+      {"clip.norm", "0.0", "clip the global gradient norm to this (0: off)"},
       {"task.rows", "5", "rows r of the task's matrices (1: the vector task)"},
       {"task.cols", "5", "columns c of the task's matrices"},
       {"task.min_length", "1", "copy: shortest sequence; delay: fewest recalled frames"},
@@ -79,6 +79,11 @@ const std::vector<ConfigKey>& config_keys() {
       {"micro_batch", "16",
        "run a step's batch (each thread's part) as micro-batches of this many sequences, gradients added (0: all "
        "at once; a batch of 256 ran 2.6x faster in micro-batches of 16; see models/training/trainer.hpp)"},
+      {"curriculum.threshold", "0.0",
+       "curriculum: sizes (recall items, copy lengths) start at the smallest and the largest drawn grows by one each "
+       "time a window's mean cost per sequence falls below this (0: no curriculum; see models/training/trainer.hpp)"},
+      {"curriculum.window", "1000", "curriculum: steps whose mean cost decides whether the largest size grows"},
+      {"curriculum.start", "0", "curriculum: the largest size drawn at first (0: the task's smallest)"},
       {"anomaly", "false", "anomaly mode: check every op for NaN/Inf (slower)"},
       {"nonfinite", "\"stop\"",
        "a step whose loss, gradient or update is NaN/Inf changes nothing, then: stop (with an error naming the step "

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -142,6 +144,20 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
   validate(config_);
   task_ = make_task(config_);
   model_ = make_model(config_, *task_, DType::f32);
+  if (const double th = config_.num("curriculum.threshold"); th != 0) {
+    const auto [lo, hi] = task_->size_range();
+    const std::int64_t window = config_.integer("curriculum.window"), start = config_.integer("curriculum.start");
+    if (!(th > 0) || !std::isfinite(th))
+      throw Error(fmt::format("config: curriculum.threshold = {} must be a cost > 0 (or 0: no curriculum)", th));
+    if (hi < 1)
+      throw Error(fmt::format("config: curriculum.threshold = {}: task {} has no sizes a curriculum can grow", th,
+                              task_->name()));
+    if (window < 1) throw Error(fmt::format("config: curriculum.window = {} must be ≥ 1", window));
+    if (start != 0 && (start < lo || start > hi))
+      throw Error(fmt::format("config: curriculum.start = {} must be a {} of task {} ({}..{}), or 0", start,
+                              task_->size_name(), task_->name(), lo, hi));
+    curriculum_ = {th, window, lo, hi, start ? start : lo, 0, 0.0};
+  }
   memory_ = estimate_memory();
   if (config_.flag("memory.check") && memory_.bytes > memory_.available)
     throw Error(fmt::format("memory: this run needs about {:.1f} GiB at its longest sequence ({} time steps × batch "
@@ -360,8 +376,26 @@ void Trainer::reduce_over_ranks(StepStats& stats) {
   reduce_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+void Trainer::sample_batch() {
+  if (curriculum_.threshold > 0)
+    task_->sample_size_into(data_rng_, data_rng_.uniform_int(curriculum_.min, curriculum_.level), sequence_,
+                            DType::f32);
+  else
+    task_->sample_into(data_rng_, sequence_, DType::f32);
+}
+
+void Trainer::advance_curriculum(double cost) {
+  Curriculum& c = curriculum_;
+  if (c.threshold == 0 || c.level >= c.max) return;
+  c.window_sum += cost;
+  if (++c.window_steps < c.window) return;
+  if (c.window_sum / double(c.window) < c.threshold) ++c.level;
+  c.window_steps = 0;
+  c.window_sum = 0;
+}
+
 StepStats Trainer::step() {
-  task_->sample_into(data_rng_, sequence_, DType::f32);
+  sample_batch();
   const Sequence& seq = sequence_;
   ParameterStore& params = model_->params();
   StepStats stats;
@@ -417,6 +451,7 @@ StepStats Trainer::step() {
                                          config_.num("lr"), *bad));
   }
   ++step_;
+  advance_curriculum(stats.bits);
   return stats;
 }
 
@@ -452,6 +487,9 @@ void Trainer::save(const std::string& dir) const {
                 {"rng", fmt::format("{} {} {} {}", s[0], s[1], s[2], s[3])},
                 {"nonfinite_skips", std::to_string(skipped_)},
                 {"config", config_.values().dump()}};
+  if (curriculum_.threshold > 0)  // the window's sum in hexadecimal: read back exactly
+    f.metadata["curriculum"] =
+        fmt::format("{} {} {:a}", curriculum_.level, curriculum_.window_steps, curriculum_.window_sum);
   write_safetensors(path, f);
 }
 
@@ -512,6 +550,19 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
   if (auto it = f.metadata.find("nonfinite_skips"); it != f.metadata.end())
     t->skipped_ = count("nonfinite_skips", it->second);
   t->optimizer_->set_steps(count("optimizer_steps", meta("optimizer_steps")));
+  if (Curriculum& cu = t->curriculum_; cu.threshold > 0) {
+    const std::string& text = meta("curriculum");
+    char* end = nullptr;
+    std::int64_t level = 0, window_steps = 0;
+    int used = 0;
+    const bool counts = std::sscanf(text.c_str(), "%ld %ld %n", &level, &window_steps, &used) == 2;
+    const double sum = counts ? std::strtod(text.c_str() + used, &end) : 0.0;
+    if (!counts || end == text.c_str() + used || *end != '\0' || level < cu.min || level > cu.max ||
+        window_steps < 0 || window_steps >= cu.window || !std::isfinite(sum))
+      throw Error(fmt::format("checkpoint {}: curriculum \"{}\" is not a level in {}..{}, a step count below "
+                              "curriculum.window = {} and a finite sum", path, text, cu.min, cu.max, cu.window));
+    cu.level = level, cu.window_steps = window_steps, cu.window_sum = sum;
+  }
   return t;
 }
 

@@ -35,9 +35,17 @@
 // (tests/tools/distributed_test.cpp). An all-reduce (MPI_Allreduce) would move less data for large K, but MPI
 // does not fix the order of its additions.
 //
+// Curriculum (config key curriculum.threshold = θ > 0; Graves et al. 2014 and later NTM work train on short
+// sequences or few items first): the task's sizes {min, max} (Task::size_range: copy lengths, recall items)
+// are drawn from {min, level} instead, level = curriculum.start (or min) at first. After every applied step
+// the step's cost per sequence (bits, class errors or NMSE) joins a window; once the window holds
+// curriculum.window steps, level grows by one if their mean cost is below θ, and the window starts afresh.
+// At level = max the draws are sample_into's, the same numbers from the same Rng. The level and the window
+// are saved in checkpoints, so a resumed run draws what an uninterrupted one does.
+//
 // save() writes DIR/checkpoint.safetensors atomically: parameters ("param/<name>"), optimiser state
 // ("optim/<name>/<slot>"), and metadata: step, the data Rng's state, the optimiser's step count and the
-// resolved config. resume() restores all of it, so an interrupted and resumed run equals an uninterrupted
+// resolved config (and the curriculum's state). resume() restores all of it, so an interrupted and resumed run equals an uninterrupted
 // one bit for bit.
 #pragma once
 #include <memory>
@@ -91,6 +99,8 @@ class Trainer {
   std::int64_t steps_done() const { return step_; }
   std::int64_t steps_total() const { return config_.integer("steps"); }
   std::int64_t skipped() const { return skipped_; }  // steps skipped for a NaN/Inf, over the whole run
+  // The largest size a step draws under a curriculum (above); 0 without one.
+  std::int64_t curriculum_level() const { return curriculum_.level; }
 
   void save(const std::string& dir) const;
 
@@ -129,6 +139,12 @@ class Trainer {
   Sequence sequence_;  // reused: drawing a batch allocates nothing once the longest has been seen
   std::int64_t step_ = 0;
   std::int64_t skipped_ = 0;
+  struct Curriculum {
+    double threshold = 0;  // 0: off
+    std::int64_t window = 0, min = 0, max = 0;
+    std::int64_t level = 0, window_steps = 0;
+    double window_sum = 0;
+  } curriculum_;
   MemoryEstimate memory_;
   // Every tensor an update changes (parameters, then optimiser state), named, and a copy of each taken
   // before the update, to undo one that is not finite.
@@ -152,6 +168,8 @@ class Trainer {
   void run_parallel(const Sequence& seq, std::int64_t total, StepStats& stats);
   void reduce_over_ranks(StepStats& stats);
   void set_anomaly_mode(bool on);
+  void sample_batch();
+  void advance_curriculum(double cost);
   StepStats not_finite(StepStats& stats, const std::string& what);
   MemoryEstimate estimate_memory();
 };

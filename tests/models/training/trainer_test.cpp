@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -267,4 +268,17 @@ TEST_CASE("micro-batches: a run is reproducible, a batch of at most one micro-ba
   CHECK(Trainer(c).memory_estimate().tape_bytes > 3 * sixteen);
   c.set("micro_batch", "-1", "test");
   CHECK_THROWS_WITH(Trainer(c), Contains("micro_batch = -1 must be ≥ 0"));
+}
+
+TEST_CASE("every real-valued key takes a fraction, and a step runs with it", "[trainer]") {
+  // A default written as an integer would make its key integer-typed and refuse 0.5.
+  Config c = small("matrnn");
+  for (const char* key : {"lr", "weight_decay", "clip.value", "clip.norm", "curriculum.threshold"}) {
+    INFO(key);
+    CHECK_NOTHROW(c.set(key, "0.5", "--set"));
+    CHECK(c.num(key) == 0.5);
+  }
+  c.set("lr", "0.001", "--set");
+  Trainer t(c);
+  CHECK(std::isfinite(t.step().loss));
 }

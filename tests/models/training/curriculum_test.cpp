@@ -1,0 +1,128 @@
+// The curriculum of models/training/trainer.hpp: the largest size drawn grows by one after each window whose
+// mean cost is below the threshold, draws at the task's largest size are sample_into's, and the state goes
+// through checkpoints.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "models/training/trainer.hpp"
+#include "runtime/safetensors.hpp"
+#include "small_config.hpp"
+
+using namespace matmem;
+using Catch::Matchers::Contains;
+
+namespace {
+// Copy sequences of 1..4 frames: a sequence of length l has 2l + 1 time steps.
+Config copy_with_curriculum(const std::string& threshold, int window, int start = 0) {
+  Config c = testing::small_config("matrnn");
+  c.set("curriculum.threshold", threshold, "test");
+  c.set("curriculum.window", std::to_string(window), "test");
+  c.set("curriculum.start", std::to_string(start), "test");
+  return c;
+}
+std::string temp_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / "matmem_curriculum_test" / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+bool same_bits(const ParameterStore& a, const ParameterStore& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t k = 0; k < a.size(); ++k)
+    if (std::memcmp(a[k].value.raw(), b[k].value.raw(), a[k].value.bytes()) != 0) return false;
+  return true;
+}
+}  // namespace
+
+TEST_CASE("curriculum: the largest size grows by one per window below the threshold, up to the task's largest",
+          "[trainer][curriculum]") {
+  Trainer t(copy_with_curriculum("1e9", 2));  // every window's cost is below 1e9
+  CHECK(t.curriculum_level() == 1);             // the task's smallest length
+  std::vector<std::int64_t> levels;
+  for (int k = 0; k < 8; ++k) {
+    const std::int64_t before = levels.empty() ? 1 : levels.back();
+    CHECK(t.step().frames <= 2 * before + 1);  // drawn up to the level before the step: 2l + 1 frames
+    levels.push_back(t.curriculum_level());
+  }
+  CHECK(levels == std::vector<std::int64_t>{1, 2, 2, 3, 3, 4, 4, 4});
+}
+
+TEST_CASE("curriculum: a window's mean cost must be strictly below the threshold, and only draws up to the level",
+          "[trainer][curriculum]") {
+  // The first window's two steps are the same in every run: its mean decides.
+  Trainer probe(copy_with_curriculum("1e9", 2, 2));
+  const double mean = (probe.step().bits + probe.step().bits) / 2;
+  REQUIRE(mean > 0);
+  {
+    Trainer at(copy_with_curriculum(fmt::format("{:.17g}", mean), 2, 2));
+    at.step(), at.step();
+    CHECK(at.curriculum_level() == 2);  // equal is not below
+  }
+  {
+    Trainer above(copy_with_curriculum(fmt::format("{:.17g}", std::nextafter(mean, 1e300)), 2, 2));
+    above.step(), above.step();
+    CHECK(above.curriculum_level() == 3);
+  }
+  Trainer never(copy_with_curriculum("1e-300", 3, 2));
+  for (int k = 0; k < 30; ++k) CHECK(never.step().frames <= 2 * 2 + 1);  // lengths 1..2 only
+  CHECK(never.curriculum_level() == 2);
+}
+
+TEST_CASE("curriculum: at the task's largest size a run is the run without a curriculum, bit for bit",
+          "[trainer][curriculum]") {
+  Trainer with(copy_with_curriculum("0.5", 2, 4)), without(testing::small_config("matrnn"));
+  for (int k = 0; k < 6; ++k) CHECK(with.step().loss == without.step().loss);
+  CHECK(same_bits(with.model().params(), without.model().params()));
+}
+
+TEST_CASE("curriculum: a run resumed mid-window equals the uninterrupted run, level and draws included",
+          "[trainer][curriculum]") {
+  const Config c = copy_with_curriculum("1e9", 3);
+  Trainer whole(c);
+  for (int k = 0; k < 10; ++k) whole.step();
+  const std::string dir = temp_dir("resume");
+  Trainer first(c);
+  for (int k = 0; k < 4; ++k) first.step();  // level 2, one step into the second window
+  first.save(dir);
+  auto resumed = Trainer::resume(dir);
+  CHECK(resumed->curriculum_level() == 2);
+  while (resumed->steps_done() < 10) resumed->step();
+  CHECK(resumed->curriculum_level() == whole.curriculum_level());
+  CHECK(same_bits(whole.model().params(), resumed->model().params()));
+}
+
+TEST_CASE("curriculum: bad settings and checkpoints are refused, naming the key", "[trainer][curriculum][errors]") {
+  CHECK_THROWS_WITH(Trainer(copy_with_curriculum("-1", 10)), Contains("curriculum.threshold = -1"));
+  CHECK_THROWS_WITH(Trainer(copy_with_curriculum("1", 0)), Contains("curriculum.window = 0"));
+  CHECK_THROWS_WITH(Trainer(copy_with_curriculum("1", 10, 5)),
+                    Contains("curriculum.start = 5") && Contains("length") && Contains("1..4"));
+  Config r = copy_with_curriculum("1", 10);
+  r.set("task", "retrieval", "test");
+  CHECK_THROWS_WITH(Trainer(r), Contains("task retrieval has no sizes a curriculum can grow"));
+
+  const std::string dir = temp_dir("bad");
+  Trainer t(copy_with_curriculum("1e9", 3));
+  t.step();
+  t.save(dir);
+  const std::string path = dir + "/checkpoint.safetensors";
+  const TensorFile good = read_safetensors(path);
+  for (const char* value : {"", "2", "9 0 0x0p+0", "2 3 0x0p+0", "2 1 nan", "2 1 0x1p+0 x"}) {
+    INFO("curriculum = \"" << value << "\"");
+    TensorFile f = good;
+    f.metadata["curriculum"] = value;
+    write_safetensors(path, f);
+    CHECK_THROWS_WITH(Trainer::resume(dir), Contains(path) && Contains("curriculum"));
+  }
+  TensorFile missing = good;
+  missing.metadata.erase("curriculum");
+  write_safetensors(path, missing);
+  CHECK_THROWS_WITH(Trainer::resume(dir), Contains("metadata curriculum is missing"));
+  write_safetensors(path, good);
+  CHECK(Trainer::resume(dir)->curriculum_level() == 1);
+}
