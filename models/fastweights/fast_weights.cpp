@@ -28,12 +28,17 @@ FastWeightsRNN::FastWeightsRNN(const FastWeightsConfig& c, DType dtype, std::uin
   declare_state({.name = "h", .shape = matrices(1, c.rows, c.cols)});
   slow_ = n + "/slow", ln_ = n + "/ln", out_ = n + "/out", fast_ = n + "/fast";
   if (c.fast) {
+    // The cost model of fast_weights.hpp ("auto"), per time step, in multiply-adds per sequence, each op also
+    // charged a fixed k for the tape's own work (k = 40: fitted to the crossover measured on retrieval, see
+    // models/README.md; with k = 0 the matrix form would be chosen up to 2.5 times too large an n).
     const double units = double(c.rows * c.cols), S = c.inner_steps, past = (double(c.typical_steps) - 1) / 2;
+    const double k = 40, sum_cost = S * past * (2 * units + 3 * k),
+                 matrix_cost = S * (2 * units * units + k) + 3 * units * units + 3 * k;
     switch (c.form) {
       case FastWeightsConfig::Form::sum: matrix_ = false; break;
       case FastWeightsConfig::Form::matrix: matrix_ = true; break;
       case FastWeightsConfig::Form::automatic:
-        matrix_ = c.typical_steps > 0 && (2 * S + 3) * units * units < 2 * S * units * past;
+        matrix_ = c.typical_steps > 0 && matrix_cost < sum_cost;
         break;
     }
     if (matrix_) declare_state({.name = "A", .shape = matrices(1, c.rows * c.cols, c.rows * c.cols)});

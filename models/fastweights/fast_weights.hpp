@@ -22,9 +22,14 @@
 //             once a time step, A_t = λ A_{t−1} + η vec(H_t) vec(H_t)ᵀ (ops/fast_weight_matrix.hpp: vec_outer),
 //             and applied as vec(A_{t−1}(H)) = A_{t−1} vec(H) (vec_matvec): about 2n² per inner step and 3n²
 //             per time step for the update, whatever t;
-//   "auto" (default): "matrix" when (2S + 3)·n² < 2S·n·t̄, t̄ = (T − 1)/2 the mean number of past states over a
-//             sequence of T steps (FastWeightsConfig::typical_steps, set by the registry from the task's
-//             sequences; 0, unknown: "sum"). The two agree to rounding (a test checks loss and gradients).
+//   "auto" (default): the cheaper by a cost model per time step, each op charged k = 40 multiply-adds for the
+//             tape's fixed work besides its arithmetic: "matrix" when
+//               S·(2n² + k) + 3n² + 3k  <  S·t̄·(2n + 3k),
+//             t̄ = (T − 1)/2 the mean number of past states over a sequence of T steps
+//             (FastWeightsConfig::typical_steps, set by the registry from the task's sequences; 0, unknown:
+//             "sum"). k was fitted to measured crossovers (models/README.md); with arithmetic alone (k = 0) the
+//             rule would give the matrix form up to n = 2S·t̄/(2S + 3), measured to be ~3 times too small.
+//             The two forms agree to rounding (a test checks loss and gradients).
 // Learned λ and η (fw.learn_lambda, fw.learn_eta; off by default, then λ and η are constants): unconstrained
 // parameters kept in range by construction, each [1,1] and shared by the layer, initialised at the
 // configured values:
