@@ -29,10 +29,10 @@ FastWeightsRNN::FastWeightsRNN(const FastWeightsConfig& c, DType dtype, std::uin
   slow_ = n + "/slow", ln_ = n + "/ln", out_ = n + "/out", fast_ = n + "/fast";
   if (c.fast) {
     // The cost model of fast_weights.hpp ("auto"), per time step, in multiply-adds per sequence, each op also
-    // charged a fixed k for the tape's own work (k = 40: fitted to the crossover measured on retrieval, see
-    // models/README.md; with k = 0 the matrix form would be chosen up to 2.5 times too large an n).
+    // charged a fixed k for the tape's own work (k = 30: fitted to the crossover measured on retrieval, see
+    // models/README.md; with k = 0 the rule would stop the matrix form at an n ~3 times too small).
     const double units = double(c.rows * c.cols), S = c.inner_steps, past = (double(c.typical_steps) - 1) / 2;
-    const double k = 40, sum_cost = S * past * (2 * units + 3 * k),
+    const double k = 30, sum_cost = S * past * (2 * units + 3 * k),
                  matrix_cost = S * (2 * units * units + k) + 3 * units * units + 3 * k;
     switch (c.form) {
       case FastWeightsConfig::Form::sum: matrix_ = false; break;

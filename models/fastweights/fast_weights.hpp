@@ -22,7 +22,7 @@
 //             once a time step, A_t = λ A_{t−1} + η vec(H_t) vec(H_t)ᵀ (ops/fast_weight_matrix.hpp: vec_outer),
 //             and applied as vec(A_{t−1}(H)) = A_{t−1} vec(H) (vec_matvec): about 2n² per inner step and 3n²
 //             per time step for the update, whatever t;
-//   "auto" (default): the cheaper by a cost model per time step, each op charged k = 40 multiply-adds for the
+//   "auto" (default): the cheaper by a cost model per time step, each op charged k = 30 multiply-adds for the
 //             tape's fixed work besides its arithmetic: "matrix" when
 //               S·(2n² + k) + 3n² + 3k  <  S·t̄·(2n + 3k),
 //             t̄ = (T − 1)/2 the mean number of past states over a sequence of T steps

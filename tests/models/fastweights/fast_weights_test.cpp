@@ -273,14 +273,16 @@ TEST_CASE("fw.form, fw.learn_lambda and fw.learn_eta from the config; auto follo
   CHECK_FALSE(fw()->config().learn_lambda);
   CHECK_FALSE(fw()->config().learn_eta);
   CHECK(fw()->config().typical_steps == 11);
-  // S = 1, t̄ = 5: matrix when 5n² + 160 < 5(2n + 120), i.e. n ≤ 10: the matrix at 6 units and 10, the sum at 11.
+  // S = 1, t̄ = 5: matrix when 5n² + 120 < 5(2n + 90), i.e. n ≤ 9: the matrix at 6 units and 9, the sum at 10.
+  CHECK(fw()->matrix_form());
+  c.set("model.layers", "3x3", "test");
   CHECK(fw()->matrix_form());
   c.set("model.layers", "2x5", "test");
-  CHECK(fw()->matrix_form());
-  c.set("model.layers", "1x11", "test");
   CHECK_FALSE(fw()->matrix_form());
-  c.set("fw.inner_steps", "3", "test");  // 3(2n² + 40) + 3n² + 120 < 15(2n + 120): n ≤ 14
+  c.set("fw.inner_steps", "3", "test");  // 3(2n² + 30) + 3n² + 90 < 15(2n + 90): n ≤ 13
   CHECK(fw()->matrix_form());
+  c.set("model.layers", "1x14", "test");
+  CHECK_FALSE(fw()->matrix_form());
   c.set("fw.inner_steps", "1", "test");
   c.set("model.layers", "1x6", "test");
   c.set("model.layers", "1x6", "test");
