@@ -261,7 +261,7 @@ TEST_CASE("fast weights: the matrix form and the past states' sum give the same 
     }
 }
 
-TEST_CASE("fw.form, fw.learn_lambda and fw.learn_eta from the config; auto follows the cost model", "[models][fastweights]") {
+TEST_CASE("fw.form, fw.learn_lambda and fw.learn_eta from the config, and auto follows the cost model", "[models][fastweights]") {
   Config c;
   c.set("task", "retrieval", "test");
   c.set("task.pairs", "4", "test");  // 11 steps: 5 past states on average
