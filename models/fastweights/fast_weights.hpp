@@ -12,12 +12,11 @@
 //   A_{t−1}(H) = η Σ_{τ<t} λ^{t−1−τ} ⟨H_τ, H⟩_F H_τ
 // A_{t−1} is the fast-weight matrix of the hidden states before step t, A_{t−1} = λ A_{t−2} + η vec(H_{t−1})
 // vec(H_{t−1})ᵀ, A_{−1} = 0, applied to vec(H): for rows = 1 it is Ba et al.'s A(t) = λA(t−1) + η h(t)h(t)ᵀ and
-// A h = η Σ_τ λ^{t−1−τ} h_τ (h_τᵀ h) (004 §3.2). It is never formed: A(H) is computed from the kept past
-// states H_τ of the sequence (⟨·,·⟩_F by ops/frobenius.hpp), t inner products a step, as Ba et al. note
-// ("no need to store the fast weights matrix"); for rows·cols = n that is O(t·n) per inner step instead of n².
-// Two forms compute the same A_{t−1}(H) (fw.form):
-//   "sum":    from the kept past states H_τ of the sequence, as above: per inner step t Frobenius products and
-//             t scaled adds, about 2·t·n multiply-adds (n = rows·cols) and 3t tape nodes;
+// A h = η Σ_τ λ^{t−1−τ} h_τ (h_τᵀ h) (004 §3.2). Two forms compute the same A_{t−1}(H) (fw.form):
+//   "sum":    A never formed, A(H) from the kept past states H_τ of the sequence (⟨·,·⟩_F by
+//             ops/frobenius.hpp), as Ba et al. note ("no need to store the fast weights matrix"): per inner
+//             step t Frobenius products and t scaled adds, about 2·t·n multiply-adds (n = rows·cols) and 3t
+//             tape nodes;
 //   "matrix": A_{t−1} kept as an n×n matrix per sequence, a recurrent state <name> "A", zero at t = 0, updated
 //             once a time step, A_t = λ A_{t−1} + η vec(H_t) vec(H_t)ᵀ (ops/fast_weight_matrix.hpp: vec_outer),
 //             and applied as vec(A_{t−1}(H)) = A_{t−1} vec(H) (vec_matvec): about 2n² per inner step and 3n²
