@@ -122,6 +122,21 @@ std::unique_ptr<Model> fast_weights(bool fast, const Config& c, const Task& t, D
     else if (norm == "slow") fc.norm = FastWeightsConfig::Norm::slow;
     else if (norm == "none") fc.norm = FastWeightsConfig::Norm::none;
     else throw Error(fmt::format("config: fw.layer_norm = {}: choose sum (Ba et al.), slow (004 §7) or none", norm));
+    fc.learn_lambda = c.flag("fw.learn_lambda"), fc.learn_eta = c.flag("fw.learn_eta");
+    if (fc.learn_lambda && !(fc.lambda > 0 && fc.lambda < 1))
+      throw Error(fmt::format("config: fw.lambda = {}: a learned λ = σ(θ) must start in (0, 1)", fc.lambda));
+    if (fc.learn_eta && !(fc.eta > 0))
+      throw Error(fmt::format("config: fw.eta = {}: a learned η = softplus(θ) must start above 0", fc.eta));
+    const std::string form = c.str("fw.form");
+    if (form == "auto") fc.form = FastWeightsConfig::Form::automatic;
+    else if (form == "sum") fc.form = FastWeightsConfig::Form::sum;
+    else if (form == "matrix") fc.form = FastWeightsConfig::Form::matrix;
+    else throw Error(fmt::format("config: fw.form = {}: choose auto, sum (the past states) or matrix (A kept)", form));
+    // The mean sequence length, for "auto": a few sequences from a stream of their own.
+    Rng rng(0x5eed);
+    std::int64_t steps = 0;
+    for (int k = 0; k < 8; ++k) steps += std::int64_t(t.sample(rng).inputs.size());
+    fc.typical_steps = steps / 8;
   }
   set_io(fc, t);
   return std::make_unique<FastWeightsRNN>(fc, dtype, seed);

@@ -266,6 +266,7 @@ void run(const Options& o) {
                         {"bits", last_bits},
                         {"params", trainer->model().params().element_count()},
                         {"skipped", trainer->skipped()}};
+    for (const auto& [name, value] : trainer->model().learned_scalars()) j["learned"][name] = value;
     if (trainer->ranks() > 1) {
       j["ranks"] = trainer->ranks();
       j["reduce_seconds_per_step"] = done_here ? reduce_seconds / double(done_here) : 0.0;
@@ -278,6 +279,7 @@ void run(const Options& o) {
              trainer->task().target_kind() == TargetKind::bits ? "bits wrong per sequence"
                                                                 : cost_name(trainer->task().target_kind()),
              trainer->skipped() ? fmt::format("; {} steps skipped for a NaN/Inf", trainer->skipped()) : "");
+  for (const auto& [name, value] : trainer->model().learned_scalars()) fmt::print("learned {} = {:.6g}\n", name, value);
   fmt::print("checkpoint: {}/checkpoint.safetensors, learning curve: {}\n", out, metrics_path);
   show_example(*trainer);
   fmt::print("{}\n", plot_hint(out));

@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "autodiff/parameters.hpp"
@@ -81,6 +82,11 @@ class Model {
 
   // One time step. Read s.input(), s.state(name); write s.next(name, v) and s.output(logits).
   virtual void step(Step& s) = 0;
+
+  // Scalars the model derives from its learned parameters that are worth reporting, by name (a gamma memory's
+  // μ, learned fast-weight λ and η): `matmem train` prints them at the end of a run and in --json's "learned".
+  // Empty by default and before the parameters exist.
+  virtual std::vector<std::pair<std::string, double>> learned_scalars() const { return {}; }
 
   // Creates every parameter by running one step on a batch of one (called by run_sequence if needed).
   void build();

@@ -12,17 +12,39 @@
 //   A_{t−1}(H) = η Σ_{τ<t} λ^{t−1−τ} ⟨H_τ, H⟩_F H_τ
 // A_{t−1} is the fast-weight matrix of the hidden states before step t, A_{t−1} = λ A_{t−2} + η vec(H_{t−1})
 // vec(H_{t−1})ᵀ, A_{−1} = 0, applied to vec(H): for rows = 1 it is Ba et al.'s A(t) = λA(t−1) + η h(t)h(t)ᵀ and
-// A h = η Σ_τ λ^{t−1−τ} h_τ (h_τᵀ h) (004 §3.2). It is never formed: A(H) is computed from the kept past
-// states H_τ of the sequence (⟨·,·⟩_F by ops/frobenius.hpp), t inner products a step, as Ba et al. note
-// ("no need to store the fast weights matrix"); for rows·cols = n that is O(t·n) per inner step instead of n².
+// A h = η Σ_τ λ^{t−1−τ} h_τ (h_τᵀ h) (004 §3.2). Two forms compute the same A_{t−1}(H) (fw.form):
+//   "sum":    A never formed, A(H) from the kept past states H_τ of the sequence (⟨·,·⟩_F by
+//             ops/frobenius.hpp), as Ba et al. note ("no need to store the fast weights matrix"): per inner
+//             step t Frobenius products and t scaled adds, about 2·t·n multiply-adds (n = rows·cols) and 3t
+//             tape nodes;
+//   "matrix": A_{t−1} kept as an n×n matrix per sequence, a recurrent state <name> "A", zero at t = 0, updated
+//             once a time step, A_t = λ A_{t−1} + η vec(H_t) vec(H_t)ᵀ (ops/fast_weight_matrix.hpp: vec_outer),
+//             and applied as vec(A_{t−1}(H)) = A_{t−1} vec(H) (vec_matvec): about 2n² per inner step and 3n²
+//             per time step for the update, whatever t;
+//   "auto" (default): the cheaper by a cost model per time step, each op charged k = 30 multiply-adds for the
+//             tape's fixed work besides its arithmetic: "matrix" when
+//               S·(2n² + k) + 3n² + 3k  <  S·t̄·(2n + 3k),
+//             t̄ = (T − 1)/2 the mean number of past states over a sequence of T steps
+//             (FastWeightsConfig::typical_steps, set by the registry from the task's sequences; 0, unknown:
+//             "sum"). k was fitted to measured crossovers (models/README.md); with arithmetic alone (k = 0) the
+//             rule would give the matrix form up to n = 2S·t̄/(2S + 3), measured to be ~3 times too small.
+//             The two forms agree to rounding (a test checks loss and gradients).
+// Learned λ and η (fw.learn_lambda, fw.learn_eta; off by default, then λ and η are constants): unconstrained
+// parameters kept in range by construction, each [1,1] and shared by the layer, initialised at the
+// configured values:
+//   λ = σ(θ_λ) ∈ (0, 1)     (<name>/fast/lambda_logit, θ_λ = log(λ₀/(1 − λ₀)); needs 0 < fw.lambda < 1)
+//   η = softplus(θ_η) > 0   (<name>/fast/eta_raw, θ_η = log(e^{η₀} − 1); needs fw.eta > 0)
+// λ^m is computed as exp(−m·softplus(−θ_λ)) (log σ(θ) = −softplus(−θ)), so no power of a Var is needed.
 // N is layer normalisation over the matrix with a learned gain G (1 at first) and bias Bₙ (0):
 // N(Z) = G ⊙ LN(Z) + Bₙ. Where it goes (fw.layer_norm):
 //   "sum"  (default, Ba et al. eq. 2): N over Z_t + A(Hˢ), as above;
 //   "slow" (004 §7): Hˢ⁺¹ = ReLU(N(Z_t) + A(Hˢ)), only the slow part normalised;
 //   "none": Hˢ⁺¹ = ReLU(Z_t + A(Hˢ)).
-// Parameters: <name>/slow/h/U, …/h/V, …/x/U, …/x/V, …/B; <name>/ln/G, <name>/ln/B; <name>/out/….
+// Parameters: <name>/slow/h/U, …/h/V, …/x/U, …/x/V, …/B; <name>/ln/G, <name>/ln/B; <name>/out/…; learned
+// λ and η: <name>/fast/lambda_logit, <name>/fast/eta_raw.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/core/model.hpp"
@@ -35,6 +57,9 @@ struct FastWeightsConfig {
   double lambda = 0.95, eta = 0.5, init_scale = 0.05;
   int inner_steps = 1;
   enum class Norm { sum, slow, none } norm = Norm::sum;
+  bool learn_lambda = false, learn_eta = false;
+  enum class Form { automatic, sum, matrix } form = Form::automatic;
+  std::int64_t typical_steps = 0;  // T, the sequence length "auto" chooses the form for (0: unknown, "sum")
   std::int64_t input_rows = 1, input_cols = 37, output_rows = 1, output_cols = 10;
 };
 
@@ -43,14 +68,22 @@ class FastWeightsRNN : public Model {
   FastWeightsRNN(const FastWeightsConfig& config, DType dtype, std::uint64_t seed, std::string name = "");
   void step(Step& s) override;
   const FastWeightsConfig& config() const { return config_; }
+  bool matrix_form() const { return matrix_; }  // the form "auto" chose, or the one asked for
+  // The learned λ and η (those learned), by name <name>/fast/lambda and <name>/fast/eta.
+  std::vector<std::pair<std::string, double>> learned_scalars() const override;
 
  private:
   Var slow(Step& s, Var h, Var x) const;    // Z_t
-  Var fast(Var h, std::int64_t t) const;    // A_{t−1}(H), from past_
+  // The coefficients η λ^{t−1−τ} of the past states τ = 0 … t−1, as Vars when λ or η is learned.
+  std::vector<Var> coefficients(Step& s, std::int64_t t) const;
+  Var fast(Var h, std::int64_t t, const std::vector<Var>& coef) const;  // A_{t−1}(H), from past_ ("sum")
+  Var lambda(Step& s) const;                // λ as a [1,1] Var (learned only)
+  Var eta(Step& s) const;                   // η as a [1,1] Var (learned only)
   Var norm(Step& s, Var z) const;           // N
 
   FastWeightsConfig config_;
-  std::string slow_, ln_, out_;
+  std::string slow_, ln_, out_, fast_;
+  bool matrix_ = false;
   // The hidden states H_0 … H_{t−1} of the sequence being unrolled (cleared at step 0), on its tape.
   std::vector<Var> past_;
 };

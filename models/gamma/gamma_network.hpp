@@ -32,6 +32,10 @@ class GammaNetwork : public Model {
   GammaNetwork(const GammaNetworkConfig& config, DType dtype, std::uint64_t seed, std::string name = "gamma");
   void step(Step& s) override;
   const GammaNetworkConfig& config() const { return config_; }
+  // The memory's learned μ (and ν): <name>/mem/mu, <name>/mem/nu.
+  std::vector<std::pair<std::string, double>> learned_scalars() const override {
+    return memory_.learned_scalars(params());
+  }
 
  private:
   // The layer after the memory, over its taps (terms named t0, t1, …).

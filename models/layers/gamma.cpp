@@ -54,6 +54,17 @@ GammaMemory::GammaMemory(std::string path, std::string state_prefix, std::int64_
     for (int k = 1; k <= config.taps; ++k) q_.push_back(fmt::format("{}q{}", state_prefix, k));
 }
 
+std::vector<std::pair<std::string, double>> GammaMemory::learned_scalars(const ParameterStore& params) const {
+  std::vector<std::pair<std::string, double>> out;
+  const std::string mu_logit = path_ + "/mu_logit", nu_logit = path_ + "/nu_logit";
+  if (!params.contains(mu_logit)) return out;
+  const double mu = 2 / (1 + std::exp(-params.at(mu_logit).value.get(0)));
+  out.emplace_back(mu_name_, mu);
+  if (params.contains(nu_logit))
+    out.emplace_back(path_ + "/nu", (2 / mu - 1) / (1 + std::exp(-params.at(nu_logit).value.get(0))));
+  return out;
+}
+
 std::vector<StateDecl> GammaMemory::states() const {
   std::vector<StateDecl> d;
   for (const std::string& n : g_) d.push_back({n, parameter(rows_, cols_)});

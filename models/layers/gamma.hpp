@@ -70,6 +70,9 @@ class GammaMemory {
   // Exposes the values the recurrence uses to an observer: μ as <path>/mu, and for gamma2 c = √(μ(2 − μ)) and
   // ω = μ√ν as <path>/c and <path>/omega (the poles' radius² is (1 − μ)² + ω², below 1 while ω < c).
   std::vector<Var> operator()(Step& s, Var x) const;
+  // The learned μ (<path>/mu), and ν (<path>/nu) for gamma2, from their θs in `params`; empty for the delay
+  // line or before the parameters exist. A model reports them through Model::learned_scalars.
+  std::vector<std::pair<std::string, double>> learned_scalars(const ParameterStore& params) const;
 
  private:
   std::string path_, mu_name_, c_name_, omega_name_;

@@ -57,6 +57,11 @@ const std::vector<ConfigKey>& config_keys() {
       {"fw.inner_steps", "1", "fastweights: inner-loop steps S per time step (1 to 64)"},
       {"fw.layer_norm", "\"sum\"", "fastweights: layer norm over the sum (Ba et al.), over the slow part only (slow, 004 §7), or none"},
       {"fw.init_scale", "0.05", "fastweights: the recurrence starts as this times the identity"},
+      {"fw.learn_lambda", "false", "fastweights: learn λ = σ(θ), starting at fw.lambda (then in (0, 1))"},
+      {"fw.learn_eta", "false", "fastweights: learn η = softplus(θ), starting at fw.eta (then > 0)"},
+      {"fw.form", "\"auto\"",
+       "fastweights: A(H) from the past states (sum), from the n×n matrix A kept per sequence (matrix), or the cheaper by "
+       "the cost model (auto)"},
       {"irnn.init_scale", "1", "irnn: the recurrence starts as this times the identity (Le et al.)"},
       {"ntm.controller", "\"rnn\"", "matntm controller cell: rnn or lstm"},
       {"ntm.slots", "120", "ntm memory slots N"},
@@ -112,6 +117,7 @@ const std::vector<Preset>& presets() {
         "lr": 1e-4})"},
       {"gamma", "mackey_glass", R"({"task.min_length": 20, "task.max_length": 50, "gamma.taps": 4, "model.layers": "1x10",
         "optimizer": "adam", "lr": 1e-3})"},
+      {"gamma", "delay", R"({"model.layers": "10x10", "gamma.taps": 4, "optimizer": "adam", "lr": 3e-3})"},
       {"irnn", "retrieval", R"({"model.layers": "1x50", "task.pairs": 4, "batch": 128, "optimizer": "adam", "lr": 1e-4})"},
   };
   return all;

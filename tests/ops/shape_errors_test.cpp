@@ -1,6 +1,7 @@
 // A shape mismatch throws a ShapeError naming the op and both shapes.
 #include <catch2/catch.hpp>
 
+#include "ops/fast_weight_matrix.hpp"
 #include "ops/frobenius.hpp"
 #include "ops/ops.hpp"
 #include "runtime/error.hpp"
@@ -53,4 +54,13 @@ TEST_CASE("frobenius names the op and both shapes", "[ops][errors]") {
   Tensor a(DType::f32, matrices(2, 3, 4)), b(DType::f32, matrices(2, 4, 3));
   CHECK_THROWS_WITH(frobenius(tape.input(a), tape.input(b)),
                     Contains("frobenius") && Contains("[2,3,4]") && Contains("[2,4,3]"));
+}
+
+TEST_CASE("vec_outer and vec_matvec name the op and both shapes", "[ops][errors]") {
+  Tape tape;
+  Tensor a(DType::f32, matrices(2, 3, 4)), b(DType::f32, matrices(3, 4, 3)), m(DType::f32, matrices(2, 11, 12));
+  CHECK_THROWS_WITH(vec_outer(tape.input(a), tape.input(b)),
+                    Contains("vec_outer") && Contains("[2,3,4]") && Contains("[3,4,3]"));
+  CHECK_THROWS_WITH(vec_matvec(tape.input(m), tape.input(a)),
+                    Contains("vec_matvec") && Contains("[2,11,12]") && Contains("[2,3,4]"));
 }

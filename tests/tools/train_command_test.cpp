@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <regex>
 #include <string>
 
 #include "tests/tools/command.hpp"
@@ -124,4 +125,29 @@ TEST_CASE("train: the MatNTM is matntm, and ntm is an alias stored as matntm", "
   CHECK(unknown.refused());
   CHECK_THAT(unknown.output, Contains("unknown model lstm (known: fastweights, gamma, irnn, matgru, matlstm, matntm, matrnn)"));
   CHECK_FALSE(fs::exists(dir / "b/metrics.csv"));
+}
+
+TEST_CASE("train: prints the learned μ of a gamma memory and learned fast-weight λ, η at the end", "[tools][train]") {
+  const fs::path dir = fresh_dir("learned_scalars");
+  const CommandResult gamma = run_matmem(
+      "train --model gamma --task delay --set task.delay=2 --set gamma.mu=0.7 --set lr=1e-9 --steps 2 --out g", dir);
+  REQUIRE(gamma.status == 0);
+  CHECK_THAT(gamma.output, Contains("learned gamma/mem/mu = 0.7"));  // lr 1e-9: still the initial μ
+  const CommandResult fw = run_matmem(
+      "train --model fastweights --task retrieval --set model.layers=1x4 --set batch=2 --set fw.learn_lambda=true "
+      "--set fw.learn_eta=true --set fw.lambda=0.8 --set fw.eta=0.3 --set lr=1e-9 --steps 2 --out f --json",
+      dir);
+  REQUIRE(fw.status == 0);
+  const auto value = [&](const std::string& name) {
+    std::smatch m;
+    const std::regex re("\"" + name + "\":([0-9.eE+-]+)");
+    return std::regex_search(fw.output, m, re) ? std::stod(m[1]) : -1.0;
+  };
+  CHECK_THAT(fw.output, Contains("\"learned\":{"));
+  CHECK(value("fastweights/fast/lambda") == Approx(0.8).margin(1e-6));
+  CHECK(value("fastweights/fast/eta") == Approx(0.3).margin(1e-6));
+  const CommandResult plain = run_matmem("train --model fastweights --task retrieval --set model.layers=1x4 "
+                                         "--set batch=2 --steps 1 --out p", dir);
+  REQUIRE(plain.status == 0);
+  CHECK_THAT(plain.output, !Contains("learned"));
 }

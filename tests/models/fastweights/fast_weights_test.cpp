@@ -1,7 +1,10 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "../model_gradcheck.hpp"
 #include "models/fastweights/fast_weights.hpp"
@@ -139,4 +142,164 @@ TEST_CASE("fastweights and irnn are registered, configured by fw.* and irnn.* ke
   auto irnn = make_model(c, *task, DType::f64);
   CHECK_FALSE(dynamic_cast<FastWeightsRNN&>(*irnn).config().fast);
   CHECK(dynamic_cast<FastWeightsRNN&>(*irnn).config().init_scale == 1.0);
+}
+
+namespace {
+FastWeightsConfig learned(std::int64_t rows, std::int64_t cols, FastWeightsConfig::Form form, bool lambda = true,
+                          bool eta = true) {
+  FastWeightsConfig c = small(true, rows, cols);
+  c.learn_lambda = lambda, c.learn_eta = eta, c.form = form;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("fast weights with learned λ and η pass gradcheck whole, λ and η included", "[models][fastweights][gradcheck]") {
+  using Form = FastWeightsConfig::Form;
+  SECTION("vector, the past states' sum") {
+    FastWeightsRNN m(learned(1, 4, Form::sum), DType::f64, 3);
+    const GradcheckReport r = testing::gradcheck_model(m, 5, 2);
+    INFO(r.str());
+    CHECK(r.passed);
+    CHECK(m.params().contains("fastweights/fast/lambda_logit"));
+    CHECK(m.params().contains("fastweights/fast/eta_raw"));
+  }
+  SECTION("matrix 2x3, the past states' sum, batch 19") {
+    FastWeightsRNN m(learned(2, 3, Form::sum), DType::f64, 3);
+    const GradcheckReport r = testing::gradcheck_model(m, 5, 19);
+    INFO(r.str());
+    CHECK(r.passed);
+  }
+  SECTION("matrix 2x3, A kept as a matrix") {
+    FastWeightsRNN m(learned(2, 3, Form::matrix), DType::f64, 3);
+    CHECK(m.matrix_form());
+    const GradcheckReport r = testing::gradcheck_model(m, 5, 2);
+    INFO(r.str());
+    CHECK(r.passed);
+  }
+  SECTION("λ learned alone, η learned alone") {
+    for (bool lambda : {true, false}) {
+      for (Form form : {Form::sum, Form::matrix}) {
+        FastWeightsRNN m(learned(1, 3, form, lambda, !lambda), DType::f64, 3);
+        const GradcheckReport r = testing::gradcheck_model(m, 5, 2);
+        INFO(r.str() << " learned " << (lambda ? "λ" : "η") << (form == Form::sum ? " sum" : " matrix"));
+        CHECK(r.passed);
+        CHECK(m.params().contains("fastweights/fast/lambda_logit") == lambda);
+        CHECK(m.params().contains("fastweights/fast/eta_raw") == !lambda);
+      }
+    }
+  }
+}
+
+TEST_CASE("learned λ and η start at the configured values and stay in range for any parameter", "[models][fastweights]") {
+  FastWeightsConfig c = learned(1, 3, FastWeightsConfig::Form::sum);
+  c.lambda = 0.3, c.eta = 0.05;
+  FastWeightsRNN m(c, DType::f64, 3);
+  CHECK(m.learned_scalars().empty());  // before the parameters exist
+  m.build();
+  auto scalars = m.learned_scalars();
+  REQUIRE(scalars.size() == 2);
+  CHECK(scalars[0].first == "fastweights/fast/lambda");
+  CHECK(scalars[0].second == Approx(0.3).epsilon(1e-12));
+  CHECK(scalars[1].first == "fastweights/fast/eta");
+  CHECK(scalars[1].second == Approx(0.05).epsilon(1e-12));
+  for (double theta : {-700.0, -40.0, 0.0, 40.0, 700.0}) {
+    m.params().at("fastweights/fast/lambda_logit").value.set(0, theta);
+    m.params().at("fastweights/fast/eta_raw").value.set(0, theta);
+    scalars = m.learned_scalars();
+    INFO("θ = " << theta);
+    CHECK(scalars[0].second >= 0.0);
+    CHECK(scalars[0].second <= 1.0);
+    CHECK(scalars[1].second >= 0.0);
+    // and the model's own λ and η: a run at that θ stays finite
+    Sequence seq = testing::random_sequence(m, 2, 4, 7);
+    Tape tape(DType::f64);
+    Unroller u(m, tape);
+    CHECK(std::isfinite(u.run(seq).loss.item()));
+  }
+}
+
+TEST_CASE("fast weights: the matrix form and the past states' sum give the same loss and gradients", "[models][fastweights]") {
+  using Form = FastWeightsConfig::Form;
+  using Norm = FastWeightsConfig::Norm;
+  for (Norm norm : {Norm::sum, Norm::slow, Norm::none})
+    for (bool learn : {false, true}) {
+      // Unnormalised, the fast term grows as H³ through the inner loop: one inner step there (as the gradcheck).
+      FastWeightsConfig c = small(true, 2, 3, norm == Norm::sum ? 2 : 1, norm);
+      c.eta = 0.2, c.learn_lambda = c.learn_eta = learn;
+      c.form = Form::sum;
+      FastWeightsRNN sum_form(c, DType::f64, 3);
+      c.form = Form::matrix;
+      FastWeightsRNN matrix_form(c, DType::f64, 3);
+      sum_form.build(), matrix_form.build();
+      testing::perturb_parameters(sum_form, 0.3, 5);
+      matrix_form.params().copy_values_from(sum_form.params());
+      const Sequence seq = testing::random_sequence(sum_form, 3, 6, 11);
+      double loss_sum = 0, loss_matrix = 0;
+      INFO("norm " << int(norm) << " learned " << learn);
+      auto grads = [&](FastWeightsRNN& m, double& loss) {
+        m.params().zero_grad();
+        Tape tape(DType::f64);
+        Unroller u(m, tape);
+        Var l = u.run(seq).loss;
+        loss = l.item();
+        tape.backward(l);
+        std::map<std::string, std::vector<double>> all;  // by name: the two forms make them in different orders
+        for (const auto& p : m.params())
+          for (std::int64_t k = 0; k < p->grad.numel(); ++k) all[p->name].push_back(p->grad.get(k));
+        return all;
+      };
+      const auto a = grads(sum_form, loss_sum), b = grads(matrix_form, loss_matrix);
+      CHECK(loss_matrix == Approx(loss_sum).epsilon(1e-12));
+      REQUIRE(a.size() == b.size());
+      for (const auto& [name, ga] : a) {
+        INFO(name);
+        REQUIRE(b.count(name) == 1);
+        const std::vector<double>& gb = b.at(name);
+        REQUIRE(ga.size() == gb.size());
+        for (std::size_t k = 0; k < ga.size(); ++k) CHECK(gb[k] == Approx(ga[k]).epsilon(1e-9).margin(1e-12));
+      }
+    }
+}
+
+TEST_CASE("fw.form, fw.learn_lambda and fw.learn_eta from the config, and auto follows the cost model", "[models][fastweights]") {
+  Config c;
+  c.set("task", "retrieval", "test");
+  c.set("task.pairs", "4", "test");  // 11 steps: 5 past states on average
+  c.set("batch", "2", "test");
+  c.set("model", "fastweights", "test");
+  c.set("model.layers", "1x6", "test");
+  auto task = make_task(c);
+  auto fw = [&] { return std::unique_ptr<FastWeightsRNN>(dynamic_cast<FastWeightsRNN*>(make_model(c, *task, DType::f64).release())); };
+  CHECK_FALSE(fw()->config().learn_lambda);
+  CHECK_FALSE(fw()->config().learn_eta);
+  CHECK(fw()->config().typical_steps == 11);
+  // S = 1, t̄ = 5: matrix when 5n² + 120 < 5(2n + 90), i.e. n ≤ 9: the matrix at 6 units and 9, the sum at 10.
+  CHECK(fw()->matrix_form());
+  c.set("model.layers", "3x3", "test");
+  CHECK(fw()->matrix_form());
+  c.set("model.layers", "2x5", "test");
+  CHECK_FALSE(fw()->matrix_form());
+  c.set("fw.inner_steps", "3", "test");  // 3(2n² + 30) + 3n² + 90 < 15(2n + 90): n ≤ 13
+  CHECK(fw()->matrix_form());
+  c.set("model.layers", "1x14", "test");
+  CHECK_FALSE(fw()->matrix_form());
+  c.set("fw.inner_steps", "1", "test");
+  c.set("model.layers", "1x6", "test");
+  c.set("model.layers", "1x6", "test");
+  c.set("fw.form", "matrix", "--set");
+  CHECK(fw()->matrix_form());
+  c.set("fw.form", "sum", "--set");
+  CHECK_FALSE(fw()->matrix_form());
+  c.set("fw.form", "dense", "--set");
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Contains("fw.form = dense"));
+  c.set("fw.form", "auto", "--set");
+  c.set("fw.learn_lambda", "true", "--set");
+  c.set("fw.learn_eta", "true", "--set");
+  CHECK(fw()->config().learn_lambda);
+  CHECK(fw()->config().learn_eta);
+  c.set("fw.lambda", "1", "--set");
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Contains("fw.lambda = 1"));
+  c.set("fw.lambda", "0.9", "--set");
+  c.set("fw.eta", "0", "--set");
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Contains("fw.eta = 0"));
 }
