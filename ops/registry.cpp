@@ -37,6 +37,8 @@ OpEntry bce_with_logits_entry();
 OpEntry mse_entry();
 OpEntry softmax_cross_entropy_entry();
 OpEntry frobenius_entry();
+OpEntry neighbour_mean_entry();
+OpEntry neighbour_attention_entry();
 
 namespace {
 std::vector<OpEntry>& entries() {
@@ -46,7 +48,8 @@ std::vector<OpEntry>& entries() {
       exp_entry(),       softmax_entry(), sum_entry(),     layer_norm_entry(),     cosine_similarity_entry(),
       row_entry(), circular_shift_entry(), sharpen_entry(), ntm_addressing_entry(), memory_read_entry(),
       memory_write_entry(), memory_read_write_entry(), projections_entry(),
-      bce_with_logits_entry(), mse_entry(), softmax_cross_entropy_entry(), frobenius_entry()};
+      bce_with_logits_entry(), mse_entry(), softmax_cross_entropy_entry(), frobenius_entry(),
+      neighbour_mean_entry(), neighbour_attention_entry()};
   return all;
 }
 }  // namespace
