@@ -35,9 +35,8 @@ CitationGraph make_citation_graph(const CitationGraphOptions& o) {
   refuse(o.nodes < 2 * o.classes || o.nodes > 1000000,
          fmt::format("nodes = {}: choose 2·classes ({}) to 1000000", o.nodes, 2 * o.classes));
   refuse(!(o.homophily >= 0 && o.homophily <= 1), fmt::format("homophily = {}: choose 0 to 1", o.homophily));
-  refuse(!(o.degree >= 0 && o.degree <= 0.25 * double(o.nodes / o.classes)),
-         fmt::format("degree = {}: choose 0 to a quarter of a class's size ({})", o.degree,
-                     0.25 * double(o.nodes / o.classes)));
+  refuse(!(o.degree >= 0 && o.degree <= 0.5 * double(o.nodes - 1)),
+         fmt::format("degree = {}: choose 0 to half of nodes − 1 ({})", o.degree, 0.5 * double(o.nodes - 1)));
   refuse(o.words < 1 || o.words > 1000000, fmt::format("words = {}: choose 1 to 1000000", o.words));
   refuse(o.topic_words < 1 || o.topic_words > o.words,
          fmt::format("topic_words = {}: choose 1 to words ({})", o.topic_words, o.words));
@@ -82,6 +81,16 @@ CitationGraph make_citation_graph(const CitationGraphOptions& o) {
       if (g.label[std::size_t(j)] != g.label[std::size_t(i)]) return j;
     }
   };
+  std::vector<double> pair_share(std::size_t(o.classes));
+  double pairs = 0;
+  for (std::size_t c = 0; c < members.size(); ++c) pairs += pair_share[c] = double(members[c].size()) * double(members[c].size() - 1);
+  // At most half of the pairs of each kind become edges, so that drawing pairs until both counts are met ends
+  // soon (pairs counts ordered pairs).
+  const double between_pairs = double(o.nodes) * double(o.nodes - 1) - pairs;
+  refuse(double(m_in) > 0.25 * pairs || double(m - m_in) > 0.25 * between_pairs,
+         fmt::format("degree = {} with homophily = {}: more than half of the within-class ({}) or between-class ({}) "
+                     "pairs would be edges",
+                     o.degree, o.homophily, std::int64_t(pairs / 2), std::int64_t(between_pairs / 2)));
   std::vector<char> touched(std::size_t(o.nodes), 0);
   if (m >= o.nodes)  // one edge for every node first: none isolated
     for (std::int64_t i = 0; i < o.nodes; ++i) {
@@ -96,11 +105,6 @@ CitationGraph make_citation_graph(const CitationGraphOptions& o) {
       }
     }
   // The rest: within-class pairs, a class drawn by its share of the within-class pairs, then between-class pairs.
-  std::vector<double> pair_share(std::size_t(o.classes));
-  double pairs = 0;
-  for (std::size_t c = 0; c < members.size(); ++c) pairs += pair_share[c] = double(members[c].size()) * double(members[c].size() - 1);
-  refuse(double(m_in) > 0.5 * pairs, fmt::format("homophily = {}, degree = {}: more within-class edges than pairs",
-                                                 o.homophily, o.degree));
   while (have_in < m_in) {
     double u = edge_rng.uniform() * pairs;
     std::size_t c = 0;
