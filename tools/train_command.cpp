@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "models/graph/validation.hpp"
 #include "models/training/trainer.hpp"
 #include "runtime/communicator.hpp"
 #include "tools/commands.hpp"
@@ -206,8 +207,27 @@ void run(const Options& o) {
   double loss = 0, bits = 0, norm = 0, frames = 0, last_loss = 0, last_bits = 0, last_draw = 0;
   std::int64_t n = 0, done_here = 0;
   double reduce_seconds = 0;  // distributed: gathering and adding the ranks' gradients, waits included
-  while (trainer->steps_done() < total) {
+  // A graph task: the validation split after every step (validation.csv), early stopping on its loss, and the
+  // best-validation parameters kept (models/graph/validation.hpp).
+  const auto* graph = dynamic_cast<const GraphTask*>(&trainer->task());
+  EarlyStopping stopper(graph ? c.integer("task.graph.patience") : 0);
+  Sequence held_out;
+  std::ofstream validation_csv;
+  if (graph) {
+    const std::string path = (std::filesystem::path(out) / "validation.csv").string();
+    const bool new_file = fresh || !std::filesystem::exists(path);
+    if (!new_file) drop_rows_after(path, trainer->steps_done());
+    validation_csv.open(path, new_file ? std::ios::trunc : std::ios::app);
+    if (new_file) validation_csv << "step,validation_loss,validation_accuracy\n";
+  }
+  bool stopped = false;
+  while (trainer->steps_done() < total && !stopped) {
     const StepStats s = trainer->step();
+    if (graph) {
+      const SplitScore v = evaluate_split(trainer->model(), trainer->tape(), *graph, GraphTask::kValidation, held_out);
+      validation_csv << fmt::format("{},{:.6f},{:.6f}\n", trainer->steps_done(), v.loss, v.accuracy);
+      stopped = stopper.update(trainer->model(), v.loss, trainer->steps_done());
+    }
     ++done_here;
     reduce_seconds += trainer->reduce_seconds();
     if (s.skipped) {
@@ -241,6 +261,21 @@ void run(const Options& o) {
     if ((ckpt_every > 0 && step % ckpt_every == 0) || step == total) trainer->save(out);
   }
   progress.finish();
+  std::string graph_line;
+  nlohmann::json graph_json;
+  if (graph) {  // the best-validation parameters, saved, and the held-out splits' accuracy
+    validation_csv.flush();
+    stopper.restore(trainer->model());
+    trainer->save(out);
+    const SplitScore v = evaluate_split(trainer->model(), trainer->tape(), *graph, GraphTask::kValidation, held_out);
+    const SplitScore t = evaluate_split(trainer->model(), trainer->tape(), *graph, GraphTask::kTest, held_out);
+    graph_line = fmt::format("{}parameters of step {} (lowest validation loss {:.4f}): validation accuracy {:.4f}, "
+                             "test accuracy {:.4f}\n",
+                             stopped ? fmt::format("stopped early after step {}; ", trainer->steps_done()) : "",
+                             stopper.best_step(), stopper.best_loss(), v.accuracy, t.accuracy);
+    graph_json = {{"best_step", stopper.best_step()}, {"validation_accuracy", v.accuracy},
+                  {"test_accuracy", t.accuracy}, {"stopped_early", stopped}};
+  }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.json) {
     nlohmann::json j = {{"steps", trainer->steps_done()},
@@ -250,6 +285,7 @@ void run(const Options& o) {
                         {"bits", last_bits},
                         {"params", trainer->model().params().element_count()},
                         {"skipped", trainer->skipped()}};
+    if (graph) j["graph"] = graph_json;
     if (trainer->ranks() > 1) {
       j["ranks"] = trainer->ranks();
       j["reduce_seconds_per_step"] = done_here ? reduce_seconds / double(done_here) : 0.0;
@@ -262,6 +298,7 @@ void run(const Options& o) {
              trainer->task().target_kind() == TargetKind::bits ? "bits wrong per sequence"
                                                                 : cost_name(trainer->task().target_kind()),
              trainer->skipped() ? fmt::format("; {} steps skipped for a NaN/Inf", trainer->skipped()) : "");
+  fmt::print("{}", graph_line);
   fmt::print("checkpoint: {}/checkpoint.safetensors, learning curve: {}\n", out, metrics_path);
   show_example(*trainer);
   fmt::print("{}\n", plot_hint(out));

@@ -60,6 +60,9 @@ const std::vector<ConfigKey>& config_keys() {
       {"task.graph.seed", "1", "graph: seed of the generated graph, features and splits (apart from the run's seed)"},
       {"task.graph.feature_rows", "1", "graph: a node's words as a matrix of this many rows, row-major (1: the vector)"},
       {"task.graph.sample", "50", "graph: neighbours sampled per node and training step (0: all)"},
+      {"task.graph.patience", "0",
+       "graph: stop once this many steps (epochs) brought no lower validation loss, keeping the best parameters "
+       "(0: train every step, still keeping the best; models/graph/validation.hpp)"},
       {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm, dense layers for gamma) as RxC, comma separated"},
       {"gamma.kind", "\"gamma\"", "gamma model's memory: gamma, laguerre, gamma2 or delay (the tap delay line; see models/layers/gamma.hpp)"},
       {"gamma.taps", "4", "gamma model's memory taps K (1: the context unit)"},
@@ -127,7 +130,8 @@ const std::vector<Preset>& presets() {
       {"gamma", "mackey_glass", R"({"task.min_length": 20, "task.max_length": 50, "gamma.taps": 4, "model.layers": "1x10",
         "optimizer": "adam", "lr": 1e-3})"},
       {"cln", "graph", R"({"model.layers": "10x10", "optimizer": "adam", "lr": 1e-2, "weight_decay": 5e-4,
-        "steps": 100, "micro_batch": 0, "log_every": 1, "checkpoint_every": 0, "clip.value": 0})"},
+        "steps": 100, "micro_batch": 0, "log_every": 1, "checkpoint_every": 0, "clip.value": 0,
+        "task.graph.patience": 10})"},
       {"irnn", "retrieval", R"({"model.layers": "1x50", "task.pairs": 4, "batch": 128, "optimizer": "adam", "lr": 1e-4})"},
   };
   return all;
