@@ -145,6 +145,13 @@ std::unique_ptr<Model> cln(const Config& c, const Task& t, DType dtype, std::uin
   cc.heads = c.integer("cln.heads");
   if (cc.heads < 1 || cc.heads > 64) throw Error(fmt::format("config: cln.heads = {}: choose 1 to 64", cc.heads));
   cc.highway = c.flag("cln.highway");
+  const std::string embed = c.str("cln.embed");
+  if (embed == "dense") cc.embed = CLNConfig::Embed::dense;
+  else if (embed == "matrix") cc.embed = CLNConfig::Embed::matrix;
+  else throw Error(fmt::format("config: cln.embed = {}: choose dense or matrix", embed));
+  if (cc.embed == CLNConfig::Embed::dense && cc.rows > 21)
+    throw Error(fmt::format("config: model.layers = {}: the dense embedding (cln.embed) takes at most 21 rows",
+                            c.str("model.layers")));
   set_io(cc, t);
   return std::make_unique<CLN>(cc, dtype, seed);
 }

@@ -12,7 +12,12 @@ CLN::CLN(const CLNConfig& c, DType dtype, std::uint64_t seed, std::string name)
   if (c.height < 1 || c.height > 64) throw Error(fmt::format("cln: height {}: choose 1 to 64", c.height));
   if (c.aggregate == CLNConfig::Aggregate::attention && (c.heads < 1 || c.heads > 64))
     throw Error(fmt::format("cln: {} heads: choose 1 to 64", c.heads));
+  if (c.embed == CLNConfig::Embed::dense && c.rows > 21)
+    throw Error(fmt::format("cln: state {}x{}: the dense embedding takes at most 21 rows (embed = matrix takes any)",
+                            c.rows, c.cols));
   set_io(c.input_rows, c.input_cols, c.output_rows, c.output_cols);
+  const std::int64_t terms = c.embed == CLNConfig::Embed::dense ? c.rows : 1;
+  for (std::int64_t k = 1; k <= terms; ++k) embed_terms_.push_back(terms == 1 ? "x" : fmt::format("x{}", k));
   for (std::int64_t t = 1; t <= c.height; ++t) {
     layer_.push_back(fmt::format("layer{}", t));
     gate_.push_back(fmt::format("layer{}/gate", t));
@@ -31,7 +36,9 @@ void CLN::step(Step& s) {
     none_.index.clear();
     g = &none_;
   }
-  Var h = relu(s.mat("embed", {{"x", s.input()}}, c.rows, c.cols));
+  embed_.clear();
+  for (const std::string& name : embed_terms_) embed_.push_back({name, s.input()});
+  Var h = relu(s.mat("embed", embed_, c.rows, c.cols));
   for (std::size_t t = 0; t < std::size_t(c.height); ++t) {
     Var read;
     if (c.aggregate == CLNConfig::Aggregate::mean) {

@@ -2,7 +2,13 @@
 // Classification"). Each node of the graph is a lane of the batch (models/tasks/graph.hpp: the whole graph is
 // one batch); its state is a matrix H_i ∈ R^{r×c} (r = 1: the vector CLN, a state of c units).
 //
-//   H_i^0 = relu(U_xᵀ X_i V_x + B_x)                              the node's features X_i (fr × fc) embedded
+//   H_i^0, the node's features X_i (fr × fc, models/tasks/graph.hpp) embedded (cln.embed):
+//     dense (default):  H_i^0 = relu(Σ_{k=1..r} U_{x,k}ᵀ X_i V_{x,k} + B_x), U_{x,k}: fr × r, V_{x,k}: fc × c. For
+//       the bag-of-words as a row (fr = 1) this is a dense layer of the W words into the r·c units of H_i^0:
+//       row k of Σ_k … spans every r × c matrix as the u_k do (r·W·c + r² weights, the vector net's W·rc + r²).
+//       The matrix and vector CLNs of equal units then read the words alike and differ in their propagation.
+//     matrix:  H_i^0 = relu(U_xᵀ X_i V_x + B_x), one bilinear map of the feature matrix (fr·r + fc·c weights; for
+//       fr = 1 every H_i^0 is rank one plus B_x).
 //   for t = 1..T (the height, 001 §4.4: 5):
 //     H̃_i^{t−1} = the neighbours' read (below)                    001 eq. 9, 11, 13
 //     Ĥ_i^t = relu(U_{s,t}ᵀ H_i^{t−1} V_{s,t} + U_{n,t}ᵀ H̃_i^{t−1} V_{n,t} + B_t)     001 eq. 10, 12
@@ -40,6 +46,7 @@ struct CLNConfig {
   enum class Aggregate { mean, attention } aggregate = Aggregate::mean;
   std::int64_t heads = 10;  // attention only
   bool highway = true;
+  enum class Embed { dense, matrix } embed = Embed::dense;  // dense: r ≤ 21 (a mat's terms)
   std::int64_t input_rows = 1, input_cols = 1433, output_rows = 1, output_cols = 7;
 };
 
@@ -52,6 +59,8 @@ class CLN : public Model {
  private:
   CLNConfig config_;
   std::vector<std::string> layer_, gate_, query_;  // per layer; query_: per layer and head
+  std::vector<std::string> embed_terms_;
+  std::vector<NamedTerm> embed_;
   std::vector<ProjectionSpec> specs_;
   std::vector<Var> queries_;
   Neighbours none_;  // the build pass's graph: no task, no neighbours

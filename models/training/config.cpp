@@ -80,6 +80,9 @@ const std::vector<ConfigKey>& config_keys() {
       {"cln.aggregate", "\"mean\"", "cln: the neighbours' read: mean (CLN) or attention (multi-attention CLN)"},
       {"cln.heads", "10", "cln: attention heads (aggregate = attention), 1 to 64"},
       {"cln.highway", "true", "cln: highway gates between layers (Pham et al.'s CLN)"},
+      {"cln.embed", "\"dense\"",
+       "cln: the features into the first state: dense (every word to every unit, as a vector net) or matrix (one "
+       "bilinear map of the feature matrix); models/graph/cln.hpp"},
       {"ntm.controller", "\"rnn\"", "matntm controller cell: rnn or lstm"},
       {"ntm.slots", "120", "ntm memory slots N"},
       {"ntm.slot_rows", "6", "rows of one memory slot"},

@@ -25,8 +25,10 @@ GraphTask tiny_task() {
   return GraphTask(o);
 }
 
-CLNConfig tiny(const GraphTask& t, std::int64_t rows, std::int64_t cols, CLNConfig::Aggregate a, bool highway) {
+CLNConfig tiny(const GraphTask& t, std::int64_t rows, std::int64_t cols, CLNConfig::Aggregate a, bool highway,
+               CLNConfig::Embed embed = CLNConfig::Embed::dense) {
   CLNConfig c;
+  c.embed = embed;
   c.rows = rows, c.cols = cols, c.height = 2, c.aggregate = a, c.heads = 3, c.highway = highway;
   c.input_rows = t.input_rows(), c.input_cols = t.input_cols(), c.output_rows = 1, c.output_cols = t.output_cols();
   return c;
@@ -69,6 +71,7 @@ TEST_CASE("CLN passes gradcheck whole on a tiny graph, every parameter's gradien
   SECTION("vector CLN (rows = 1)") { check_model(tiny(t, 1, 4, A::mean, true)); }
   SECTION("multi-attention CLN, 3 heads, matrix 2x3 states") { check_model(tiny(t, 2, 3, A::attention, true)); }
   SECTION("multi-attention CLN, vector states") { check_model(tiny(t, 1, 4, A::attention, false)); }
+  SECTION("CLN with the matrix embedding") { check_model(tiny(t, 2, 3, A::mean, true, CLNConfig::Embed::matrix)); }
 }
 
 TEST_CASE("CLN has the parameters its header names", "[models][graph]") {
@@ -77,11 +80,12 @@ TEST_CASE("CLN has the parameters its header names", "[models][graph]") {
   m.build();
   std::set<std::string> names;
   for (const auto& p : m.params()) names.insert(p->name);
-  for (const char* n : {"embed/x/U", "embed/x/V", "embed/B", "layer1/self/U", "layer1/neighbours/U", "layer1/neighbours/V",
+  for (const char* n : {"embed/x1/U", "embed/x2/V", "embed/B", "layer1/self/U", "layer1/neighbours/U", "layer1/neighbours/V",
                         "layer1/B", "layer1/gate/h/U", "layer2/query3/h/U", "layer2/query3/B", "out/h/V", "out/B"}) {
     INFO(n);
     CHECK(names.count(n) == 1);
   }
+  CHECK(names.count("embed/x3/U") == 0);  // the dense embedding: one term per row of the state
   // The attention read is n·r × c: U of the neighbours' term maps 3·2 rows back to 2.
   for (const auto& p : m.params())
     if (p->name == "layer1/neighbours/U") CHECK(p->value.shape() == parameter(6, 2));
@@ -112,6 +116,8 @@ TEST_CASE("cln config keys: bad values are refused naming the key", "[models][gr
   CHECK_THROWS_WITH(make({"cln.aggregate=max"}), Contains("cln.aggregate") && Contains("max"));
   CHECK_THROWS_WITH(make({"cln.heads=0"}), Contains("cln.heads"));
   CHECK_THROWS_WITH(make({"cln.height=0"}), Contains("cln.height"));
+  CHECK_THROWS_WITH(make({"cln.embed=sparse"}), Contains("cln.embed") && Contains("sparse"));
+  CHECK_THROWS_WITH(make({"model.layers=22x2"}), Contains("model.layers") && Contains("21"));
   CHECK_THROWS_WITH(make({"model.layers=2x2,2x2"}), Contains("model.layers"));
   CHECK_THROWS_WITH(make({"micro_batch=16"}), Contains("micro_batch"));
   CHECK_THROWS_WITH(make({"task.graph.homophily=2.0"}), Contains("task.graph.homophily"));
