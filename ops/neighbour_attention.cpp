@@ -3,8 +3,8 @@
 //   X, Q_k:[N,r,c] -> [N, n·r, c]
 //   d_ij = ⟨G_k,i, X_j⟩_F, e_ij = α_ij (d_ij − Σ_l α_il d_il):
 //   grad_X_j += α_ij G_k,i + e_ij Q_k,i,   grad_Q_k,i += Σ_j e_ij X_j.
-// Element (b,i,j) of a batch of matrices is at (i·N + b)·c + j (runtime/shape.hpp); α is recomputed in
-// backward into scratch (2 · max degree elements).
+// Element (b,i,j) of a batch of matrices is at (i·N + b)·c + j (runtime/shape.hpp); the kernels copy X into
+// a node-contiguous scratch first (below). α is recomputed in backward. Scratch: 2·N·r·c + 3·r·c + 2·max degree.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -21,22 +21,30 @@ const Neighbours& graph_of(const OpAttrs& a) { return *reinterpret_cast<const Ne
 
 template <class T>
 struct NeighbourAttentionKernel {
-  // ⟨A_a, B_b⟩_F of lane a of `p` and lane b of `q`, both [N,r,c] (row strides N·c).
-  static T dot(const T* p, std::int64_t a, const T* q, std::int64_t b, std::int64_t N, std::int64_t R,
-               std::int64_t C) {
-    T acc = 0;
+  // The kernels work on node-contiguous copies: lane b's r × c matrix as r·c consecutive elements (in the
+  // batch-interleaved layout its rows lie N·c apart), so every dot product and weighted sum is one
+  // contiguous loop. gather/scatter move lane b between the two layouts (rows `row0`.. of a [N,·,c] tensor).
+  static void gather(const T* x, std::int64_t b, std::int64_t row0, std::int64_t N, std::int64_t R, std::int64_t C,
+                     T* out) {
+    for (std::int64_t r = 0; r < R; ++r) std::copy_n(x + ((row0 + r) * N + b) * C, C, out + r * C);
+  }
+  static void scatter_add(const T* in, std::int64_t b, std::int64_t row0, std::int64_t N, std::int64_t R,
+                          std::int64_t C, T* x) {
     for (std::int64_t r = 0; r < R; ++r) {
-      const T *x = p + (r * N + a) * C, *z = q + (r * N + b) * C;
-      for (std::int64_t j = 0; j < C; ++j) acc += x[j] * z[j];
+      T* d = x + ((row0 + r) * N + b) * C;
+      for (std::int64_t j = 0; j < C; ++j) d[j] += in[r * C + j];
     }
+  }
+  static T dot(const T* a, const T* b, std::int64_t n) {
+    T acc = 0;
+    for (std::int64_t k = 0; k < n; ++k) acc += a[k] * b[k];
     return acc;
   }
-  // α of node b, head with query q, into alpha[0..deg).
-  static void weights(const Neighbours& g, const T* q, const T* x, std::int64_t b, std::int64_t N, std::int64_t R,
-                      std::int64_t C, T* alpha) {
+  // α of node b for query q (node-contiguous), into alpha[0..deg); xt the node-contiguous X.
+  static void weights(const Neighbours& g, const T* q, const T* xt, std::int64_t b, std::int64_t D, T* alpha) {
     const std::int64_t e0 = g.offsets[b], deg = g.degree(b);
     T m = -INFINITY;
-    for (std::int64_t e = 0; e < deg; ++e) m = std::max(m, alpha[e] = dot(q, b, x, g.index[e0 + e], N, R, C));
+    for (std::int64_t e = 0; e < deg; ++e) m = std::max(m, alpha[e] = dot(q, xt + g.index[e0 + e] * D, D));
     T z = 0;
     for (std::int64_t e = 0; e < deg; ++e) z += alpha[e] = std::exp(alpha[e] - m);
     for (std::int64_t e = 0; e < deg; ++e) alpha[e] /= z;
@@ -44,53 +52,60 @@ struct NeighbourAttentionKernel {
   static void forward(const OpCall<T>& c) {
     const Neighbours& g = graph_of(c.attrs);
     const Shape& s = c.x_shape[0];
-    const std::int64_t N = s.batch, R = s.rows, C = s.cols, heads = c.arity - 1;
-    T* alpha = c.scratch;
-    for (T* y = c.y; y != c.y + c.y_shape.numel(); ++y) *y = T(0);
+    const std::int64_t N = s.batch, R = s.rows, C = s.cols, D = R * C, heads = c.arity - 1;
+    T *xt = c.scratch, *q = xt + N * D, *o = q + D, *alpha = o + D;
+    for (std::int64_t b = 0; b < N; ++b) gather(c.x[0], b, 0, N, R, C, xt + b * D);
+    std::fill_n(c.y, c.y_shape.numel(), T(0));
     for (std::int64_t k = 0; k < heads; ++k)
       for (std::int64_t b = 0; b < N; ++b) {
         const std::int64_t e0 = g.offsets[b], deg = g.degree(b);
         if (deg == 0) continue;
-        weights(g, c.x[1 + k], c.x[0], b, N, R, C, alpha);
-        for (std::int64_t r = 0; r < R; ++r) {
-          T* y = c.y + ((k * R + r) * N + b) * C;
-          for (std::int64_t e = 0; e < deg; ++e) {
-            const T* x = c.x[0] + (r * N + g.index[e0 + e]) * C;
-            for (std::int64_t j = 0; j < C; ++j) y[j] += alpha[e] * x[j];
-          }
+        gather(c.x[1 + k], b, 0, N, R, C, q);
+        weights(g, q, xt, b, D, alpha);
+        std::fill_n(o, D, T(0));
+        for (std::int64_t e = 0; e < deg; ++e) {
+          const T* x = xt + g.index[e0 + e] * D;
+          const T a = alpha[e];
+          for (std::int64_t j = 0; j < D; ++j) o[j] += a * x[j];
         }
+        scatter_add(o, b, k * R, N, R, C, c.y);
       }
   }
   static void backward(const OpCall<T>& c) {
     const Neighbours& g = graph_of(c.attrs);
     const Shape& s = c.x_shape[0];
-    const std::int64_t N = s.batch, R = s.rows, C = s.cols, heads = c.arity - 1;
-    const std::int64_t D = std::max<std::int64_t>(g.max_degree(), 1);
-    T *alpha = c.scratch, *d = alpha + D;
+    const std::int64_t N = s.batch, R = s.rows, C = s.cols, D = R * C, heads = c.arity - 1;
+    T *xt = c.scratch, *gxt = xt + N * D, *q = gxt + N * D, *gy = q + D, *gq = gy + D, *alpha = gq + D;
+    T* d = alpha + std::max<std::int64_t>(g.max_degree(), 1);
+    for (std::int64_t b = 0; b < N; ++b) gather(c.x[0], b, 0, N, R, C, xt + b * D);
     T* gx = c.grad_x[0];
+    if (gx) std::fill_n(gxt, N * D, T(0));
     for (std::int64_t k = 0; k < heads; ++k) {
-      const T* q = c.x[1 + k];
-      T* gq = c.grad_x[1 + k];
-      const T* gy = c.grad_y + k * R * N * C;  // head k's rows: [N,r,c] at rows k·r.., row stride N·c
+      T* gqk = c.grad_x[1 + k];
       for (std::int64_t b = 0; b < N; ++b) {
         const std::int64_t e0 = g.offsets[b], deg = g.degree(b);
         if (deg == 0) continue;
-        weights(g, q, c.x[0], b, N, R, C, alpha);
+        gather(c.x[1 + k], b, 0, N, R, C, q);
+        gather(c.grad_y, b, k * R, N, R, C, gy);
+        weights(g, q, xt, b, D, alpha);
         T mean_d = 0;
-        for (std::int64_t e = 0; e < deg; ++e) mean_d += alpha[e] * (d[e] = dot(gy, b, c.x[0], g.index[e0 + e], N, R, C));
+        for (std::int64_t e = 0; e < deg; ++e) mean_d += alpha[e] * (d[e] = dot(gy, xt + g.index[e0 + e] * D, D));
+        std::fill_n(gq, D, T(0));
         for (std::int64_t e = 0; e < deg; ++e) {
           const std::int64_t jn = g.index[e0 + e];
-          const T ee = alpha[e] * (d[e] - mean_d);
-          for (std::int64_t r = 0; r < R; ++r) {
-            const std::int64_t ob = (r * N + b) * C, oj = (r * N + jn) * C;
-            if (gx)
-              for (std::int64_t j = 0; j < C; ++j) gx[oj + j] += alpha[e] * gy[ob + j] + ee * q[ob + j];
-            if (gq)
-              for (std::int64_t j = 0; j < C; ++j) gq[ob + j] += ee * c.x[0][oj + j];
+          const T a = alpha[e], ee = a * (d[e] - mean_d);
+          if (gx) {
+            T* dst = gxt + jn * D;
+            for (std::int64_t j = 0; j < D; ++j) dst[j] += a * gy[j] + ee * q[j];
           }
+          const T* x = xt + jn * D;
+          for (std::int64_t j = 0; j < D; ++j) gq[j] += ee * x[j];
         }
+        if (gqk) scatter_add(gq, b, 0, N, R, C, gqk);
       }
     }
+    if (gx)
+      for (std::int64_t b = 0; b < N; ++b) scatter_add(gxt + b * D, b, 0, N, R, C, gx);
   }
 };
 Flops flops(const Shape* x, int arity, const Shape&, const OpAttrs& a) {
@@ -118,8 +133,9 @@ Var neighbour_attention(Var x, std::span<const Var> queries, const Neighbours& g
   OpAttrs a;
   a.i[0] = std::int64_t(reinterpret_cast<std::intptr_t>(&graph));
   const std::int64_t n = std::int64_t(queries.size());
+  const std::int64_t nodes = s.batch * s.rows * s.cols, one = s.rows * s.cols;
   return x.tape->apply(kOp, in, matrices(s.batch, n * s.rows, s.cols), a, 0,
-                       2 * std::max<std::int64_t>(graph.max_degree(), 1));
+                       2 * nodes + 3 * one + 2 * std::max<std::int64_t>(graph.max_degree(), 1));
 }
 
 OpEntry neighbour_attention_entry() {
