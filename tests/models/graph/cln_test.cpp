@@ -6,6 +6,7 @@
 
 #include "../model_gradcheck.hpp"
 #include "models/graph/cln.hpp"
+#include "models/graph/validation.hpp"
 #include "models/registry.hpp"
 #include "models/tasks/graph.hpp"
 #include "models/training/config.hpp"
@@ -121,4 +122,27 @@ TEST_CASE("cln config keys: bad values are refused naming the key", "[models][gr
   CHECK_THROWS_WITH(make({"model.layers=2x2,2x2"}), Contains("model.layers"));
   CHECK_THROWS_WITH(make({"micro_batch=16"}), Contains("micro_batch"));
   CHECK_THROWS_WITH(make({"task.graph.homophily=2.0"}), Contains("task.graph.homophily"));
+}
+
+TEST_CASE("early stopping: stops `patience` steps after the best validation loss and puts its parameters back",
+          "[models][graph]") {
+  const GraphTask t = tiny_task();
+  CLN m(tiny(t, 2, 3, CLNConfig::Aggregate::mean, true), DType::f64, 7);
+  m.build();
+  Parameter& p = *m.params().begin()->get();
+  EarlyStopping stop(3);
+  const std::vector<double> losses = {3.0, 2.0, 2.5, 2.0, 1.9, 2.2, 2.3, 2.4, 1.0};
+  std::int64_t stopped_at = 0;
+  for (std::size_t k = 0; k < losses.size() && !stopped_at; ++k) {
+    p.value.set(0, double(k + 1));  // the parameter's value names the step
+    if (stop.update(m, losses[k], std::int64_t(k + 1))) stopped_at = std::int64_t(k + 1);
+  }
+  CHECK(stop.best_step() == 5);  // 1.9; an equal loss (2.0 at step 4) is no better
+  CHECK(stop.best_loss() == 1.9);
+  CHECK(stopped_at == 8);  // 3 steps after step 5: the 1.0 of step 9 is never seen
+  stop.restore(m);
+  CHECK(p.value.get(0) == 5.0);
+  EarlyStopping never(0);  // patience 0: keeps the best, never stops
+  for (std::int64_t k = 1; k <= 20; ++k) CHECK_FALSE(never.update(m, double(k), k));
+  CHECK(never.best_step() == 1);
 }
