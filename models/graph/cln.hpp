@@ -4,9 +4,10 @@
 //
 //   H_i^0, the node's features X_i (fr × fc, models/tasks/graph.hpp) embedded (cln.embed):
 //     dense (default):  H_i^0 = relu(Σ_{k=1..r} U_{x,k}ᵀ X_i V_{x,k} + B_x), U_{x,k}: fr × r, V_{x,k}: fc × c. For
-//       the bag-of-words as a row (fr = 1) this is a dense layer of the W words into the r·c units of H_i^0:
-//       row k of Σ_k … spans every r × c matrix as the u_k do (r·W·c + r² weights, the vector net's W·rc + r²).
-//       The matrix and vector CLNs of equal units then read the words alike and differ in their propagation.
+//       the bag-of-words as a row x (fr = 1) the sum is Σ_k u_k ⊗ (x V_{x,k}): with r terms and the u_k spanning
+//       R^r it is any linear map of the W words to r × c matrices, as a dense layer into r·c units is
+//       (r·W·c + r² weights against W·r·c). Matrix and vector CLNs of equal units then read the words alike
+//       and differ in how they propagate.
 //     matrix:  H_i^0 = relu(U_xᵀ X_i V_x + B_x), one bilinear map of the feature matrix (fr·r + fc·c weights; for
 //       fr = 1 every H_i^0 is rank one plus B_x).
 //   for t = 1..T (the height, 001 §4.4: 5):
@@ -21,15 +22,16 @@
 //   attention (multi-attention CLN, 001 §3.1, eq. 13): n heads (cln.heads; 001 §4.4: 10). Head k scores
 //     neighbour j of node i by the bilinear form of §3.1, g_k(x, y) = xᵀ W_k y + a_kᵀ x + b_kᵀ y + c_k with
 //     x = vec H_i, y = vec H_j, and Λ^(k)_{i·} = softmax_{j∈N(i)} g_k(H_i, H_j). The terms a_kᵀ x + c_k do
-//     not depend on j, so they cancel in the softmax over j and are left out; the rest is taken in matrix
-//     form, W_k y = vec(U_{q,k} H_j V_{q,k}ᵀ)-structured:
+//     not depend on j, so they cancel in the softmax over j and are left out; W_k and b_k are taken in matrix
+//     form, W_k = V_{q,k} ⊗ U_{q,k} and b_k = vec B_{q,k} (vec by columns):
 //       g_k(H_i, H_j) = ⟨U_{q,k}ᵀ H_i V_{q,k} + B_{q,k}, H_j⟩_F = vec(H_i)ᵀ (V_{q,k} ⊗ U_{q,k}) vec(H_j) + vec(B_{q,k})ᵀ vec(H_j)
-//     (U_{q,k}: r × r, V_{q,k}: c × c; for r = 1 this is the full bilinear form with W_k = u V_{q,k}). The
+//     (U_{q,k}: r × r, V_{q,k}: c × c; for r = 1 this is the full bilinear form, W_k = u V_{q,k}). The
+//     queries Q_k,i = U_{q,k}ᵀ H_i V_{q,k} + B_{q,k} are one projections op per 16 heads. The
 //     heads' reads Λ^(k)_{i·} H are stacked by rows, H̃_i = [Σ_j Λ^(1)_{ij} H_j; …; Σ_j Λ^(n)_{ij} H_j], an
 //     n·r × c matrix (001: "concatenated"; for vector states the n × d matrix Uᵀ P of §2.1 eq. 4, P the
 //     neighbours' states), which U_{n,t} (n·r × r) and V_{n,t} map back to r × c (ops' neighbour_attention).
 // The neighbours N(i) are those the sequence carries (Sequence::graph): while training at most 50 sampled per
-// node (task.sample), at evaluation all. Parameters are per layer (not tied across t). L2 regularisation is
+// node (task.graph.sample), at evaluation all. Parameters are per layer (not tied across t). L2 regularisation is
 // the optimiser's weight_decay (001 §4.4: 5·10⁻⁴).
 #pragma once
 #include <string>
