@@ -141,7 +141,10 @@ std::unique_ptr<Model> cln(const Config& c, const Task& t, DType dtype, std::uin
   const std::string aggregate = c.str("cln.aggregate");
   if (aggregate == "mean") cc.aggregate = CLNConfig::Aggregate::mean;
   else if (aggregate == "attention") cc.aggregate = CLNConfig::Aggregate::attention;
-  else throw Error(fmt::format("config: cln.aggregate = {}: choose mean or attention", aggregate));
+  else if (aggregate == "flatten") cc.aggregate = CLNConfig::Aggregate::flatten;
+  else throw Error(fmt::format("config: cln.aggregate = {}: choose mean, attention or flatten", aggregate));
+  cc.slots = c.integer("cln.slots");
+  if (cc.slots < 1 || cc.slots > 4096) throw Error(fmt::format("config: cln.slots = {}: choose 1 to 4096", cc.slots));
   cc.heads = c.integer("cln.heads");
   if (cc.heads < 1 || cc.heads > 64) throw Error(fmt::format("config: cln.heads = {}: choose 1 to 64", cc.heads));
   cc.highway = c.flag("cln.highway");

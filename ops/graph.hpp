@@ -38,4 +38,9 @@ Var neighbour_mean(Var x, const Neighbours& graph);
 // The weights α are recomputed in backward (nothing saved).
 Var neighbour_attention(Var x, std::span<const Var> queries, const Neighbours& graph);
 
+// neighbour_stack: node i's first k neighbours side by side, zero-padded: Y_i = [X_{j_1} … X_{j_k}].
+//   X:[N,r,c] -> [N, r, k·c]  (r = 1: the flattened k × c matrix of the neighbours' vectors, 001 §4.4's
+//   vector CLN); a node with more than k neighbours contributes its first k.
+Var neighbour_stack(Var x, const Neighbours& graph, std::int64_t k);
+
 }  // namespace matmem

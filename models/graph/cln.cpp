@@ -10,6 +10,8 @@ CLN::CLN(const CLNConfig& c, DType dtype, std::uint64_t seed, std::string name)
     : Model(std::move(name), dtype, seed), config_(c) {
   if (c.rows < 1 || c.cols < 1) throw Error(fmt::format("cln: state {}x{}: both sizes must be ≥ 1", c.rows, c.cols));
   if (c.height < 1 || c.height > 64) throw Error(fmt::format("cln: height {}: choose 1 to 64", c.height));
+  if (c.aggregate == CLNConfig::Aggregate::flatten && (c.slots < 1 || c.slots > 4096))
+    throw Error(fmt::format("cln: {} slots: choose 1 to 4096", c.slots));
   if (c.aggregate == CLNConfig::Aggregate::attention && (c.heads < 1 || c.heads > 64))
     throw Error(fmt::format("cln: {} heads: choose 1 to 64", c.heads));
   if (c.embed == CLNConfig::Embed::dense && c.rows > 21)
@@ -43,6 +45,8 @@ void CLN::step(Step& s) {
     Var read;
     if (c.aggregate == CLNConfig::Aggregate::mean) {
       read = neighbour_mean(h, *g);
+    } else if (c.aggregate == CLNConfig::Aggregate::flatten) {
+      read = neighbour_stack(h, *g, c.slots);
     } else {
       specs_.clear();
       for (std::size_t k = 0; k < std::size_t(c.heads); ++k)

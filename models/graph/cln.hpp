@@ -30,6 +30,11 @@
 //     heads' reads Λ^(k)_{i·} H are stacked by rows, H̃_i = [Σ_j Λ^(1)_{ij} H_j; …; Σ_j Λ^(n)_{ij} H_j], an
 //     n·r × c matrix (001: "concatenated"; for vector states the n × d matrix Uᵀ P of §2.1 eq. 4, P the
 //     neighbours' states), which U_{n,t} (n·r × r) and V_{n,t} map back to r × c (ops' neighbour_attention).
+//   flatten (001 §4.4's vector CLN: "flattens the matrix of neighbours into vector"): H̃_i = [H_{j_1} … H_{j_k}],
+//     node i's first k = cln.slots (50) neighbours side by side, zeros for the missing ones, r × k·c (ops'
+//     neighbour_stack); V_{n,t} is k·c × c, so for vector states (r = 1) the read is a dense map of the
+//     flattened k × c neighbour matrix. It depends on the neighbours' order: while training a random one (the
+//     sample's), at evaluation the sorted list.
 // The neighbours N(i) are those the sequence carries (Sequence::graph): while training at most 50 sampled per
 // node (task.graph.sample), at evaluation all. Parameters are per layer (not tied across t). L2 regularisation is
 // the optimiser's weight_decay (001 §4.4: 5·10⁻⁴).
@@ -45,8 +50,9 @@ namespace matmem {
 struct CLNConfig {
   std::int64_t rows = 10, cols = 10;  // node state H_i (rows 1: the vector CLN)
   std::int64_t height = 5;
-  enum class Aggregate { mean, attention } aggregate = Aggregate::mean;
+  enum class Aggregate { mean, attention, flatten } aggregate = Aggregate::mean;
   std::int64_t heads = 10;  // attention only
+  std::int64_t slots = 50;  // flatten only: neighbours read, side by side
   bool highway = true;
   enum class Embed { dense, matrix } embed = Embed::dense;  // dense: r ≤ 21 (a mat's terms)
   std::int64_t input_rows = 1, input_cols = 1433, output_rows = 1, output_cols = 7;

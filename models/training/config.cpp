@@ -77,7 +77,10 @@ const std::vector<ConfigKey>& config_keys() {
       {"fw.init_scale", "0.05", "fastweights: the recurrence starts as this times the identity"},
       {"irnn.init_scale", "1", "irnn: the recurrence starts as this times the identity (Le et al.)"},
       {"cln.height", "5", "cln: layers T, the hops a node's messages travel (models/graph/cln.hpp)"},
-      {"cln.aggregate", "\"mean\"", "cln: the neighbours' read: mean (CLN) or attention (multi-attention CLN)"},
+      {"cln.aggregate", "\"mean\"",
+       "cln: the neighbours' read: mean (CLN), attention (multi-attention CLN) or flatten (the neighbours side by "
+       "side, 001 §4.4's vector CLN)"},
+      {"cln.slots", "50", "cln: neighbours read side by side (aggregate = flatten), 1 to 4096"},
       {"cln.heads", "10", "cln: attention heads (aggregate = attention), 1 to 64"},
       {"cln.highway", "true", "cln: highway gates between layers (Pham et al.'s CLN)"},
       {"cln.embed", "\"dense\"",

@@ -72,6 +72,16 @@ TEST_CASE("CLN passes gradcheck whole on a tiny graph, every parameter's gradien
   SECTION("vector CLN (rows = 1)") { check_model(tiny(t, 1, 4, A::mean, true)); }
   SECTION("multi-attention CLN, 3 heads, matrix 2x3 states") { check_model(tiny(t, 2, 3, A::attention, true)); }
   SECTION("multi-attention CLN, vector states") { check_model(tiny(t, 1, 4, A::attention, false)); }
+  SECTION("flattened neighbours (001's vector CLN), 3 slots") {
+    CLNConfig c = tiny(t, 1, 4, A::flatten, true);
+    c.slots = 3;
+    check_model(c);
+  }
+  SECTION("flattened neighbours, matrix states") {
+    CLNConfig c = tiny(t, 2, 3, A::flatten, false);
+    c.slots = 2;
+    check_model(c);
+  }
   SECTION("CLN with the matrix embedding") { check_model(tiny(t, 2, 3, A::mean, true, CLNConfig::Embed::matrix)); }
 }
 
@@ -115,6 +125,7 @@ TEST_CASE("cln config keys: bad values are refused naming the key", "[models][gr
     return make_model(c, *task);
   };
   CHECK_THROWS_WITH(make({"cln.aggregate=max"}), Contains("cln.aggregate") && Contains("max"));
+  CHECK_THROWS_WITH(make({"cln.aggregate=flatten", "cln.slots=0"}), Contains("cln.slots"));
   CHECK_THROWS_WITH(make({"cln.heads=0"}), Contains("cln.heads"));
   CHECK_THROWS_WITH(make({"cln.height=0"}), Contains("cln.height"));
   CHECK_THROWS_WITH(make({"cln.embed=sparse"}), Contains("cln.embed") && Contains("sparse"));
