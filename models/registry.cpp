@@ -133,7 +133,7 @@ std::unique_ptr<Model> cln(const Config& c, const Task& t, DType dtype, std::uin
   CLNConfig cc;
   const auto layers = c.sizes("model.layers");
   if (layers.size() != 1)
-    throw Error(fmt::format("config: model.layers = {}: cln has one node state shape, RxC (1xn: the vector CLN)",
+    throw Error(fmt::format("config: model.layers = {}: cln has one node state shape, RxC (1xn: vector states)",
                             c.str("model.layers")));
   cc.rows = layers[0].first, cc.cols = layers[0].second;
   cc.height = c.integer("cln.height");

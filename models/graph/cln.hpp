@@ -1,6 +1,7 @@
 // Column networks on graphs, in matrix form (001 §3, §3.1; Pham et al. 2017, "Column Networks for Collective
 // Classification"). Each node of the graph is a lane of the batch (models/tasks/graph.hpp: the whole graph is
-// one batch); its state is a matrix H_i ∈ R^{r×c} (r = 1: the vector CLN, a state of c units).
+// one batch); its state is a matrix H_i ∈ R^{r×c} (r = 1: vector states of c units, as in
+// 001 §4.4).
 //
 //   H_i^0, the node's features X_i (fr × fc, models/tasks/graph.hpp) embedded (cln.embed):
 //     dense (default):  H_i^0 = relu(Σ_{k=1..r} U_{x,k}ᵀ X_i V_{x,k} + B_x), U_{x,k}: fr × r, V_{x,k}: fc × c. For
@@ -48,7 +49,7 @@
 namespace matmem {
 
 struct CLNConfig {
-  std::int64_t rows = 10, cols = 10;  // node state H_i (rows 1: the vector CLN)
+  std::int64_t rows = 10, cols = 10;  // node state H_i (rows 1: vector states)
   std::int64_t height = 5;
   enum class Aggregate { mean, attention, flatten } aggregate = Aggregate::mean;
   std::int64_t heads = 10;  // attention only
