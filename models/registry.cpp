@@ -7,9 +7,11 @@
 
 #include "models/fastweights/fast_weights.hpp"
 #include "models/gamma/gamma_network.hpp"
+#include "models/graph/cln.hpp"
 #include "models/ntm/matntm.hpp"
 #include "models/rnn/recurrent.hpp"
 #include "models/tasks/delayed_recall.hpp"
+#include "models/tasks/graph.hpp"
 #include "models/tasks/mackey_glass.hpp"
 #include "models/tasks/retrieval.hpp"
 #include "runtime/error.hpp"
@@ -142,10 +144,41 @@ std::unique_ptr<Model> fast_weights(bool fast, const Config& c, const Task& t, D
   return std::make_unique<FastWeightsRNN>(fc, dtype, seed);
 }
 
+std::unique_ptr<Model> cln(const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
+  CLNConfig cc;
+  const auto layers = c.sizes("model.layers");
+  if (layers.size() != 1)
+    throw Error(fmt::format("config: model.layers = {}: cln has one node state shape, RxC (1xn: vector states)",
+                            c.str("model.layers")));
+  cc.rows = layers[0].first, cc.cols = layers[0].second;
+  cc.height = c.integer("cln.height");
+  if (cc.height < 1 || cc.height > 64) throw Error(fmt::format("config: cln.height = {}: choose 1 to 64", cc.height));
+  const std::string aggregate = c.str("cln.aggregate");
+  if (aggregate == "mean") cc.aggregate = CLNConfig::Aggregate::mean;
+  else if (aggregate == "attention") cc.aggregate = CLNConfig::Aggregate::attention;
+  else if (aggregate == "flatten") cc.aggregate = CLNConfig::Aggregate::flatten;
+  else throw Error(fmt::format("config: cln.aggregate = {}: choose mean, attention or flatten", aggregate));
+  cc.slots = c.integer("cln.slots");
+  if (cc.slots < 1 || cc.slots > 4096) throw Error(fmt::format("config: cln.slots = {}: choose 1 to 4096", cc.slots));
+  cc.heads = c.integer("cln.heads");
+  if (cc.heads < 1 || cc.heads > 64) throw Error(fmt::format("config: cln.heads = {}: choose 1 to 64", cc.heads));
+  cc.highway = c.flag("cln.highway");
+  const std::string embed = c.str("cln.embed");
+  if (embed == "dense") cc.embed = CLNConfig::Embed::dense;
+  else if (embed == "matrix") cc.embed = CLNConfig::Embed::matrix;
+  else throw Error(fmt::format("config: cln.embed = {}: choose dense or matrix", embed));
+  if (cc.embed == CLNConfig::Embed::dense && cc.rows > 21)
+    throw Error(fmt::format("config: model.layers = {}: the dense embedding (cln.embed) takes at most 21 rows",
+                            c.str("model.layers")));
+  set_io(cc, t);
+  return std::make_unique<CLN>(cc, dtype, seed);
+}
+
 std::map<std::string, ModelFactory>& factories() {
   static std::map<std::string, ModelFactory> all = {
       {"matntm", ntm},
       {"gamma", gamma},
+      {"cln", cln},
       {"fastweights", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return fast_weights(true, c, t, d, s); }},
       {"irnn", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return fast_weights(false, c, t, d, s); }},
       {"matrnn", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return recurrent(CellKind::rnn, c, t, d, s); }},
@@ -204,7 +237,27 @@ std::unique_ptr<Task> make_task(const Config& c) {
   if (name == "mackey_glass")
     return std::make_unique<MackeyGlassTask>(MackeyGlassOptions{c.integer("task.horizon"), c.integer("task.min_length"),
                                                                 c.integer("task.max_length"), c.integer("batch")});
-  throw Error(fmt::format("config: unknown task {} (known: copy, recall, delay, retrieval, mackey_glass)", name));
+  if (name == "graph") {
+    if (c.integer("micro_batch") != 0)
+      throw Error(fmt::format("config: micro_batch = {}: the graph task is one batch of the whole graph, which must "
+                              "not be split: set micro_batch = 0", c.integer("micro_batch")));
+    if (c.integer("threads") != 1)
+      throw Error(fmt::format("config: threads = {}: the graph task is one batch of the whole graph, which must not "
+                              "be split: set threads = 1", c.integer("threads")));
+    GraphTaskOptions o;
+    CitationGraphOptions& g = o.graph;
+    g.nodes = c.integer("task.graph.nodes"), g.classes = c.integer("task.graph.classes");
+    g.degree = c.num("task.graph.degree"), g.homophily = c.num("task.graph.homophily");
+    g.words = c.integer("task.graph.words"), g.words_per_node = c.integer("task.graph.words_per_node");
+    g.topic_words = c.integer("task.graph.topic_words"), g.feature_signal = c.num("task.graph.feature_signal");
+    g.test = c.integer("task.graph.test"), g.validation = c.integer("task.graph.validation");
+    const std::int64_t seed = c.integer("task.graph.seed");
+    if (seed < 0) throw Error(fmt::format("config: task.graph.seed = {} must be ≥ 0", seed));
+    g.seed = std::uint64_t(seed);
+    o.feature_rows = c.integer("task.graph.feature_rows"), o.sample = c.integer("task.graph.sample");
+    return std::make_unique<GraphTask>(o);
+  }
+  throw Error(fmt::format("config: unknown task {} (known: copy, recall, delay, retrieval, mackey_glass, graph)", name));
 }
 
 }  // namespace matmem

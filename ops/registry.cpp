@@ -39,6 +39,9 @@ OpEntry softmax_cross_entropy_entry();
 OpEntry frobenius_entry();
 OpEntry vec_outer_entry();
 OpEntry vec_matvec_entry();
+OpEntry neighbour_mean_entry();
+OpEntry neighbour_attention_entry();
+OpEntry neighbour_stack_entry();
 
 namespace {
 std::vector<OpEntry>& entries() {
@@ -49,7 +52,8 @@ std::vector<OpEntry>& entries() {
       row_entry(), circular_shift_entry(), sharpen_entry(), ntm_addressing_entry(), memory_read_entry(),
       memory_write_entry(), memory_read_write_entry(), projections_entry(),
       bce_with_logits_entry(), mse_entry(), softmax_cross_entropy_entry(), frobenius_entry(),
-      vec_outer_entry(), vec_matvec_entry()};
+      vec_outer_entry(), vec_matvec_entry(), neighbour_mean_entry(),
+      neighbour_attention_entry(), neighbour_stack_entry()};
   return all;
 }
 }  // namespace

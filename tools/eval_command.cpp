@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "models/tasks/graph.hpp"
 #include "models/training/trainer.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
@@ -80,6 +81,8 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
     loss /= o.batches;
     if (csv != stdout) fmt::print("{:>8} {:>16.3f} {:>10.3f} {:>10.3f} {:>10.4f}\n", size, bits, lo, hi, loss);
     if (csv) fmt::print(csv, "{}{},{:.4f},{:.4f},{:.4f},{:.6f}\n", several ? checkpoint + "," : "", size, bits, lo, hi, loss);
+    if (csv != stdout && dynamic_cast<const GraphTask*>(&task))  // the cost is the split's error rate
+      fmt::print("{:>8} {} accuracy {:.4f}\n", "", GraphTask::split_name(size), 1.0 - bits);
     series.size.push_back(double(size));
     series.bits.push_back(bits);
     series.lo.push_back(lo);

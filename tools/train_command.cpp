@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "models/graph/validation.hpp"
 #include "models/training/trainer.hpp"
 #include "runtime/communicator.hpp"
 #include "tools/commands.hpp"
@@ -111,10 +112,11 @@ void show_example(Trainer& t) {
   const std::int64_t size = std::string(task.name()) == "copy" ? 6
                             : std::string(task.size_name()) == "pairs" ? task.eval_sizes()[0]
                                                                          : 3;
-  // At most 16 sequences: the example runs without micro-batches, and a whole large batch's pass would hold
-  // more memory than training did (batch 256 with 1024 slots: 0.8 GB against 0.2 GB).
+  // As many sequences as a training pass runs (micro_batch; the whole batch with micro_batch = 0): a whole
+  // large batch's pass would hold more memory than training did (batch 256 with 1024 slots: 0.8 GB against 0.2).
   const Sequence batch = task.sample_size(rng, size);
-  const std::int64_t shown = std::min<std::int64_t>(task.batch(), 16);
+  const std::int64_t micro = t.config().integer("micro_batch");
+  const std::int64_t shown = micro > 0 ? std::min(task.batch(), micro) : task.batch();
   Sequence seq;
   batch_slice(batch, 0, shown, seq);
   Tape& tape = t.tape();
@@ -213,12 +215,31 @@ void run(const Options& o) {
   double loss = 0, bits = 0, norm = 0, frames = 0, last_loss = 0, last_bits = 0, last_draw = 0;
   std::int64_t n = 0, done_here = 0;
   double reduce_seconds = 0;  // distributed: gathering and adding the ranks' gradients, waits included
+  // A graph task: the validation split after every step (validation.csv), early stopping on its loss, and the
+  // best-validation parameters kept (models/graph/validation.hpp).
+  const auto* graph = dynamic_cast<const GraphTask*>(&trainer->task());
+  EarlyStopping stopper(graph ? c.integer("task.graph.patience") : 0);
+  Sequence held_out;
+  std::ofstream validation_csv;
+  if (graph) {
+    const std::string path = (std::filesystem::path(out) / "validation.csv").string();
+    const bool new_file = fresh || !std::filesystem::exists(path);
+    if (!new_file) drop_rows_after(path, trainer->steps_done());
+    validation_csv.open(path, new_file ? std::ios::trunc : std::ios::app);
+    if (new_file) validation_csv << "step,validation_loss,validation_accuracy\n";
+  }
   std::int64_t level = trainer->curriculum_level();
   if (level && !o.json)
     fmt::print("curriculum: {} up to {} (of {})\n", trainer->task().size_name(), level,
                trainer->task().size_range().second);
-  while (trainer->steps_done() < total) {
+  bool stopped = false;
+  while (trainer->steps_done() < total && !stopped) {
     const StepStats s = trainer->step();
+    if (graph) {
+      const SplitScore v = evaluate_split(trainer->model(), trainer->tape(), *graph, GraphTask::kValidation, held_out);
+      validation_csv << fmt::format("{},{:.6f},{:.6f}\n", trainer->steps_done(), v.loss, v.accuracy);
+      stopped = stopper.update(trainer->model(), v.loss, trainer->steps_done());
+    }
     if (trainer->curriculum_level() != level && !o.json) {
       level = trainer->curriculum_level();
       progress.finish();
@@ -257,6 +278,21 @@ void run(const Options& o) {
     if ((ckpt_every > 0 && step % ckpt_every == 0) || step == total) trainer->save(out);
   }
   progress.finish();
+  std::string graph_line;
+  nlohmann::json graph_json;
+  if (graph) {  // the best-validation parameters, saved, and the held-out splits' accuracy
+    validation_csv.flush();
+    stopper.restore(trainer->model());
+    trainer->save(out);
+    const SplitScore v = evaluate_split(trainer->model(), trainer->tape(), *graph, GraphTask::kValidation, held_out);
+    const SplitScore t = evaluate_split(trainer->model(), trainer->tape(), *graph, GraphTask::kTest, held_out);
+    graph_line = fmt::format("{}parameters of step {} (lowest validation loss {:.4f}): validation accuracy {:.4f}, "
+                             "test accuracy {:.4f}\n",
+                             stopped ? fmt::format("stopped early after step {}; ", trainer->steps_done()) : "",
+                             stopper.best_step(), stopper.best_loss(), v.accuracy, t.accuracy);
+    graph_json = {{"best_step", stopper.best_step()}, {"validation_accuracy", v.accuracy},
+                  {"test_accuracy", t.accuracy}, {"stopped_early", stopped}};
+  }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.json) {
     nlohmann::json j = {{"steps", trainer->steps_done()},
@@ -267,6 +303,7 @@ void run(const Options& o) {
                         {"params", trainer->model().params().element_count()},
                         {"skipped", trainer->skipped()}};
     for (const auto& [name, value] : trainer->model().learned_scalars()) j["learned"][name] = value;
+    if (graph) j["graph"] = graph_json;
     if (trainer->ranks() > 1) {
       j["ranks"] = trainer->ranks();
       j["reduce_seconds_per_step"] = done_here ? reduce_seconds / double(done_here) : 0.0;
@@ -280,6 +317,7 @@ void run(const Options& o) {
                                                                 : cost_name(trainer->task().target_kind()),
              trainer->skipped() ? fmt::format("; {} steps skipped for a NaN/Inf", trainer->skipped()) : "");
   for (const auto& [name, value] : trainer->model().learned_scalars()) fmt::print("learned {} = {:.6g}\n", name, value);
+  fmt::print("{}", graph_line);
   fmt::print("checkpoint: {}/checkpoint.safetensors, learning curve: {}\n", out, metrics_path);
   show_example(*trainer);
   fmt::print("{}\n", plot_hint(out));

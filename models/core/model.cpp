@@ -236,6 +236,7 @@ const SequenceResult& Unroller::run(const Sequence& seq) {
     throw ShapeError(fmt::format("model {} writes outputs [B,{},{}] but the task's targets are {}", model_.name(),
                                  model_.output_rows(), model_.output_cols(), seq.targets[0].shape().str()));
   tape_.clear();
+  step_.set_graph(seq.graph.get());
   step_.begin_sequence(B);
   result_.logits.clear();
   result_.bits = 0;
@@ -261,10 +262,19 @@ const SequenceResult& Unroller::run(const Sequence& seq) {
             losses_.push_back(bce_with_logits(y, t_var));
             result_.bits += bit_errors_per_sequence(x, target);
             break;
-          case TargetKind::classes:
-            losses_.push_back(softmax_cross_entropy(y, t_var));
+          case TargetKind::classes: {
+            // Rows of zeros carry no target (models/tasks/tasks.hpp): the mean is over the labelled rows.
+            const T* t = t_var.value<T>().data;
+            const std::int64_t c = target.shape().cols, rows = target.numel() / c;
+            std::int64_t labelled = 0;
+            for (std::int64_t r = 0; r < rows; ++r)
+              labelled += std::any_of(t + r * c, t + (r + 1) * c, [](T v) { return v != T(0); });
+            Var loss = softmax_cross_entropy(y, t_var);
+            if (labelled > 0 && labelled < rows) loss = scale(loss, double(rows) / double(labelled));
+            losses_.push_back(loss);
             result_.bits += class_errors_per_sequence(x, target);
             break;
+          }
           case TargetKind::reals: {
             losses_.push_back(mse(y, t_var));
             const T* t = t_var.value<T>().data;

@@ -27,6 +27,7 @@
 namespace matmem {
 
 struct Sequence;
+struct Neighbours;
 
 // How a parameter starts (spec/models.md, "Initialisation").
 struct Init {
@@ -141,6 +142,9 @@ class Step {
     if (observer_) observer_->observe(time_, name, value);
   }
   bool observed() const { return observer_ != nullptr; }
+  // Graph tasks: the neighbours each lane reads in this pass (Sequence::graph); nullptr for other tasks.
+  const Neighbours* graph() const { return graph_; }
+  void set_graph(const Neighbours* graph) { graph_ = graph; }
   void set_observer(StepObserver* observer) { observer_ = observer; }
 
   // The parameter path/term/leaf (path/leaf when term is empty) of the given shape, created with `init` on
@@ -188,6 +192,7 @@ class Step {
   std::int64_t time_ = 0;
   bool output_needed_ = true;
   StepObserver* observer_ = nullptr;
+  const Neighbours* graph_ = nullptr;
   std::size_t state_index(std::string_view name) const;  // throws if the model declares no such state
   Var input_, output_;
   std::vector<Var> current_, next_;

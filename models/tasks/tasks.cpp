@@ -73,6 +73,7 @@ const char* target_kind_name(TargetKind kind) {
 
 // --- Sequence ------------------------------------------------------------------------------------------------
 void Sequence::reset() {
+  graph.reset();
   for (Tensor& t : inputs) spare_.push_back(std::move(t));
   for (Tensor& t : targets) spare_.push_back(std::move(t));
   inputs.clear();
@@ -117,6 +118,7 @@ void batch_slice(const Sequence& from, std::int64_t first, std::int64_t count, S
   };
   out.reset();
   out.kind = from.kind;
+  out.graph = from.graph;  // a graph model refuses a slice: its batch is no longer the graph's nodes
   for (const Tensor& x : from.inputs)
     slice(x, out.add_input(x.dtype(), matrices(count, x.shape().rows, x.shape().cols)));
   for (std::size_t k = 0; k < from.targets.size(); ++k) {
@@ -234,19 +236,25 @@ double bit_errors_per_sequence(const Tensor& logits, const Tensor& target) {
 
 template <class T>
 double class_errors_per_sequence(const T* logits, const Tensor& target) {
-  std::int64_t wrong = 0;
+  std::int64_t wrong = 0, lanes = 0;
   dispatch(target.dtype(), [&](auto z) {
     using U = decltype(z);
     const U* t = target.view<U>().data;
     // Frames are batch-interleaved (runtime/shape.hpp), but a row's c columns are contiguous either way.
     const std::int64_t c = target.shape().cols, rows = target.numel() / c;
+    const std::int64_t B = target.shape().batch;
+    std::vector<char> labelled(std::size_t(B), 0);
     for (std::int64_t r = 0; r < rows; ++r) {
       const T* x = logits + r * c;
       const U* y = t + r * c;
-      wrong += std::max_element(x, x + c) - x != std::max_element(y, y + c) - y;
+      const U* top = std::max_element(y, y + c);
+      if (*top == U(0) && std::all_of(y, y + c, [](U v) { return v == U(0); })) continue;  // no target here
+      labelled[std::size_t(r % B)] = 1;  // row r of the frame is row r / B of sequence r % B
+      wrong += std::max_element(x, x + c) - x != top - y;
     }
+    lanes = std::count(labelled.begin(), labelled.end(), 1);
   });
-  return double(wrong) / double(target.shape().batch);
+  return lanes ? double(wrong) / double(lanes) : 0.0;
 }
 template double class_errors_per_sequence<float>(const float*, const Tensor&);
 template double class_errors_per_sequence<double>(const double*, const Tensor&);

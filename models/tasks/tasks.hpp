@@ -15,6 +15,7 @@
 // averaged over the batch, for outputs Y = sigmoid(logits), i.e. [logit > 0].
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,12 +25,15 @@
 
 namespace matmem {
 
+struct Neighbours;  // ops/graph.hpp
+
 // What a task's targets are; the Unroller (models/core/model.hpp) takes the loss and the cost by it.
 //   bits:    targets in {0,1}; loss the mean BCE-with-logits over the target elements; cost the bit errors
 //            per sequence, Σ |[logit > 0] − [target > ½]| over the target frames, / B.
 //   classes: each row of a target frame is a one-hot class over the row's c columns (a vector output, rows
-//            = 1, is one class over its elements); loss the softmax cross-entropy of each row, averaged over
-//            rows, sequences and target frames; cost the class errors per sequence, Σ [argmax row of the
+//            = 1, is one class over its elements), or a row of zeros: no target (a graph's unlabelled nodes);
+//            loss the softmax cross-entropy of each row, averaged over the rows with a target, sequences and
+//            target frames; cost the class errors per sequence, Σ [argmax row of the
 //            logits ≠ argmax row of the target] over every row of every target frame, / B (with one target
 //            row a sequence, the error rate).
 //   reals:   real targets; loss the mean squared error over the target elements; cost the normalised MSE,
@@ -47,6 +51,8 @@ struct Sequence {
   std::vector<Tensor> inputs;          // one [B, input_rows, c] frame per time step
   std::vector<Tensor> targets;         // one [B, r, c] per target step
   std::vector<std::int64_t> target_steps;  // the time step (0-based) of each target
+  // Graph tasks: the neighbours each lane (node) reads in this pass (models/tasks/graph.hpp); else empty.
+  std::shared_ptr<const Neighbours> graph;
 
   // Drawing into a Sequence again reuses its buffers: reset() keeps every tensor aside, and the next
   // add_input/add_target of the same shape takes one back (zeroed), so a training loop allocates nothing.
@@ -140,7 +146,8 @@ double bit_errors_per_sequence(const Tensor& logits, const Tensor& target);
 template <class T>
 double bit_errors_per_sequence(const T* logits, const Tensor& target);
 // Rows whose largest logit is not at the target's largest entry (the first of equals), summed over every
-// row of every matrix and divided by the batch.
+// row of every matrix and divided by the batch. A target row of zeros is no target (a graph's unlabelled
+// nodes, models/tasks/graph.hpp): it is skipped, and the division is by the sequences with a target row.
 double class_errors_per_sequence(const Tensor& logits, const Tensor& target);
 template <class T>
 double class_errors_per_sequence(const T* logits, const Tensor& target);

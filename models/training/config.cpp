@@ -15,10 +15,12 @@ using nlohmann::json;
 
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = {
-      {"model", "\"matntm\"", "model: matntm (alias ntm), matrnn, matlstm, matgru, gamma, or one registered by the user"},
+      {"model", "\"matntm\"", "model: matntm (alias ntm), matrnn, matlstm, matgru, gamma, fastweights, irnn, cln (graph task), or one "
+       "registered by the user"},
       {"task", "\"copy\"",
-       "task: copy, recall, delay (delayed recall), retrieval (associative retrieval) or mackey_glass (series "
-       "prediction); models/tasks/"},
+       "task: copy, recall, delay (delayed recall), retrieval (associative retrieval), mackey_glass (series "
+       "prediction) or graph (node classification on a generated graph, the whole graph one batch: the key batch is "
+       "not used, micro_batch must be 0 and threads 1); models/tasks/"},
       {"seed", "1", "seed of the run: parameter initialisation and every sequence drawn"},
       {"steps", "3000", "training steps (one batch each)"},
       {"batch", "16", "sequences per batch"},
@@ -45,6 +47,22 @@ const std::vector<ConfigKey>& config_keys() {
       {"task.item_matrices", "2", "recall: matrices per item"},
       {"task.pairs", "4", "retrieval: letter–digit pairs before the query (1..26)"},
       {"task.horizon", "1", "mackey_glass: predict the sample this many steps ahead"},
+      {"task.graph.nodes", "2708", "graph: nodes of the generated citation-like graph (models/tasks/graph.hpp)"},
+      {"task.graph.classes", "7", "graph: classes (blocks of the stochastic block model), equal sizes"},
+      {"task.graph.degree", "4.0", "graph: mean degree 2·edges/nodes"},
+      {"task.graph.homophily", "0.8", "graph: share of the edges that join two nodes of one class"},
+      {"task.graph.words", "1433", "graph: words of the bag-of-words features"},
+      {"task.graph.words_per_node", "18", "graph: words a node draws (with replacement)"},
+      {"task.graph.topic_words", "100", "graph: words of each class's own topic"},
+      {"task.graph.feature_signal", "0.2", "graph: probability that a word is drawn from the node's class topic"},
+      {"task.graph.test", "1000", "graph: test nodes"},
+      {"task.graph.validation", "100", "graph: validation nodes (the rest train)"},
+      {"task.graph.seed", "1", "graph: seed of the generated graph, features and splits (apart from the run's seed)"},
+      {"task.graph.feature_rows", "1", "graph: a node's words as a matrix of this many rows, row-major (1: the vector)"},
+      {"task.graph.sample", "50", "graph: neighbours sampled per node and training step (0: all)"},
+      {"task.graph.patience", "0",
+       "graph: stop once this many steps (epochs) brought no lower validation loss, keeping the best parameters "
+       "(0: train every step, still keeping the best; models/graph/validation.hpp)"},
       {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm, dense layers for gamma) as RxC, comma separated"},
       {"gamma.kind", "\"gamma\"", "gamma model's memory: gamma, laguerre, gamma2 or delay (the tap delay line; see models/layers/gamma.hpp)"},
       {"gamma.taps", "4", "gamma model's memory taps K (1: the context unit)"},
@@ -63,6 +81,16 @@ const std::vector<ConfigKey>& config_keys() {
        "fastweights: A(H) from the past states (sum), from the n×n matrix A kept per sequence (matrix), or the cheaper by "
        "the cost model (auto)"},
       {"irnn.init_scale", "1", "irnn: the recurrence starts as this times the identity (Le et al.)"},
+      {"cln.height", "5", "cln: layers T, the hops a node's messages travel (models/graph/cln.hpp)"},
+      {"cln.aggregate", "\"mean\"",
+       "cln: the neighbours' read: mean (CLN), attention (multi-attention CLN) or flatten (the neighbours side by "
+       "side, 001 §4.4's vector CLN)"},
+      {"cln.slots", "50", "cln: neighbours read side by side (aggregate = flatten), 1 to 4096"},
+      {"cln.heads", "10", "cln: attention heads (aggregate = attention), 1 to 64"},
+      {"cln.highway", "true", "cln: highway gates between layers (Pham et al.'s CLN)"},
+      {"cln.embed", "\"dense\"",
+       "cln: the features into the first state: dense (every word to every unit, as a vector net) or matrix (one "
+       "bilinear map of the feature matrix); models/graph/cln.hpp"},
       {"ntm.controller", "\"rnn\"", "matntm controller cell: rnn or lstm"},
       {"ntm.slots", "120", "ntm memory slots N"},
       {"ntm.slot_rows", "6", "rows of one memory slot"},
@@ -118,6 +146,9 @@ const std::vector<Preset>& presets() {
       {"gamma", "mackey_glass", R"({"task.min_length": 20, "task.max_length": 50, "gamma.taps": 4, "model.layers": "1x10",
         "optimizer": "adam", "lr": 1e-3})"},
       {"gamma", "delay", R"({"model.layers": "10x10", "gamma.taps": 4, "optimizer": "adam", "lr": 3e-3})"},
+      {"cln", "graph", R"({"model.layers": "10x10", "optimizer": "adam", "lr": 1e-2, "weight_decay": 5e-4,
+        "steps": 100, "micro_batch": 0, "log_every": 1, "checkpoint_every": 0, "clip.value": 0,
+        "task.graph.patience": 10})"},
       {"irnn", "retrieval", R"({"model.layers": "1x50", "task.pairs": 4, "batch": 128, "optimizer": "adam", "lr": 1e-4})"},
   };
   return all;

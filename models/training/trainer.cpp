@@ -251,9 +251,11 @@ MemoryEstimate Trainer::estimate_memory() {
   const bool copy = size_name == "length";  // copy, delay: sized by task.*_length
   // retrieval: one size, task.pairs; probed at 1 and 3 pairs.
   const bool pairs = size_name == "pairs";
-  const std::int64_t smallest = pairs ? 1 : config_.integer(copy ? "task.min_length" : "task.min_items"),
+  const bool split = size_name == "split";  // graph: one frame whatever the split; probed at splits 1 and 3
+  const std::int64_t smallest = pairs || split ? 1 : config_.integer(copy ? "task.min_length" : "task.min_items"),
                      largest = pairs ? config_.integer("task.pairs")
-                                     : config_.integer(copy ? "task.max_length" : "task.max_items");
+                               : split ? 1
+                                       : config_.integer(copy ? "task.max_length" : "task.max_items");
   Tape tape(DType::f32);
   // Both passes save what backward needs, as a run's first pass does: recomputing only ever holds less.
   tape.set_recompute_above(SIZE_MAX);
@@ -271,7 +273,7 @@ MemoryEstimate Trainer::estimate_memory() {
   model_->params().zero_grad();
   MemoryEstimate m;
   m.batch = B;
-  m.tape_bytes_per_frame = std::max(0.0, (bytes[1] - bytes[0]) / (frames[1] - frames[0]));
+  m.tape_bytes_per_frame = frames[1] > frames[0] ? std::max(0.0, (bytes[1] - bytes[0]) / (frames[1] - frames[0])) : 0.0;
   const double longest = frames[0] + double(largest - smallest) * (frames[1] - frames[0]) / 2;
   m.longest_frames = std::int64_t(longest);
   const double per_sequence = bytes[0] + (longest - frames[0]) * m.tape_bytes_per_frame;

@@ -30,7 +30,8 @@ TEST_CASE("the registry holds every op of the spec", "[ops]") {
   for (const char* name : {"bilinear", "mat", "add", "sub", "hadamard", "scale", "sigmoid", "tanh", "relu", "softplus", "row",
                            "exp", "softmax", "sum", "cosine_similarity", "circular_shift", "sharpen", "memory_read",
                            "memory_write", "bce_with_logits", "mse", "softmax_cross_entropy", "ntm_addressing", "layer_norm",
-                           "frobenius", "vec_outer", "vec_matvec"}) {
+                           "frobenius", "vec_outer", "vec_matvec",
+                           "neighbour_mean", "neighbour_attention", "neighbour_stack"}) {
     INFO(name);
     CHECK(find_op(name) != nullptr);
   }
