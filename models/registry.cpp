@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "models/data/fashion_mnist.hpp"
 #include "models/fastweights/fast_weights.hpp"
+#include "models/ffn/ffn.hpp"
 #include "models/gamma/gamma_network.hpp"
 #include "models/ntm/matntm.hpp"
 #include "models/rnn/recurrent.hpp"
@@ -127,9 +129,37 @@ std::unique_ptr<Model> fast_weights(bool fast, const Config& c, const Task& t, D
   return std::make_unique<FastWeightsRNN>(fc, dtype, seed);
 }
 
+std::unique_ptr<Model> ffn(const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
+  FFNConfig fc;
+  const auto layers = c.sizes("model.layers");
+  if (layers.size() != 1)
+    throw Error(fmt::format("config: model.layers = {}: ffn's hidden layers share one shape RxC (1xn: a vector net); "
+                            "their number is ffn.depth", c.str("model.layers")));
+  fc.rows = layers[0].first, fc.cols = layers[0].second;
+  const std::int64_t depth = c.integer("ffn.depth");
+  if (depth < 1 || depth > 1000) throw Error(fmt::format("config: ffn.depth = {}: choose 1 to 1000 hidden layers", depth));
+  fc.depth = depth;
+  const std::string norm = c.str("ffn.norm");
+  if (norm == "none") fc.norm = FFNConfig::Norm::none;
+  else if (norm == "layer") fc.norm = FFNConfig::Norm::layer;
+  else throw Error(fmt::format("config: ffn.norm = {}: choose none or layer", norm));
+  if (fc.norm == FFNConfig::Norm::layer && fc.rows * fc.cols < 2)
+    throw Error(fmt::format("config: ffn.norm = layer over model.layers = {}: a layer needs 2 elements or more",
+                            c.str("model.layers")));
+  fc.residual = c.flag("ffn.residual");
+  const std::string act = c.str("ffn.activation");
+  if (act == "relu") fc.activation = Activation::relu;
+  else if (act == "tanh") fc.activation = Activation::tanh;
+  else if (act == "sigmoid") fc.activation = Activation::sigmoid;
+  else throw Error(fmt::format("config: ffn.activation = {}: choose relu, tanh or sigmoid", act));
+  set_io(fc, t);
+  return std::make_unique<FFN>(fc, dtype, seed);
+}
+
 std::map<std::string, ModelFactory>& factories() {
   static std::map<std::string, ModelFactory> all = {
       {"matntm", ntm},
+      {"ffn", ffn},
       {"gamma", gamma},
       {"fastweights", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return fast_weights(true, c, t, d, s); }},
       {"irnn", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return fast_weights(false, c, t, d, s); }},
@@ -189,7 +219,21 @@ std::unique_ptr<Task> make_task(const Config& c) {
   if (name == "mackey_glass")
     return std::make_unique<MackeyGlassTask>(MackeyGlassOptions{c.integer("task.horizon"), c.integer("task.min_length"),
                                                                 c.integer("task.max_length"), c.integer("batch")});
-  throw Error(fmt::format("config: unknown task {} (known: copy, recall, delay, retrieval, mackey_glass)", name));
+  if (name == "fashion_mnist") {
+    FashionMnistOptions o;
+    o.data_dir = c.str("task.data_dir");
+    o.train = c.integer("task.train"), o.validation = c.integer("task.validation"), o.test = c.integer("task.test");
+    for (const char* key : {"task.train", "task.validation", "task.test", "task.split_seed"})
+      if (c.integer(key) < 0) throw Error(fmt::format("config: {} = {} must be ≥ 0", key, c.integer(key)));
+    if (o.train < 1) throw Error(fmt::format("config: task.train = {} must be ≥ 1", o.train));
+    o.batch = c.integer("batch");
+    o.split_seed = std::uint64_t(c.integer("task.split_seed"));
+    o.seed = std::uint64_t(c.integer("seed"));
+    o.flatten = c.flag("task.flatten");
+    return std::make_unique<FashionMnistTask>(o);
+  }
+  throw Error(fmt::format("config: unknown task {} (known: copy, recall, delay, retrieval, mackey_glass, "
+                          "fashion_mnist)", name));
 }
 
 }  // namespace matmem

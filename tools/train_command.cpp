@@ -206,7 +206,17 @@ void run(const Options& o) {
   double loss = 0, bits = 0, norm = 0, frames = 0, last_loss = 0, last_bits = 0, last_draw = 0;
   std::int64_t n = 0, done_here = 0;
   double reduce_seconds = 0;  // distributed: gathering and adding the ranks' gradients, waits included
-  while (trainer->steps_done() < total) {
+  // Data sets: validation.csv, a row per evaluation of the validation part (eval.interval).
+  std::ofstream validation;
+  if (trainer->split_task() && c.integer("eval.interval") > 0) {
+    const std::string path = (std::filesystem::path(out) / "validation.csv").string();
+    const bool fresh_validation = fresh || !std::filesystem::exists(path);
+    if (!fresh_validation) drop_rows_after(path, trainer->steps_done());
+    validation.open(path, fresh_validation ? std::ios::trunc : std::ios::app);
+    if (!validation) throw Error(fmt::format("cannot write {}", path));
+    if (fresh_validation) validation << "step,epoch,loss,error,accuracy,best_error,best_step\n";
+  }
+  while (trainer->steps_done() < total && !trainer->stopped()) {
     const StepStats s = trainer->step();
     ++done_here;
     reduce_seconds += trainer->reduce_seconds();
@@ -238,7 +248,20 @@ void run(const Options& o) {
       loss = bits = norm = frames = 0;
       n = 0;
     }
-    if ((ckpt_every > 0 && step % ckpt_every == 0) || step == total) trainer->save(out);
+    if (trainer->evaluated()) {
+      const SplitResult& v = trainer->last_validation();
+      const EarlyStopping& e = trainer->early_stopping();
+      const double epoch = double(step) / double(trainer->split_task()->steps_per_epoch());
+      validation << fmt::format("{},{:.3f},{:.6f},{:.6f},{:.6f},{:.6f},{}\n", step, epoch, v.loss, v.error, 1 - v.error,
+                                e.best(), e.best_step());
+      validation.flush();
+      if (!o.json && !progress.terminal())
+        fmt::print("step {} (epoch {:.2f}): validation loss {:.4f}, accuracy {:.4f} (best {:.4f} at step {}){}\n", step,
+                   epoch, v.loss, 1 - v.error, 1 - e.best(), e.best_step(),
+                   trainer->stopped() ? fmt::format("; no better for {} evaluations: stopping early", e.patience())
+                                      : "");
+    }
+    if ((ckpt_every > 0 && step % ckpt_every == 0) || step == total || trainer->stopped()) trainer->save(out);
   }
   progress.finish();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -263,7 +286,14 @@ void run(const Options& o) {
                                                                 : cost_name(trainer->task().target_kind()),
              trainer->skipped() ? fmt::format("; {} steps skipped for a NaN/Inf", trainer->skipped()) : "");
   fmt::print("checkpoint: {}/checkpoint.safetensors, learning curve: {}\n", out, metrics_path);
-  show_example(*trainer);
+  if (trainer->split_task()) {
+    const EarlyStopping& e = trainer->early_stopping();
+    if (e.best_step() >= 0)
+      fmt::print("validation: best accuracy {:.4f} at step {}{}; test accuracy: `matmem eval --checkpoint {}`\n",
+                 1 - e.best(), e.best_step(), trainer->stopped() ? " (stopped early)" : "", out);
+  } else {
+    show_example(*trainer);
+  }
   fmt::print("{}\n", plot_hint(out));
 }
 }  // namespace
@@ -273,8 +303,8 @@ void add_train_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "train", "Train a model on a task (no options: the MatNTM on the matrix copy task, Table 1 settings)");
   cmd->add_option("--model", o->model,
-                  "matntm (alias ntm), matrnn, matlstm, matgru, gamma, fastweights, irnn (or a registered model)");
-  cmd->add_option("--task", o->task, "copy, recall, delay or retrieval");
+                  "matntm (alias ntm), matrnn, matlstm, matgru, gamma, fastweights, irnn, ffn (or a registered model)");
+  cmd->add_option("--task", o->task, "copy, recall, delay, retrieval, mackey_glass or fashion_mnist");
   cmd->add_option("--config", o->config_file, "JSON file of config keys (see --help-config)");
   cmd->add_option("--set", o->sets, "Override one config key: --set key=value (repeatable)");
   cmd->add_option("--steps", o->steps, "Training steps (with --resume: the new total)")

@@ -45,7 +45,9 @@
 #include <vector>
 
 #include "autodiff/tape.hpp"
+#include "models/data/fashion_mnist.hpp"
 #include "models/registry.hpp"
+#include "models/training/early_stopping.hpp"
 #include "models/training/optimizer.hpp"
 #include "runtime/error.hpp"
 
@@ -77,6 +79,15 @@ struct MemoryEstimate {
   std::string str() const;         // "about X GiB for …; Y GiB available"
 };
 
+// A model's loss and cost over a whole part of a SplitTask's data, in batches of `batch` (the last one smaller),
+// without gradients: the mean loss per example, and the errors per example (for TargetKind::classes with one
+// target row, the error rate; accuracy = 1 − error).
+struct SplitResult {
+  double loss = 0, error = 0;
+  std::int64_t count = 0;
+};
+SplitResult evaluate_split(Model& model, Tape& tape, const SplitTask& task, Split split, std::int64_t batch);
+
 class Trainer {
  public:
   // `ranks`: the ranks of a distributed run (nullptr or one rank: this process trains alone).
@@ -93,6 +104,16 @@ class Trainer {
   std::int64_t skipped() const { return skipped_; }  // steps skipped for a NaN/Inf, over the whole run
 
   void save(const std::string& dir) const;
+
+  // Data sets (a SplitTask): every eval.interval steps the validation part is evaluated after the step, and
+  // early stopping (models/training/early_stopping.hpp) told its error; stopped() says to end the run.
+  // `epochs` > 0 in the config sets the step budget to epochs × the steps of an epoch.
+  const SplitTask* split_task() const { return dynamic_cast<const SplitTask*>(task_.get()); }
+  bool evaluated() const { return evaluated_; }  // the last step evaluated the validation part
+  const SplitResult& last_validation() const { return validation_; }
+  const EarlyStopping& early_stopping() const { return early_; }
+  bool stopped() const { return early_.stopped(); }
+  SplitResult evaluate(Split split);
 
   Model& model() { return *model_; }
   const Task& task() const { return *task_; }
@@ -129,6 +150,9 @@ class Trainer {
   Sequence sequence_;  // reused: drawing a batch allocates nothing once the longest has been seen
   std::int64_t step_ = 0;
   std::int64_t skipped_ = 0;
+  EarlyStopping early_;
+  SplitResult validation_;
+  bool evaluated_ = false;
   MemoryEstimate memory_;
   // Every tensor an update changes (parameters, then optimiser state), named, and a copy of each taken
   // before the update, to undo one that is not finite.
