@@ -97,7 +97,10 @@ Config resolve(const Options& o) {
     for (const std::string& kv : o.sets) c.assign(kv, "--set");
     if (!o.model.empty()) c.set_json("model", o.model, "--model");
     if (!o.task.empty()) c.set_json("task", o.task, "--task");
-    if (o.steps > 0) c.set_json("steps", o.steps, "--steps");
+    if (o.steps > 0) {
+      c.set_json("steps", o.steps, "--steps");
+      c.set_json("epochs", 0, "--steps");  // --steps counts steps, whatever a preset's epochs say
+    }
     if (o.seed >= 0) c.set_json("seed", o.seed, "--seed");
     if (o.threads > 0) c.set_json("threads", o.threads, "--threads");
     if (o.anomaly) c.set_json("anomaly", true, "--anomaly");

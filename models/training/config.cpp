@@ -52,7 +52,7 @@ const std::vector<ConfigKey>& config_keys() {
       {"task.test", "10000", "fashion_mnist: test images (`matmem eval`)"},
       {"task.split_seed", "1", "fashion_mnist: seed of the train/validation/test split (the run's seed orders the epochs)"},
       {"task.flatten", "false", "fashion_mnist: frames 1x784 (the vector nets' input) instead of the 28x28 image"},
-      {"epochs", "0", "data sets: train this many epochs (steps = epochs x floor(task.train / batch)); 0: by steps"},
+      {"epochs", "0", "data sets: train this many epochs (replaces steps by epochs x floor(task.train / batch); --steps sets it to 0); 0: by steps"},
       {"eval.interval", "0", "data sets: evaluate the validation part every this many steps (0: never)"},
       {"eval.patience", "0",
        "data sets: stop after this many validation evaluations without a new best error (0: never stop early)"},
