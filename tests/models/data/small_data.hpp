@@ -44,6 +44,7 @@ inline std::uint8_t label(std::int64_t k) { return std::uint8_t((k * 7) % 10); }
 
 // DIR/train-… with images 0..n_train−1 and DIR/t10k-… with images n_train..n_train+n_test−1 (gzipped).
 inline void write_fashion_dir(const std::string& dir, std::int64_t n_train, std::int64_t n_test) {
+  std::filesystem::create_directories(dir);
   auto write = [&](const std::string& prefix, std::int64_t first, std::int64_t n) {
     std::vector<std::uint8_t> pixels, labels;
     for (std::int64_t k = first; k < first + n; ++k) {
