@@ -26,6 +26,7 @@ OpEntry sum_entry();
 OpEntry layer_norm_entry();
 OpEntry cosine_similarity_entry();
 OpEntry row_entry();
+OpEntry transpose_entry();
 OpEntry circular_shift_entry();
 OpEntry sharpen_entry();
 OpEntry ntm_addressing_entry();
@@ -46,7 +47,7 @@ std::vector<OpEntry>& entries() {
       exp_entry(),       softmax_entry(), sum_entry(),     layer_norm_entry(),     cosine_similarity_entry(),
       row_entry(), circular_shift_entry(), sharpen_entry(), ntm_addressing_entry(), memory_read_entry(),
       memory_write_entry(), memory_read_write_entry(), projections_entry(),
-      bce_with_logits_entry(), mse_entry(), softmax_cross_entropy_entry(), frobenius_entry()};
+      bce_with_logits_entry(), mse_entry(), softmax_cross_entropy_entry(), frobenius_entry(), transpose_entry()};
   return all;
 }
 }  // namespace

@@ -42,21 +42,26 @@ std::vector<std::int64_t> parse_sizes(const std::string& text) {
 plot::EvalSeries run_data_set(Trainer& trainer, const std::string& checkpoint, std::FILE* csv, bool& csv_header,
                               bool several) {
   const SplitTask& task = *trainer.split_task();
-  if (csv && csv_header) fmt::print(csv, "{}split,images,loss,error,accuracy\n", several ? "run," : "");
+  // Classes: the error rate and accuracy; reals (reconstruction): the loss is the MSE, the error the NMSE.
+  const bool classes = task.target_kind() == TargetKind::classes;
+  if (csv && csv_header)
+    fmt::print(csv, "{}split,images,loss,error{}\n", several ? "run," : "", classes ? ",accuracy" : "");
   csv_header = false;
   if (csv != stdout)
     fmt::print("{}{} after {} steps ({:.2f} epochs), {} parameters, on {}\n{:>12} {:>8} {:>10} {:>10} {:>10}\n",
                several ? checkpoint + ": " : "", trainer.config().str("model"), trainer.steps_done(),
                double(trainer.steps_done()) / double(task.steps_per_epoch()), trainer.model().params().element_count(),
-               task.name(), "part", "images", "loss", "error", "accuracy");
+               task.name(), "part", "images", classes ? "loss" : "mse", classes ? "error" : "nmse",
+               classes ? "accuracy" : "");
   for (Split s : {Split::validation, Split::test}) {
     const SplitResult r = trainer.evaluate(s);
     if (r.count == 0) continue;
     if (csv != stdout)
-      fmt::print("{:>12} {:>8} {:>10.4f} {:>10.4f} {:>10.4f}\n", split_name(s), r.count, r.loss, r.error, 1 - r.error);
+      fmt::print("{:>12} {:>8} {:>10.4f} {:>10.4f} {}\n", split_name(s), r.count, r.loss, r.error,
+                 classes ? fmt::format("{:>10.4f}", 1 - r.error) : "");
     if (csv)
-      fmt::print(csv, "{}{},{},{:.6f},{:.6f},{:.6f}\n", several ? checkpoint + "," : "", split_name(s), r.count, r.loss,
-                 r.error, 1 - r.error);
+      fmt::print(csv, "{}{},{},{:.6f},{:.6f}{}\n", several ? checkpoint + "," : "", split_name(s), r.count, r.loss,
+                 r.error, classes ? fmt::format(",{:.6f}", 1 - r.error) : "");
   }
   return plot::EvalSeries{checkpoint, {}, {}, {}, {}};
 }

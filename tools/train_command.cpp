@@ -258,9 +258,11 @@ void run(const Options& o) {
       validation << fmt::format("{},{:.3f},{:.6f},{:.6f},{:.6f},{:.6f},{}\n", step, epoch, v.loss, v.error, 1 - v.error,
                                 e.best(), e.best_step());
       validation.flush();
+      const bool classes = trainer->task().target_kind() == TargetKind::classes;
       if (!o.json && !progress.terminal())
-        fmt::print("step {} (epoch {:.2f}): validation loss {:.4f}, accuracy {:.4f} (best {:.4f} at step {}){}\n", step,
-                   epoch, v.loss, 1 - v.error, 1 - e.best(), e.best_step(),
+        fmt::print("step {} (epoch {:.2f}): validation loss {:.4f}, {} {:.4f} (best {:.4f} at step {}){}\n", step,
+                   epoch, v.loss, classes ? "accuracy" : cost_name(trainer->task().target_kind()),
+                   classes ? 1 - v.error : v.error, classes ? 1 - e.best() : e.best(), e.best_step(),
                    trainer->stopped() ? fmt::format("; no better for {} evaluations: stopping early", e.patience())
                                       : "");
     }
@@ -292,8 +294,10 @@ void run(const Options& o) {
   if (trainer->split_task()) {
     const EarlyStopping& e = trainer->early_stopping();
     if (e.best_step() >= 0)
-      fmt::print("validation: best accuracy {:.4f} at step {}{}; test accuracy: `matmem eval --checkpoint {}`\n",
-                 1 - e.best(), e.best_step(), trainer->stopped() ? " (stopped early)" : "", out);
+      fmt::print("validation: best {} {:.4f} at step {}{}; on the test part: `matmem eval --checkpoint {}`\n",
+                 trainer->task().target_kind() == TargetKind::classes ? "accuracy" : "error",
+                 trainer->task().target_kind() == TargetKind::classes ? 1 - e.best() : e.best(), e.best_step(),
+                 trainer->stopped() ? " (stopped early)" : "", out);
   } else {
     show_example(*trainer);
   }
@@ -306,8 +310,8 @@ void add_train_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "train", "Train a model on a task (no options: the MatNTM on the matrix copy task, Table 1 settings)");
   cmd->add_option("--model", o->model,
-                  "matntm (alias ntm), matrnn, matlstm, matgru, gamma, fastweights, irnn, ffn (or a registered model)");
-  cmd->add_option("--task", o->task, "copy, recall, delay, retrieval, mackey_glass or fashion_mnist");
+                  "matntm (alias ntm), matrnn, matlstm, matgru, gamma, fastweights, irnn, ffn, autoencoder (or a registered model)");
+  cmd->add_option("--task", o->task, "copy, recall, delay, retrieval, mackey_glass, fashion_mnist or fashion_mnist_ae");
   cmd->add_option("--config", o->config_file, "JSON file of config keys (see --help-config)");
   cmd->add_option("--set", o->sets, "Override one config key: --set key=value (repeatable)");
   cmd->add_option("--steps", o->steps, "Training steps (with --resume: the new total)")

@@ -15,10 +15,10 @@ using nlohmann::json;
 
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = {
-      {"model", "\"matntm\"", "model: matntm (alias ntm), matrnn, matlstm, matgru, gamma, fastweights, irnn, ffn, or one registered by the user"},
+      {"model", "\"matntm\"", "model: matntm (alias ntm), matrnn, matlstm, matgru, gamma, fastweights, irnn, ffn, autoencoder, or one registered by the user"},
       {"task", "\"copy\"",
        "task: copy, recall, delay (delayed recall), retrieval (associative retrieval), mackey_glass (series "
-       "prediction; models/tasks/) or fashion_mnist (image classification; models/data/)"},
+       "prediction; models/tasks/) fashion_mnist (image classification) or fashion_mnist_ae (corrupted-image reconstruction; models/data/)"},
       {"seed", "1", "seed of the run: parameter initialisation and every sequence drawn"},
       {"steps", "3000", "training steps (one batch each)"},
       {"batch", "16", "sequences per batch"},
@@ -52,13 +52,14 @@ const std::vector<ConfigKey>& config_keys() {
       {"task.test", "10000", "fashion_mnist: test images (`matmem eval`)"},
       {"task.split_seed", "1", "fashion_mnist: seed of the train/validation/test split (the run's seed orders the epochs)"},
       {"task.flatten", "false", "fashion_mnist: frames 1x784 (the vector nets' input) instead of the 28x28 image"},
+      {"task.noise", "0.2", "fashion_mnist_ae: training inputs have each pixel set to 0 with this probability"},
       {"epochs", "0", "data sets: train this many epochs (replaces steps by epochs x floor(task.train / batch); --steps sets it to 0); 0: by steps"},
       {"eval.interval", "0", "data sets: evaluate the validation part every this many steps (0: never)"},
       {"eval.patience", "0",
        "data sets: stop after this many validation evaluations without a new best error (0: never stop early)"},
       {"eval.batch", "500", "data sets: images per batch when evaluating a whole part"},
       {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm, dense layers for gamma) as RxC, comma separated"},
-      {"ffn.depth", "10", "ffn: hidden layers, each of the shape model.layers (one RxC; 1xn: a vector net)"},
+      {"ffn.depth", "10", "ffn: hidden layers, each of the shape model.layers (one RxC; 1xn: a vector net); autoencoder: all its layers, encoder and decoder (even)"},
       {"ffn.norm", "\"none\"", "ffn: none, or layer (layer norm of each layer's pre-activation, with gain and shift)"},
       {"ffn.residual", "false", "ffn: matrix ResNet blocks H_l = H_{l-1} + F(H_{l-1}) after the first layer (001 §2.2)"},
       {"ffn.activation", "\"relu\"", "ffn: the hidden layers' nonlinearity: relu, tanh or sigmoid"},
@@ -126,6 +127,9 @@ const std::vector<Preset>& presets() {
       {"ffn", "fashion_mnist", R"({"model.layers": "20x20", "ffn.depth": 10, "batch": 64, "optimizer": "adam", "lr": 1e-3,
         "clip.value": 0, "micro_batch": 0, "epochs": 5, "eval.interval": 200, "eval.patience": 10, "log_every": 100,
         "checkpoint_every": 1000})"},
+      {"autoencoder", "fashion_mnist_ae", R"({"model.layers": "20x20", "ffn.depth": 20, "ffn.activation": "tanh",
+        "batch": 64, "optimizer": "adam", "lr": 1e-3, "clip.value": 0, "micro_batch": 0, "epochs": 5,
+        "eval.interval": 200, "eval.patience": 10, "log_every": 100, "checkpoint_every": 1000})"},
       {"irnn", "retrieval", R"({"model.layers": "1x50", "task.pairs": 4, "batch": 128, "optimizer": "adam", "lr": 1e-4})"},
   };
   return all;
