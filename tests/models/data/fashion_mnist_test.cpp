@@ -48,7 +48,7 @@ std::int64_t image_of(const Tensor& frame, std::int64_t b, bool flat) {
 }
 }  // namespace
 
-TEST_CASE("load_fashion_mnist concatenates train and t10k files; a broken one is refused by name", "[data][fashion]") {
+TEST_CASE("load_fashion_mnist concatenates train and t10k files and refuses a broken one by name", "[data][fashion]") {
   const auto set = load_fashion_mnist(data_dir());
   REQUIRE(set->count == kTrainFile + kTestFile);
   for (std::int64_t k : {std::int64_t(0), kTrainFile - 1, kTrainFile, kTrainFile + kTestFile - 1}) {
@@ -120,7 +120,7 @@ TEST_CASE("a part's batch holds its images / 255 as 28x28 (or 1x784) frames and 
   }
 }
 
-TEST_CASE("epochs: each step's batch is fixed by (seed, step); an epoch visits the train part once", "[data][fashion]") {
+TEST_CASE("epochs: each step's batch is fixed by (seed and step) and an epoch visits the train part once", "[data][fashion]") {
   const FashionMnistTask task(small_options(1, 7)), same(small_options(1, 7)), other(small_options(1, 8));
   REQUIRE(task.steps_per_epoch() == 7);  // ⌊30 / 4⌋
   Rng unused(0);

@@ -28,7 +28,7 @@ double at(const Tensor& t, std::int64_t b, std::int64_t i, std::int64_t j, bool 
 }
 }  // namespace
 
-TEST_CASE("evaluation inputs: the clean image with a 5x5 black patch; targets: the clean image", "[data][reconstruction]") {
+TEST_CASE("evaluation inputs: the clean image with a 5x5 black patch, and the clean image as target", "[data][reconstruction]") {
   for (bool flat : {false, true}) {
     const FashionMnistReconstructionTask task(options(flat), 0.2);
     CHECK(task.target_kind() == TargetKind::reals);
