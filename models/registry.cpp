@@ -5,7 +5,11 @@
 
 #include <fmt/format.h>
 
+#include "models/data/fashion_mnist.hpp"
+#include "models/data/fashion_reconstruction.hpp"
 #include "models/fastweights/fast_weights.hpp"
+#include "models/ffn/autoencoder.hpp"
+#include "models/ffn/ffn.hpp"
 #include "models/gamma/gamma_network.hpp"
 #include "models/graph/cln.hpp"
 #include "models/ntm/matntm.hpp"
@@ -174,9 +178,66 @@ std::unique_ptr<Model> cln(const Config& c, const Task& t, DType dtype, std::uin
   return std::make_unique<CLN>(cc, dtype, seed);
 }
 
+std::unique_ptr<Model> ffn(const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
+  FFNConfig fc;
+  const auto layers = c.sizes("model.layers");
+  if (layers.size() != 1)
+    throw Error(fmt::format("config: model.layers = {}: ffn's hidden layers share one shape RxC (1xn: a vector net); "
+                            "their number is ffn.depth", c.str("model.layers")));
+  fc.rows = layers[0].first, fc.cols = layers[0].second;
+  const std::int64_t depth = c.integer("ffn.depth");
+  if (depth < 1 || depth > 1000) throw Error(fmt::format("config: ffn.depth = {}: choose 1 to 1000 hidden layers", depth));
+  fc.depth = depth;
+  const std::string norm = c.str("ffn.norm");
+  if (norm == "none") fc.norm = FFNConfig::Norm::none;
+  else if (norm == "layer") fc.norm = FFNConfig::Norm::layer;
+  else throw Error(fmt::format("config: ffn.norm = {}: choose none or layer", norm));
+  if (fc.norm == FFNConfig::Norm::layer && fc.rows * fc.cols < 2)
+    throw Error(fmt::format("config: ffn.norm = layer over model.layers = {}: a layer needs 2 elements or more",
+                            c.str("model.layers")));
+  fc.residual = c.flag("ffn.residual");
+  const std::string act = c.str("ffn.activation");
+  if (act == "relu") fc.activation = Activation::relu;
+  else if (act == "tanh") fc.activation = Activation::tanh;
+  else if (act == "sigmoid") fc.activation = Activation::sigmoid;
+  else throw Error(fmt::format("config: ffn.activation = {}: choose relu, tanh or sigmoid", act));
+  set_io(fc, t);
+  return std::make_unique<FFN>(fc, dtype, seed);
+}
+
+std::unique_ptr<Model> autoencoder(const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
+  AutoencoderConfig ac;
+  const auto layers = c.sizes("model.layers");
+  if (layers.size() != 1)
+    throw Error(fmt::format("config: model.layers = {}: the autoencoder's hidden layers share one shape RxC (1xn: a "
+                            "vector auto-encoder); their number is ffn.depth", c.str("model.layers")));
+  ac.rows = layers[0].first, ac.cols = layers[0].second;
+  const std::int64_t depth = c.integer("ffn.depth");
+  if (depth < 2 || depth > 1000 || depth % 2 != 0)
+    throw Error(fmt::format("config: ffn.depth = {}: the autoencoder has an even number of layers, 2 to 1000 (half "
+                            "encoder, half decoder)", depth));
+  ac.encoder_layers = depth / 2;
+  if (c.str("ffn.norm") != "none")
+    throw Error(fmt::format("config: ffn.norm = {}: the autoencoder has no normalisation (none)", c.str("ffn.norm")));
+  if (c.flag("ffn.residual")) throw Error("config: ffn.residual = true: the autoencoder has no residual blocks");
+  const std::string act = c.str("ffn.activation");
+  if (act == "relu") ac.activation = Activation::relu;
+  else if (act == "tanh") ac.activation = Activation::tanh;
+  else if (act == "sigmoid") ac.activation = Activation::sigmoid;
+  else throw Error(fmt::format("config: ffn.activation = {}: choose relu, tanh or sigmoid", act));
+  if (t.output_rows() != t.input_rows() || t.output_cols() != t.input_cols())
+    throw Error(fmt::format("config: the autoencoder reconstructs its input, but task {} maps {}x{} frames to {}x{} "
+                            "(use fashion_mnist_ae)", t.name(), t.input_rows(), t.input_cols(), t.output_rows(),
+                            t.output_cols()));
+  ac.input_rows = t.input_rows(), ac.input_cols = t.input_cols();
+  return std::make_unique<MatAutoencoder>(ac, dtype, seed);
+}
+
 std::map<std::string, ModelFactory>& factories() {
   static std::map<std::string, ModelFactory> all = {
       {"matntm", ntm},
+      {"ffn", ffn},
+      {"autoencoder", autoencoder},
       {"gamma", gamma},
       {"cln", cln},
       {"fastweights", [](const Config& c, const Task& t, DType d, std::uint64_t s) { return fast_weights(true, c, t, d, s); }},
@@ -257,7 +318,24 @@ std::unique_ptr<Task> make_task(const Config& c) {
     o.feature_rows = c.integer("task.graph.feature_rows"), o.sample = c.integer("task.graph.sample");
     return std::make_unique<GraphTask>(o);
   }
-  throw Error(fmt::format("config: unknown task {} (known: copy, recall, delay, retrieval, mackey_glass, graph)", name));
+  if (name == "fashion_mnist" || name == "fashion_mnist_ae") {
+    FashionMnistOptions o;
+    o.data_dir = c.str("task.data_dir");
+    o.train = c.integer("task.train"), o.validation = c.integer("task.validation"), o.test = c.integer("task.test");
+    for (const char* key : {"task.train", "task.validation", "task.test", "task.split_seed"})
+      if (c.integer(key) < 0) throw Error(fmt::format("config: {} = {} must be ≥ 0", key, c.integer(key)));
+    if (o.train < 1) throw Error(fmt::format("config: task.train = {} must be ≥ 1", o.train));
+    o.batch = c.integer("batch");
+    o.split_seed = std::uint64_t(c.integer("task.split_seed"));
+    o.seed = std::uint64_t(c.integer("seed"));
+    o.flatten = c.flag("task.flatten");
+    if (name == "fashion_mnist") return std::make_unique<FashionMnistTask>(o);
+    const double noise = c.num("task.noise");
+    if (!(noise >= 0 && noise < 1)) throw Error(fmt::format("config: task.noise = {} must be in [0, 1)", noise));
+    return std::make_unique<FashionMnistReconstructionTask>(o, noise);
+  }
+  throw Error(fmt::format("config: unknown task {} (known: copy, recall, delay, retrieval, mackey_glass, "
+                          "fashion_mnist, fashion_mnist_ae, graph)", name));
 }
 
 }  // namespace matmem

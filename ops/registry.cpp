@@ -26,6 +26,7 @@ OpEntry sum_entry();
 OpEntry layer_norm_entry();
 OpEntry cosine_similarity_entry();
 OpEntry row_entry();
+OpEntry transpose_entry();
 OpEntry circular_shift_entry();
 OpEntry sharpen_entry();
 OpEntry ntm_addressing_entry();
@@ -53,7 +54,7 @@ std::vector<OpEntry>& entries() {
       memory_write_entry(), memory_read_write_entry(), projections_entry(),
       bce_with_logits_entry(), mse_entry(), softmax_cross_entropy_entry(), frobenius_entry(),
       vec_outer_entry(), vec_matvec_entry(), neighbour_mean_entry(),
-      neighbour_attention_entry(), neighbour_stack_entry()};
+      neighbour_attention_entry(), neighbour_stack_entry(), transpose_entry()};
   return all;
 }
 }  // namespace

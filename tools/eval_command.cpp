@@ -39,12 +39,41 @@ std::vector<std::int64_t> parse_sizes(const std::string& text) {
   return out;
 }
 
+// A model trained on a data set: its loss, error and accuracy over the whole validation and test parts.
+plot::EvalSeries run_data_set(Trainer& trainer, const std::string& checkpoint, std::FILE* csv, bool& csv_header,
+                              bool several) {
+  const SplitTask& task = *trainer.split_task();
+  // Classes: the error rate and accuracy; reals (reconstruction): the loss is the MSE, the error the NMSE.
+  const bool classes = task.target_kind() == TargetKind::classes;
+  if (csv && csv_header)
+    fmt::print(csv, "{}split,images,loss,error{}\n", several ? "run," : "", classes ? ",accuracy" : "");
+  csv_header = false;
+  if (csv != stdout)
+    fmt::print("{}{} after {} steps ({:.2f} epochs), {} parameters, on {}\n{:>12} {:>8} {:>10} {:>10} {:>10}\n",
+               several ? checkpoint + ": " : "", trainer.config().str("model"), trainer.steps_done(),
+               double(trainer.steps_done()) / double(task.steps_per_epoch()), trainer.model().params().element_count(),
+               task.name(), "part", "images", classes ? "loss" : "mse", classes ? "error" : "nmse",
+               classes ? "accuracy" : "");
+  for (Split s : {Split::validation, Split::test}) {
+    const SplitResult r = trainer.evaluate(s);
+    if (r.count == 0) continue;
+    if (csv != stdout)
+      fmt::print("{:>12} {:>8} {:>10.4f} {:>10.4f} {}\n", split_name(s), r.count, r.loss, r.error,
+                 classes ? fmt::format("{:>10.4f}", 1 - r.error) : "");
+    if (csv)
+      fmt::print(csv, "{}{},{},{:.6f},{:.6f}{}\n", several ? checkpoint + "," : "", split_name(s), r.count, r.loss,
+                 r.error, classes ? fmt::format(",{:.6f}", 1 - r.error) : "");
+  }
+  return plot::EvalSeries{checkpoint, {}, {}, {}, {}};
+}
+
 // One checkpoint's table (and CSV rows, prefixed by its directory when several are evaluated).
 plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::FILE* csv, bool& csv_header,
                          std::string& size_name) {
   const bool several = o.checkpoints.size() > 1;
   auto trainer = Trainer::resume(checkpoint);
   const Task& task = trainer->task();
+  if (trainer->split_task()) return run_data_set(*trainer, checkpoint, csv, csv_header, several);
   if (!size_name.empty() && size_name != task.size_name())
     throw Error(fmt::format("eval: {} learned {}, by {}, unlike the checkpoints before it (by {}): evaluate them apart",
                             checkpoint, task.name(), task.size_name(), size_name));

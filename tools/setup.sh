@@ -11,10 +11,12 @@ cd "$(dirname "$0")/.."
 # these is not installed on a fresh machine (libxsimd-dev is only a Recommends of libxtensor-dev). Pictures:
 # PLplot and its cairo driver (loaded at run time, so no build step reads it), a font for the cairo
 # driver's text (fontconfig only Depends on one of several), libpng to read pictures back in the tests.
-# Open MPI for distributed runs and sweeps, and its mpirun for their tests.
+# Open MPI for distributed runs and sweeps, and its mpirun for their tests. zlib to read gzipped IDX files, and
+# Fashion-MNIST's IDX files themselves (read at run time by --task fashion_mnist; the tests write their own).
 packages=(g++ cmake make xtensor-dev libxtensor-blas-dev libopenblas-dev liblapack-dev libfmt-dev catch2
           nlohmann-json3-dev libcli11-dev libxsmm-dev libxsimd-dev
-          libplplot-dev plplot-driver-cairo fonts-dejavu-core libpng-dev libopenmpi-dev openmpi-bin)
+          libplplot-dev plplot-driver-cairo fonts-dejavu-core libpng-dev libopenmpi-dev openmpi-bin
+          zlib1g-dev dataset-fashion-mnist)
 if [ "${1:-}" = --packages ]; then printf '%s\n' "${packages[@]}"; exit 0; fi
 if [ $# -gt 0 ]; then echo "setup: unknown argument $1 (takes none, or --packages)" >&2; exit 2; fi
 missing=()

@@ -98,7 +98,10 @@ Config resolve(const Options& o) {
     for (const std::string& kv : o.sets) c.assign(kv, "--set");
     if (!o.model.empty()) c.set_json("model", o.model, "--model");
     if (!o.task.empty()) c.set_json("task", o.task, "--task");
-    if (o.steps > 0) c.set_json("steps", o.steps, "--steps");
+    if (o.steps > 0) {
+      c.set_json("steps", o.steps, "--steps");
+      c.set_json("epochs", 0, "--steps");  // --steps counts steps, whatever a preset's epochs say
+    }
     if (o.seed >= 0) c.set_json("seed", o.seed, "--seed");
     if (o.threads > 0) c.set_json("threads", o.threads, "--threads");
     if (o.anomaly) c.set_json("anomaly", true, "--anomaly");
@@ -218,7 +221,7 @@ void run(const Options& o) {
   // A graph task: the validation split after every step (validation.csv), early stopping on its loss, and the
   // best-validation parameters kept (models/graph/validation.hpp).
   const auto* graph = dynamic_cast<const GraphTask*>(&trainer->task());
-  EarlyStopping stopper(graph ? c.integer("task.graph.patience") : 0);
+  BestParameters stopper(graph ? c.integer("task.graph.patience") : 0);
   Sequence held_out;
   std::ofstream validation_csv;
   if (graph) {
@@ -232,8 +235,18 @@ void run(const Options& o) {
   if (level && !o.json)
     fmt::print("curriculum: {} up to {} (of {})\n", trainer->task().size_name(), level,
                trainer->task().size_range().second);
+  // Data sets: validation.csv, a row per evaluation of the validation part (eval.interval).
+  std::ofstream validation;
+  if (trainer->split_task() && c.integer("eval.interval") > 0) {
+    const std::string path = (std::filesystem::path(out) / "validation.csv").string();
+    const bool fresh_validation = fresh || !std::filesystem::exists(path);
+    if (!fresh_validation) drop_rows_after(path, trainer->steps_done());
+    validation.open(path, fresh_validation ? std::ios::trunc : std::ios::app);
+    if (!validation) throw Error(fmt::format("cannot write {}", path));
+    if (fresh_validation) validation << "step,epoch,loss,error,accuracy,best_error,best_step\n";
+  }
   bool stopped = false;
-  while (trainer->steps_done() < total && !stopped) {
+  while (trainer->steps_done() < total && !stopped && !trainer->stopped()) {
     const StepStats s = trainer->step();
     if (graph) {
       const SplitScore v = evaluate_split(trainer->model(), trainer->tape(), *graph, GraphTask::kValidation, held_out);
@@ -275,7 +288,22 @@ void run(const Options& o) {
       loss = bits = norm = frames = 0;
       n = 0;
     }
-    if ((ckpt_every > 0 && step % ckpt_every == 0) || step == total) trainer->save(out);
+    if (trainer->evaluated()) {
+      const SplitResult& v = trainer->last_validation();
+      const EarlyStopping& e = trainer->early_stopping();
+      const double epoch = double(step) / double(trainer->split_task()->steps_per_epoch());
+      validation << fmt::format("{},{:.3f},{:.6f},{:.6f},{:.6f},{:.6f},{}\n", step, epoch, v.loss, v.error, 1 - v.error,
+                                e.best(), e.best_step());
+      validation.flush();
+      const bool classes = trainer->task().target_kind() == TargetKind::classes;
+      if (!o.json && !progress.terminal())
+        fmt::print("step {} (epoch {:.2f}): validation loss {:.4f}, {} {:.4f} (best {:.4f} at step {}){}\n", step,
+                   epoch, v.loss, classes ? "accuracy" : cost_name(trainer->task().target_kind()),
+                   classes ? 1 - v.error : v.error, classes ? 1 - e.best() : e.best(), e.best_step(),
+                   trainer->stopped() ? fmt::format("; no better for {} evaluations: stopping early", e.patience())
+                                      : "");
+    }
+    if ((ckpt_every > 0 && step % ckpt_every == 0) || step == total || trainer->stopped()) trainer->save(out);
   }
   progress.finish();
   std::string graph_line;
@@ -319,7 +347,16 @@ void run(const Options& o) {
   for (const auto& [name, value] : trainer->model().learned_scalars()) fmt::print("learned {} = {:.6g}\n", name, value);
   fmt::print("{}", graph_line);
   fmt::print("checkpoint: {}/checkpoint.safetensors, learning curve: {}\n", out, metrics_path);
-  show_example(*trainer);
+  if (trainer->split_task()) {
+    const EarlyStopping& e = trainer->early_stopping();
+    if (e.best_step() >= 0)
+      fmt::print("validation: best {} {:.4f} at step {}{}; on the test part: `matmem eval --checkpoint {}`\n",
+                 trainer->task().target_kind() == TargetKind::classes ? "accuracy" : "error",
+                 trainer->task().target_kind() == TargetKind::classes ? 1 - e.best() : e.best(), e.best_step(),
+                 trainer->stopped() ? " (stopped early)" : "", out);
+  } else {
+    show_example(*trainer);
+  }
   fmt::print("{}\n", plot_hint(out));
 }
 }  // namespace
@@ -329,8 +366,8 @@ void add_train_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "train", "Train a model on a task (no options: the MatNTM on the matrix copy task, Table 1 settings)");
   cmd->add_option("--model", o->model,
-                  "matntm (alias ntm), matrnn, matlstm, matgru, gamma, fastweights, irnn (or a registered model)");
-  cmd->add_option("--task", o->task, "copy, recall, delay or retrieval");
+                  "matntm (alias ntm), matrnn, matlstm, matgru, gamma, fastweights, irnn, ffn, autoencoder (or a registered model)");
+  cmd->add_option("--task", o->task, "copy, recall, delay, retrieval, mackey_glass, fashion_mnist or fashion_mnist_ae");
   cmd->add_option("--config", o->config_file, "JSON file of config keys (see --help-config)");
   cmd->add_option("--set", o->sets, "Override one config key: --set key=value (repeatable)");
   cmd->add_option("--steps", o->steps, "Training steps (with --resume: the new total)")

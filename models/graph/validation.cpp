@@ -13,17 +13,17 @@ SplitScore evaluate_split(Model& model, Tape& tape, const GraphTask& task, std::
   return {r.loss.item(), 1.0 - r.bits};  // bits: the error rate over the split's nodes
 }
 
-bool EarlyStopping::update(const Model& model, double validation_loss, std::int64_t step) {
-  if (best_step_ < 0 || validation_loss < best_loss_) {
-    best_loss_ = validation_loss, best_step_ = step;
+bool BestParameters::update(const Model& model, double validation_loss, std::int64_t step) {
+  const std::int64_t before = stop_.best_step();
+  const bool stop = stop_.record(step, validation_loss);
+  if (stop_.best_step() != before) {
     best_.clear();
     for (const auto& p : model.params()) best_.push_back(p->value);
-    return false;
   }
-  return patience_ > 0 && step - best_step_ >= patience_;
+  return stop;
 }
 
-void EarlyStopping::restore(Model& model) const {
+void BestParameters::restore(Model& model) const {
   if (best_.empty()) return;
   std::size_t k = 0;
   for (auto& p : model.params()) {  // in place: the parameter keeps its buffer

@@ -3,15 +3,17 @@
 // loss). One training step of the graph task is one epoch: the whole training split in one batch.
 //
 // evaluate_split runs the model on a split (every neighbour read, no gradient) and gives the split's mean
-// cross-entropy over its labelled nodes and its accuracy. EarlyStopping keeps a copy of the parameters at the
-// lowest validation loss seen, says when `patience` steps in a row brought none lower, and puts the best
-// parameters back. Its state is not in the checkpoint: a resumed run starts its patience afresh.
+// cross-entropy over its labelled nodes and its accuracy. BestParameters keeps a copy of the parameters at the
+// lowest validation loss seen, says when `patience` steps in a row brought none lower (the trainer's
+// EarlyStopping rule, models/training/early_stopping.hpp), and puts the best parameters back. Its state is
+// not in the checkpoint: a resumed run starts its patience afresh.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "models/core/model.hpp"
 #include "models/tasks/graph.hpp"
+#include "models/training/early_stopping.hpp"
 
 namespace matmem {
 
@@ -22,20 +24,20 @@ struct SplitScore {
 // `seq` is reused between calls (the tape points into its frames until the next run).
 SplitScore evaluate_split(Model& model, Tape& tape, const GraphTask& task, std::int64_t split, Sequence& seq);
 
-class EarlyStopping {
+// The parameters at the lowest validation loss seen, and when to stop: EarlyStopping's rule (a loss strictly
+// below the best so far is the new best; stop once `patience` evaluations in a row brought none; 0: never).
+class BestParameters {
  public:
-  explicit EarlyStopping(std::int64_t patience) : patience_(patience) {}
-  // Records the validation loss after training step `step`; true when the run should stop: `patience` steps
-  // since the best one (a loss must be lower than the best so far to count as better).
+  explicit BestParameters(std::int64_t patience) : stop_(patience) {}
+  // Records the validation loss after training step `step` (copying the parameters when it is the best);
+  // true when the run should stop.
   bool update(const Model& model, double validation_loss, std::int64_t step);
   void restore(Model& model) const;  // the best parameters, if any were recorded
-  std::int64_t best_step() const { return best_step_; }
-  double best_loss() const { return best_loss_; }
+  std::int64_t best_step() const { return stop_.best_step(); }
+  double best_loss() const { return stop_.best(); }
 
  private:
-  std::int64_t patience_;
-  std::int64_t best_step_ = -1;
-  double best_loss_ = 0;
+  EarlyStopping stop_;
   std::vector<Tensor> best_;
 };
 

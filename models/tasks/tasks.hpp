@@ -79,6 +79,11 @@ class Task {
   // Draws a size (as sample() would) and fills `out` with a sequence of that size, reusing its buffers.
   virtual void sample_into(Rng& rng, Sequence& out, DType dtype = DType::f32) const = 0;
   virtual void sample_size_into(Rng& rng, std::int64_t size, Sequence& out, DType dtype = DType::f32) const = 0;
+  // The batch of training step `step` (0-based): drawn from the Rng (every generated task), or a fixed
+  // function of the step and the run's seed (a data set read by epochs, models/data/fashion_mnist.hpp).
+  virtual void sample_step_into(std::int64_t step, Rng& rng, Sequence& out, DType dtype = DType::f32) const {
+    sample_into(rng, out, dtype);
+  }
   virtual const char* size_name() const = 0;               // "length" or "items"
   // The sizes sample_into() draws from, uniformly: {min, max}. sample_into(rng, out) is
   // sample_size_into(rng, rng.uniform_int(min, max), out), which a curriculum narrows to {min, level}

@@ -15,12 +15,13 @@ using nlohmann::json;
 
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = {
-      {"model", "\"matntm\"", "model: matntm (alias ntm), matrnn, matlstm, matgru, gamma, fastweights, irnn, cln (graph task), or one "
-       "registered by the user"},
+      {"model", "\"matntm\"", "model: matntm (alias ntm), matrnn, matlstm, matgru, gamma, fastweights, irnn, ffn, "
+       "autoencoder, cln (graph task), or one registered by the user"},
       {"task", "\"copy\"",
        "task: copy, recall, delay (delayed recall), retrieval (associative retrieval), mackey_glass (series "
-       "prediction) or graph (node classification on a generated graph, the whole graph one batch: the key batch is "
-       "not used, micro_batch must be 0 and threads 1); models/tasks/"},
+       "prediction; models/tasks/), fashion_mnist (image classification), fashion_mnist_ae (corrupted-image "
+       "reconstruction; models/data/) or graph (node classification on a generated graph, the whole graph one "
+       "batch: the key batch is not used, micro_batch must be 0 and threads 1)"},
       {"seed", "1", "seed of the run: parameter initialisation and every sequence drawn"},
       {"steps", "3000", "training steps (one batch each)"},
       {"batch", "16", "sequences per batch"},
@@ -63,7 +64,24 @@ const std::vector<ConfigKey>& config_keys() {
       {"task.graph.patience", "0",
        "graph: stop once this many steps (epochs) brought no lower validation loss, keeping the best parameters "
        "(0: train every step, still keeping the best; models/graph/validation.hpp)"},
+      {"task.data_dir", "\"/usr/share/datasets/fashion-mnist\"",
+       "fashion_mnist: directory of the IDX files (Debian's dataset-fashion-mnist installs them here)"},
+      {"task.train", "55000", "fashion_mnist: training images (of the 70,000, after a seeded shuffle)"},
+      {"task.validation", "5000", "fashion_mnist: validation images (early stopping)"},
+      {"task.test", "10000", "fashion_mnist: test images (`matmem eval`)"},
+      {"task.split_seed", "1", "fashion_mnist: seed of the train/validation/test split (the run's seed orders the epochs)"},
+      {"task.flatten", "false", "fashion_mnist: frames 1x784 (the vector nets' input) instead of the 28x28 image"},
+      {"task.noise", "0.2", "fashion_mnist_ae: training inputs have each pixel set to 0 with this probability"},
+      {"epochs", "0", "data sets: train this many epochs (replaces steps by epochs x floor(task.train / batch); --steps sets it to 0); 0: by steps"},
+      {"eval.interval", "0", "data sets: evaluate the validation part every this many steps (0: never)"},
+      {"eval.patience", "0",
+       "data sets: stop after this many validation evaluations without a new best error (0: never stop early)"},
+      {"eval.batch", "500", "data sets: images per batch when evaluating a whole part"},
       {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm, dense layers for gamma) as RxC, comma separated"},
+      {"ffn.depth", "10", "ffn: hidden layers, each of the shape model.layers (one RxC; 1xn: a vector net); autoencoder: all its layers, encoder and decoder (even)"},
+      {"ffn.norm", "\"none\"", "ffn: none, or layer (layer norm of each layer's pre-activation, with gain and shift)"},
+      {"ffn.residual", "false", "ffn: matrix ResNet blocks H_l = H_{l-1} + F(H_{l-1}) after the first layer (001 §2.2)"},
+      {"ffn.activation", "\"relu\"", "ffn: the hidden layers' nonlinearity: relu, tanh or sigmoid"},
       {"gamma.kind", "\"gamma\"", "gamma model's memory: gamma, laguerre, gamma2 or delay (the tap delay line; see models/layers/gamma.hpp)"},
       {"gamma.taps", "4", "gamma model's memory taps K (1: the context unit)"},
       {"gamma.mu", "0.5", "gamma model's initial μ, in (0, 2) (1: the tap delay line); learned"},
@@ -149,6 +167,12 @@ const std::vector<Preset>& presets() {
       {"cln", "graph", R"({"model.layers": "10x10", "optimizer": "adam", "lr": 1e-2, "weight_decay": 5e-4,
         "steps": 100, "micro_batch": 0, "log_every": 1, "checkpoint_every": 0, "clip.value": 0,
         "task.graph.patience": 10})"},
+      {"ffn", "fashion_mnist", R"({"model.layers": "20x20", "ffn.depth": 10, "batch": 64, "optimizer": "adam", "lr": 1e-3,
+        "clip.value": 0, "micro_batch": 0, "epochs": 5, "eval.interval": 200, "eval.patience": 10, "log_every": 100,
+        "checkpoint_every": 1000})"},
+      {"autoencoder", "fashion_mnist_ae", R"({"model.layers": "20x20", "ffn.depth": 20, "ffn.activation": "tanh",
+        "batch": 64, "optimizer": "adam", "lr": 1e-3, "clip.value": 0, "micro_batch": 0, "epochs": 5,
+        "eval.interval": 200, "eval.patience": 10, "log_every": 100, "checkpoint_every": 1000})"},
       {"irnn", "retrieval", R"({"model.layers": "1x50", "task.pairs": 4, "batch": 128, "optimizer": "adam", "lr": 1e-4})"},
   };
   return all;

@@ -52,6 +52,12 @@ void validate(const Config& c) {
   positive("batch");
   positive("log_every");
   positive("threads");
+  if (c.integer("epochs") < 0) throw Error(fmt::format("config: epochs = {} must be ≥ 0 (0: steps counts)", c.integer("epochs")));
+  if (c.integer("eval.interval") < 0)
+    throw Error(fmt::format("config: eval.interval = {} must be ≥ 0 (0: no evaluation)", c.integer("eval.interval")));
+  if (c.integer("eval.patience") < 0)
+    throw Error(fmt::format("config: eval.patience = {} must be ≥ 0 (0: never stop early)", c.integer("eval.patience")));
+  if (c.integer("eval.batch") < 1) throw Error(fmt::format("config: eval.batch = {} must be ≥ 1", c.integer("eval.batch")));
   if (c.integer("seed") < 0) throw Error(fmt::format("config: seed = {} must be ≥ 0", c.integer("seed")));
   if (c.integer("checkpoint_every") < 0) throw Error("config: checkpoint_every must be ≥ 0");
   if (c.integer("micro_batch") < 0)
@@ -143,6 +149,9 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
       ranks_(ranks && ranks->size() > 1 ? ranks : nullptr) {
   validate(config_);
   task_ = make_task(config_);
+  early_ = EarlyStopping(config_.integer("eval.patience"));
+  if (const SplitTask* data = split_task(); data && config_.integer("epochs") > 0)
+    config_.set_json("steps", config_.integer("epochs") * data->steps_per_epoch(), "epochs");
   model_ = make_model(config_, *task_, DType::f32);
   if (const double th = config_.num("curriculum.threshold"); th != 0) {
     const auto [lo, hi] = task_->size_range();
@@ -251,10 +260,11 @@ MemoryEstimate Trainer::estimate_memory() {
   const bool copy = size_name == "length";  // copy, delay: sized by task.*_length
   // retrieval: one size, task.pairs; probed at 1 and 3 pairs.
   const bool pairs = size_name == "pairs";
-  const bool split = size_name == "split";  // graph: one frame whatever the split; probed at splits 1 and 3
-  const std::int64_t smallest = pairs || split ? 1 : config_.integer(copy ? "task.min_length" : "task.min_items"),
-                     largest = pairs ? config_.integer("task.pairs")
-                               : split ? 1
+  // graph: one frame whatever the split; a data set (images): one size, one frame a sample. Probed twice.
+  const bool split = size_name == "split", images = size_name == "images", one = split || images;
+  const std::int64_t smallest = one || pairs ? 1 : config_.integer(copy ? "task.min_length" : "task.min_items"),
+                     largest = one ? 1
+                               : pairs ? config_.integer("task.pairs")
                                        : config_.integer(copy ? "task.max_length" : "task.max_items");
   Tape tape(DType::f32);
   // Both passes save what backward needs, as a run's first pass does: recomputing only ever holds less.
@@ -264,7 +274,7 @@ MemoryEstimate Trainer::estimate_memory() {
   Sequence seq;
   double bytes[2], frames[2];
   for (int k = 0; k < 2; ++k) {
-    probe_task->sample_size_into(rng, smallest + 2 * k, seq, DType::f32);
+    probe_task->sample_size_into(rng, smallest + (images ? 0 : 2 * k), seq, DType::f32);
     forward_backward(*model_, unroller, tape, seq);
     tape.clear();
     bytes[k] = double(tape.peak_pass_bytes()) / double(b0);
@@ -273,7 +283,8 @@ MemoryEstimate Trainer::estimate_memory() {
   model_->params().zero_grad();
   MemoryEstimate m;
   m.batch = B;
-  m.tape_bytes_per_frame = frames[1] > frames[0] ? std::max(0.0, (bytes[1] - bytes[0]) / (frames[1] - frames[0])) : 0.0;
+  m.tape_bytes_per_frame =
+      frames[1] > frames[0] ? std::max(0.0, (bytes[1] - bytes[0]) / (frames[1] - frames[0])) : bytes[0] / frames[0];
   const double longest = frames[0] + double(largest - smallest) * (frames[1] - frames[0]) / 2;
   m.longest_frames = std::int64_t(longest);
   const double per_sequence = bytes[0] + (longest - frames[0]) * m.tape_bytes_per_frame;
@@ -383,7 +394,7 @@ void Trainer::sample_batch() {
     task_->sample_size_into(data_rng_, data_rng_.uniform_int(curriculum_.min, curriculum_.level), sequence_,
                             DType::f32);
   else
-    task_->sample_into(data_rng_, sequence_, DType::f32);
+    task_->sample_step_into(step_, data_rng_, sequence_, DType::f32);
 }
 
 void Trainer::advance_curriculum(double cost) {
@@ -454,7 +465,40 @@ StepStats Trainer::step() {
   }
   ++step_;
   advance_curriculum(stats.bits);
+  evaluated_ = false;
+  const std::int64_t interval = config_.integer("eval.interval");
+  if (split_task() && interval > 0 && step_ % interval == 0) {
+    validation_ = evaluate(Split::validation);
+    early_.record(step_, validation_.error);
+    evaluated_ = true;
+  }
   return stats;
+}
+
+SplitResult evaluate_split(Model& model, Tape& tape, const SplitTask& task, Split split, std::int64_t batch) {
+  SplitResult r;
+  const std::int64_t n = task.split_size(split);
+  if (n == 0) return r;
+  Unroller unroller(model, tape);
+  NoGrad no_grad(tape);
+  Sequence seq;
+  for (std::int64_t first = 0; first < n; first += batch) {
+    const std::int64_t count = std::min(batch, n - first);
+    task.split_batch_into(split, first, count, seq, model.dtype());
+    const SequenceResult& s = unroller.run(seq);
+    r.loss += s.loss.item() * double(count);
+    r.error += s.bits * double(count);
+  }
+  r.count = n;
+  r.loss /= double(n);
+  r.error /= double(n);
+  return r;
+}
+
+SplitResult Trainer::evaluate(Split split) {
+  const SplitTask* data = split_task();
+  if (!data) throw Error(fmt::format("evaluate: task {} has no {} part (only data sets do)", task_->name(), split_name(split)));
+  return evaluate_split(*model_, tape_, *data, split, config_.integer("eval.batch"));
 }
 
 StepStats Trainer::not_finite(StepStats& stats, const std::string& what) {
@@ -488,6 +532,7 @@ void Trainer::save(const std::string& dir) const {
                 {"optimizer_steps", std::to_string(optimizer_->steps())},
                 {"rng", fmt::format("{} {} {} {}", s[0], s[1], s[2], s[3])},
                 {"nonfinite_skips", std::to_string(skipped_)},
+                {"early_stopping", early_.state()},
                 {"config", config_.values().dump()}};
   if (curriculum_.threshold > 0)  // the window's sum in hexadecimal: read back exactly
     f.metadata["curriculum"] =
@@ -508,7 +553,10 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
     throw Error(fmt::format("checkpoint {}: format {} (matmem-checkpoint-1 expected)", path, meta("format")));
   Config config;
   config.merge_json_text(meta("config"), fmt::format("checkpoint {} (config)", path));
-  if (steps > 0) config.set_json("steps", steps, "--steps");
+  if (steps > 0) {
+    config.set_json("steps", steps, "--steps");
+    config.set_json("epochs", 0, "--steps");  // the new total counts steps
+  }
   if (threads > 0) config.set_json("threads", threads, "--threads");
   auto t = std::make_unique<Trainer>(config, ranks);
   ParameterStore& params = t->model_->params();
@@ -564,6 +612,13 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
       throw Error(fmt::format("checkpoint {}: curriculum \"{}\" is not a level in {}..{}, a step count below "
                               "curriculum.window = {} and a finite sum", path, text, cu.min, cu.max, cu.window));
     cu.level = level, cu.window_steps = window_steps, cu.window_sum = sum;
+  }
+  if (auto it = f.metadata.find("early_stopping"); it != f.metadata.end()) {
+    try {
+      t->early_.set_state(it->second);
+    } catch (const Error& e) {
+      throw Error(fmt::format("checkpoint {}: {}", path, e.what()));
+    }
   }
   return t;
 }

@@ -53,7 +53,9 @@
 #include <vector>
 
 #include "autodiff/tape.hpp"
+#include "models/data/fashion_mnist.hpp"
 #include "models/registry.hpp"
+#include "models/training/early_stopping.hpp"
 #include "models/training/optimizer.hpp"
 #include "runtime/error.hpp"
 
@@ -85,6 +87,15 @@ struct MemoryEstimate {
   std::string str() const;         // "about X GiB for …; Y GiB available"
 };
 
+// A model's loss and cost over a whole part of a SplitTask's data, in batches of `batch` (the last one smaller),
+// without gradients: the mean loss per example, and the errors per example (for TargetKind::classes with one
+// target row, the error rate; accuracy = 1 − error).
+struct SplitResult {
+  double loss = 0, error = 0;
+  std::int64_t count = 0;
+};
+SplitResult evaluate_split(Model& model, Tape& tape, const SplitTask& task, Split split, std::int64_t batch);
+
 class Trainer {
  public:
   // `ranks`: the ranks of a distributed run (nullptr or one rank: this process trains alone).
@@ -103,6 +114,16 @@ class Trainer {
   std::int64_t curriculum_level() const { return curriculum_.level; }
 
   void save(const std::string& dir) const;
+
+  // Data sets (a SplitTask): every eval.interval steps the validation part is evaluated after the step, and
+  // early stopping (models/training/early_stopping.hpp) told its error; stopped() says to end the run.
+  // `epochs` > 0 in the config sets the step budget to epochs × the steps of an epoch.
+  const SplitTask* split_task() const { return dynamic_cast<const SplitTask*>(task_.get()); }
+  bool evaluated() const { return evaluated_; }  // the last step evaluated the validation part
+  const SplitResult& last_validation() const { return validation_; }
+  const EarlyStopping& early_stopping() const { return early_; }
+  bool stopped() const { return early_.stopped(); }
+  SplitResult evaluate(Split split);
 
   Model& model() { return *model_; }
   const Task& task() const { return *task_; }
@@ -145,6 +166,9 @@ class Trainer {
     std::int64_t level = 0, window_steps = 0;
     double window_sum = 0;
   } curriculum_;
+  EarlyStopping early_;
+  SplitResult validation_;
+  bool evaluated_ = false;
   MemoryEstimate memory_;
   // Every tensor an update changes (parameters, then optimiser state), named, and a copy of each taken
   // before the update, to undo one that is not finite.

@@ -141,7 +141,7 @@ TEST_CASE("early stopping: stops `patience` steps after the best validation loss
   CLN m(tiny(t, 2, 3, CLNConfig::Aggregate::mean, true), DType::f64, 7);
   m.build();
   Parameter& p = *m.params().begin()->get();
-  EarlyStopping stop(3);
+  BestParameters stop(3);
   const std::vector<double> losses = {3.0, 2.0, 2.5, 2.0, 1.9, 2.2, 2.3, 2.4, 1.0};
   std::int64_t stopped_at = 0;
   for (std::size_t k = 0; k < losses.size() && !stopped_at; ++k) {
@@ -153,7 +153,7 @@ TEST_CASE("early stopping: stops `patience` steps after the best validation loss
   CHECK(stopped_at == 8);  // 3 steps after step 5: the 1.0 of step 9 is never seen
   stop.restore(m);
   CHECK(p.value.get(0) == 5.0);
-  EarlyStopping never(0);  // patience 0: keeps the best, never stops
+  BestParameters never(0);  // patience 0: keeps the best, never stops
   for (std::int64_t k = 1; k <= 20; ++k) CHECK_FALSE(never.update(m, double(k), k));
   CHECK(never.best_step() == 1);
 }

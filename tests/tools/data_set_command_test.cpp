@@ -1,0 +1,56 @@
+// `matmem train` and `matmem eval` on a data set (--task fashion_mnist) as a user runs them, on small IDX files
+// the test writes: the preset trains by epochs, validation.csv gets a row per evaluation, eval reports the
+// validation and test parts' accuracy, and missing data is refused naming the package.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include "tests/models/data/small_data.hpp"
+#include "tests/tools/command.hpp"
+
+using namespace matmem::testing;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+std::string small_run(const std::string& data) {
+  return "--model ffn --task fashion_mnist --set task.data_dir=" + data +
+         " --set task.train=30 --set task.validation=10 --set task.test=15 --set batch=4 --set ffn.depth=2"
+         " --set eval.batch=4 --set eval.interval=3 --set epochs=2";
+}
+std::size_t line_count(const fs::path& file) {
+  std::ifstream in(file);
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("train and eval on fashion_mnist: epochs, validation.csv, test accuracy", "[tools][data]") {
+  const fs::path dir = temp_dir("cli-fashion");
+  write_fashion_dir((dir / "data").string(), 40, 20);
+  const CommandResult t = run_matmem("train " + small_run("data") + " --out run", dir);
+  INFO(t.output);
+  REQUIRE(t.status == 0);
+  CHECK_THAT(t.output, Contains("steps 1..14"));  // 2 epochs of ⌊30 / 4⌋ steps
+  CHECK_THAT(t.output, Contains("validation: best accuracy"));
+  // Evaluations after steps 3, 6, 9 and 12, under a header.
+  CHECK(line_count(dir / "run" / "validation.csv") == 5);
+  const CommandResult e = run_matmem("eval --checkpoint run", dir);
+  INFO(e.output);
+  REQUIRE(e.status == 0);
+  CHECK_THAT(e.output, Contains("validation       10") && Contains("test       15") && Contains("accuracy"));
+  const CommandResult csv = run_matmem("eval --checkpoint run --csv -", dir);
+  REQUIRE(csv.status == 0);
+  CHECK_THAT(csv.output, Contains("split,images,loss,error,accuracy\nvalidation,10,") && Contains("\ntest,15,"));
+}
+
+TEST_CASE("train on fashion_mnist without its files is refused, naming the directory and the package", "[tools][data]") {
+  const fs::path dir = temp_dir("cli-fashion-missing");
+  const CommandResult r = run_matmem("train " + small_run("nowhere") + " --out run", dir);
+  INFO(r.output);
+  CHECK(r.refused());
+  CHECK_THAT(r.output, Contains("nowhere") && Contains("dataset-fashion-mnist"));
+}
