@@ -99,6 +99,7 @@ const SequenceResult& forward_backward(Model& model, Unroller& unroller, Tape& t
 // The weighted loss and bit count of a part of the batch.
 struct PartResult {
   double loss = 0, bits = 0;
+  double flops = 0;  // recorded by the tape over every micro-batch, forward and backward
 };
 
 // The gradients of `seq`, a part of a batch of `total` sequences, in the model's (zeroed first), as those of
@@ -124,6 +125,7 @@ PartResult part_gradients(Model& model, Unroller& unroller, Tape& tape, const Se
     }
     out.loss += weight * r.loss.item();
     out.bits += weight * r.bits;
+    out.flops += tape.flops().total();  // the next micro-batch's run clears the tape
   }
   return out;
 }
@@ -141,7 +143,7 @@ struct Trainer::Part {
   Sequence slice;  // the part's sequences of the batch
   Sequence chunk;  // a micro-batch of them
   Tensor seed;     // [1] holding B_k / B, the loss's backward seed
-  double weight = 0, loss = 0, bits = 0;
+  double weight = 0, loss = 0, bits = 0, flops = 0;
 };
 
 Trainer::Trainer(const Config& config, const Communicator* ranks)
@@ -309,12 +311,7 @@ void Trainer::set_anomaly_mode(bool on) {
   for (auto& p : parts_) p->tape->set_anomaly_mode(on);
 }
 
-double Trainer::step_flops() const {
-  if (parts_.empty()) return tape_.flops().total();
-  double f = 0;
-  for (const auto& p : parts_) f += p->tape->flops().total();  // part 0's tape is tape_
-  return f;
-}
+double Trainer::step_flops() const { return flops_; }
 
 // Part k of a batch of B sequences takes sequences [B k / n, B (k + 1) / n).
 void Trainer::run_parallel(const Sequence& seq, std::int64_t total, StepStats& stats) {
@@ -336,12 +333,14 @@ void Trainer::run_parallel(const Sequence& seq, std::int64_t total, StepStats& s
     const PartResult r = part_gradients(*p.model, *p.unroller, *p.tape, p.slice, total, micro, p.chunk, p.seed);
     p.loss = r.loss;
     p.bits = r.bits;
+    p.flops = r.flops;
   });
   // In part order, into part 0's (the model's) gradients.
   for (std::int64_t k = 0; k < n; ++k) {
     const Part& p = *parts_[std::size_t(k)];
     stats.loss += p.loss;
     stats.bits += p.bits;
+    flops_ += p.flops;
     if (k == 0) continue;
     for (std::size_t i = 0; i < params.size(); ++i) {
       float* g = params[i].grad.view<float>().data;
@@ -413,6 +412,7 @@ StepStats Trainer::step() {
   ParameterStore& params = model_->params();
   StepStats stats;
   stats.frames = std::int64_t(seq.inputs.size());
+  flops_ = 0;
   if (ranks_) {
     const std::int64_t B = seq.inputs[0].shape().batch, K = ranks_->size(), r = ranks_->rank();
     const std::int64_t first = B * r / K, count = B * (r + 1) / K - first;
@@ -424,6 +424,7 @@ StepStats Trainer::step() {
                                           config_.integer("micro_batch"), chunk_, seed_);
       stats.loss = r.loss;
       stats.bits = r.bits;
+      flops_ = r.flops;
     }
     reduce_over_ranks(stats);
   } else if (team_) {
@@ -433,6 +434,7 @@ StepStats Trainer::step() {
                                         config_.integer("micro_batch"), chunk_, seed_);
     stats.loss = r.loss;
     stats.bits = r.bits;
+    flops_ = r.flops;
   }
   stats.grad_norm = gradient_norm(params);
   if (!std::isfinite(stats.loss) || !std::isfinite(stats.grad_norm)) {

@@ -146,7 +146,7 @@ class Trainer {
   // the whole batch, plus the data and what the process holds already. A run whose estimate exceeds the
   // available memory is refused (config key memory.check) before it allocates.
   const MemoryEstimate& memory_estimate() const { return memory_; }
-  // The FLOPs the last step's tapes recorded, forward and backward, over all parts.
+  // The FLOPs the last step's tapes recorded, forward and backward, over all parts and micro-batches.
   double step_flops() const;
 
  private:
@@ -187,6 +187,7 @@ class Trainer {
   std::vector<float> gradients_, gathered_;
   std::vector<double> sums_, gathered_sums_;
   double reduce_seconds_ = 0;
+  double flops_ = 0;  // the last step's, over every part and micro-batch
 
   // The gradients of `seq`, a part of `total` sequences of the whole batch, over this rank's threads.
   void run_parallel(const Sequence& seq, std::int64_t total, StepStats& stats);

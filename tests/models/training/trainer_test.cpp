@@ -282,3 +282,21 @@ TEST_CASE("every real-valued key takes a fraction, and a step runs with it", "[t
   Trainer t(c);
   CHECK(std::isfinite(t.step().loss));
 }
+
+TEST_CASE("a step's FLOPs count every micro-batch and every thread's part", "[trainer][micro]") {
+  auto flops = [](int batch, int micro, int threads) {
+    Config c = small("matntm");
+    c.set("task.min_length", "4", "test");  // every sequence alike: FLOPs are linear in the batch
+    c.set("batch", std::to_string(batch), "test");
+    c.set("micro_batch", std::to_string(micro), "test");
+    c.set("threads", std::to_string(threads), "test");
+    Trainer t(c);
+    t.step();
+    return t.step_flops();
+  };
+  const double one = flops(8, 0, 1);
+  REQUIRE(one > 0);
+  CHECK(flops(32, 0, 1) == Approx(4 * one).epsilon(1e-4));  // a few ops do not scale with the batch
+  CHECK(flops(32, 8, 1) == Approx(4 * one).epsilon(1e-12));  // four micro-batches of 8
+  CHECK(flops(32, 8, 2) == Approx(4 * one).epsilon(1e-12));  // two parts of two micro-batches
+}
