@@ -45,8 +45,8 @@
 //
 // save() writes DIR/checkpoint.safetensors atomically: parameters ("param/<name>"), optimiser state
 // ("optim/<name>/<slot>"), and metadata: step, the data Rng's state, the optimiser's step count and the
-// resolved config (and the curriculum's state). resume() restores all of it, so an interrupted and resumed run equals an uninterrupted
-// one bit for bit.
+// resolved config (and the curriculum's state). resume() restores all of it, so an interrupted and resumed
+// run equals an uninterrupted one bit for bit.
 #pragma once
 #include <memory>
 #include <string>
