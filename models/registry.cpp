@@ -178,6 +178,15 @@ std::unique_ptr<Model> cln(const Config& c, const Task& t, DType dtype, std::uin
   return std::make_unique<CLN>(cc, dtype, seed);
 }
 
+// ffn.activation, shared by the feed-forward nets and the auto-encoders.
+Activation ffn_activation(const Config& c) {
+  const std::string act = c.str("ffn.activation");
+  if (act == "relu") return Activation::relu;
+  if (act == "tanh") return Activation::tanh;
+  if (act == "sigmoid") return Activation::sigmoid;
+  throw Error(fmt::format("config: ffn.activation = {}: choose relu, tanh or sigmoid", act));
+}
+
 std::unique_ptr<Model> ffn(const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
   FFNConfig fc;
   const auto layers = c.sizes("model.layers");
@@ -196,11 +205,7 @@ std::unique_ptr<Model> ffn(const Config& c, const Task& t, DType dtype, std::uin
     throw Error(fmt::format("config: ffn.norm = layer over model.layers = {}: a layer needs 2 elements or more",
                             c.str("model.layers")));
   fc.residual = c.flag("ffn.residual");
-  const std::string act = c.str("ffn.activation");
-  if (act == "relu") fc.activation = Activation::relu;
-  else if (act == "tanh") fc.activation = Activation::tanh;
-  else if (act == "sigmoid") fc.activation = Activation::sigmoid;
-  else throw Error(fmt::format("config: ffn.activation = {}: choose relu, tanh or sigmoid", act));
+  fc.activation = ffn_activation(c);
   set_io(fc, t);
   return std::make_unique<FFN>(fc, dtype, seed);
 }
@@ -220,11 +225,7 @@ std::unique_ptr<Model> autoencoder(const Config& c, const Task& t, DType dtype, 
   if (c.str("ffn.norm") != "none")
     throw Error(fmt::format("config: ffn.norm = {}: the autoencoder has no normalisation (none)", c.str("ffn.norm")));
   if (c.flag("ffn.residual")) throw Error("config: ffn.residual = true: the autoencoder has no residual blocks");
-  const std::string act = c.str("ffn.activation");
-  if (act == "relu") ac.activation = Activation::relu;
-  else if (act == "tanh") ac.activation = Activation::tanh;
-  else if (act == "sigmoid") ac.activation = Activation::sigmoid;
-  else throw Error(fmt::format("config: ffn.activation = {}: choose relu, tanh or sigmoid", act));
+  ac.activation = ffn_activation(c);
   if (t.output_rows() != t.input_rows() || t.output_cols() != t.input_cols())
     throw Error(fmt::format("config: the autoencoder reconstructs its input, but task {} maps {}x{} frames to {}x{} "
                             "(use fashion_mnist_ae)", t.name(), t.input_rows(), t.input_cols(), t.output_rows(),

@@ -26,18 +26,8 @@ Config copy_with_curriculum(const std::string& threshold, int window, int start 
   c.set("curriculum.start", std::to_string(start), "test");
   return c;
 }
-std::string temp_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / "matmem_curriculum_test" / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
-bool same_bits(const ParameterStore& a, const ParameterStore& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t k = 0; k < a.size(); ++k)
-    if (std::memcmp(a[k].value.raw(), b[k].value.raw(), a[k].value.bytes()) != 0) return false;
-  return true;
-}
+std::string temp_dir(const std::string& name) { return testing::temp_dir("matmem_curriculum_test", name); }
+using testing::same_bits;
 }  // namespace
 
 TEST_CASE("curriculum: the largest size grows by one per window below the threshold, up to the task's largest",

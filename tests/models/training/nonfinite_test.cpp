@@ -16,12 +16,7 @@ using namespace matmem;
 using Catch::Matchers::Contains;
 
 namespace {
-std::string temp_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / "matmem_nonfinite_test" / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
+std::string temp_dir(const std::string& name) { return testing::temp_dir("matmem_nonfinite_test", name); }
 
 // Every parameter's and optimiser state's bytes, in order.
 std::string state_bytes(Trainer& t) {

@@ -1,8 +1,12 @@
-// A small, fast training config shared by the trainer tests: 2x3 matrices, two small layers, a 6-slot
-// memory of 2x2 matrices, sequences of at most `max_length` frames.
+// Shared by the trainer tests: a small, fast training config (2x3 matrices, two small layers, a 6-slot memory
+// of 2x2 matrices, sequences of at most `max_length` frames), an empty directory per test, and a bitwise
+// comparison of two models' parameters.
 #pragma once
+#include <cstring>
+#include <filesystem>
 #include <string>
 
+#include "autodiff/parameters.hpp"
 #include "models/training/config.hpp"
 
 namespace matmem::testing {
@@ -20,6 +24,22 @@ inline Config small_config(const std::string& model, int max_length = 4, int bat
   c.set("ntm.slot_cols", "2", "test");
   c.set("lr", "0.01", "test");
   return c;
+}
+
+// An empty directory `name` under the system's temporary directory, in one of `suite`'s.
+inline std::string temp_dir(const std::string& suite, const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / suite / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+// The same parameters, in the same order, with the same bytes.
+inline bool same_bits(const ParameterStore& a, const ParameterStore& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t k = 0; k < a.size(); ++k)
+    if (a[k].name != b[k].name || std::memcmp(a[k].value.raw(), b[k].value.raw(), a[k].value.bytes()) != 0) return false;
+  return true;
 }
 
 }  // namespace matmem::testing

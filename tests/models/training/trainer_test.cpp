@@ -13,18 +13,8 @@ using Catch::Matchers::Contains;
 
 namespace {
 Config small(const std::string& model) { return testing::small_config(model); }
-std::string temp_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / "matmem_trainer_test" / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
-bool same_bits(const ParameterStore& a, const ParameterStore& b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t k = 0; k < a.size(); ++k)
-    if (a[k].name != b[k].name || std::memcmp(a[k].value.raw(), b[k].value.raw(), a[k].value.bytes()) != 0) return false;
-  return true;
-}
+std::string temp_dir(const std::string& name) { return testing::temp_dir("matmem_trainer_test", name); }
+using testing::same_bits;
 }  // namespace
 
 TEST_CASE("a run interrupted at a checkpoint and resumed equals the uninterrupted run bit for bit", "[trainer]") {
