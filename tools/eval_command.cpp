@@ -8,7 +8,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "models/tasks/graph.hpp"
 #include "models/training/trainer.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
@@ -22,6 +21,7 @@ struct Options {
   std::string sizes, csv, plot;
   int batches = 10;
   std::uint64_t seed = 2024;
+  bool last = false;  // a run with held-out parts: its last parameters, not its best evaluation's
 };
 
 std::vector<std::int64_t> parse_sizes(const std::string& text) {
@@ -39,20 +39,27 @@ std::vector<std::int64_t> parse_sizes(const std::string& text) {
   return out;
 }
 
-// A model trained on a data set: its loss, error and accuracy over the whole validation and test parts.
+// A model trained on a data set or a graph: its loss, error and accuracy over the whole validation and test
+// parts, with the parameters of its best validation evaluation (best.safetensors) unless `last` or the run
+// has none.
 plot::EvalSeries run_data_set(Trainer& trainer, const std::string& checkpoint, std::FILE* csv, bool& csv_header,
-                              bool several) {
+                              bool several, bool last) {
   const SplitTask& task = *trainer.split_task();
+  const bool best = !last && trainer.restore_best();
+  const std::string which = best ? fmt::format("the parameters of step {} (best validation {} {:.4f})",
+                                               trainer.early_stopping().best_step(), trainer.config().str("eval.metric"),
+                                               trainer.early_stopping().best())
+                                 : fmt::format("the last parameters (step {})", trainer.steps_done());
   // Classes: the error rate and accuracy; reals (reconstruction): the loss is the MSE, the error the NMSE.
   const bool classes = task.target_kind() == TargetKind::classes;
   if (csv && csv_header)
-    fmt::print(csv, "{}split,images,loss,error{}\n", several ? "run," : "", classes ? ",accuracy" : "");
+    fmt::print(csv, "{}split,{},loss,error{}\n", several ? "run," : "", task.example_name(), classes ? ",accuracy" : "");
   csv_header = false;
   if (csv != stdout)
-    fmt::print("{}{} after {} steps ({:.2f} epochs), {} parameters, on {}\n{:>12} {:>8} {:>10} {:>10} {:>10}\n",
+    fmt::print("{}{} after {} steps ({:.2f} epochs), {} parameters, on {}; {}\n{:>12} {:>8} {:>10} {:>10} {:>10}\n",
                several ? checkpoint + ": " : "", trainer.config().str("model"), trainer.steps_done(),
                double(trainer.steps_done()) / double(task.steps_per_epoch()), trainer.model().params().element_count(),
-               task.name(), "part", "images", classes ? "loss" : "mse", classes ? "error" : "nmse",
+               task.name(), which, "part", task.example_name(), classes ? "loss" : "mse", classes ? "error" : "nmse",
                classes ? "accuracy" : "");
   for (Split s : {Split::validation, Split::test}) {
     const SplitResult r = trainer.evaluate(s);
@@ -73,7 +80,7 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
   const bool several = o.checkpoints.size() > 1;
   auto trainer = Trainer::resume(checkpoint);
   const Task& task = trainer->task();
-  if (trainer->split_task()) return run_data_set(*trainer, checkpoint, csv, csv_header, several);
+  if (trainer->split_task()) return run_data_set(*trainer, checkpoint, csv, csv_header, several, o.last);
   if (!size_name.empty() && size_name != task.size_name())
     throw Error(fmt::format("eval: {} learned {}, by {}, unlike the checkpoints before it (by {}): evaluate them apart",
                             checkpoint, task.name(), task.size_name(), size_name));
@@ -110,8 +117,6 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
     loss /= o.batches;
     if (csv != stdout) fmt::print("{:>8} {:>16.3f} {:>10.3f} {:>10.3f} {:>10.4f}\n", size, bits, lo, hi, loss);
     if (csv) fmt::print(csv, "{}{},{:.4f},{:.4f},{:.4f},{:.6f}\n", several ? checkpoint + "," : "", size, bits, lo, hi, loss);
-    if (csv != stdout && dynamic_cast<const GraphTask*>(&task))  // the cost is the split's error rate
-      fmt::print("{:>8} {} accuracy {:.4f}\n", "", GraphTask::split_name(size), 1.0 - bits);
     series.size.push_back(double(size));
     series.bits.push_back(bits);
     series.lo.push_back(lo);
@@ -157,6 +162,8 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed of the evaluation sequences")
       ->capture_default_str()
       ->check(whole_number(0, kMaxSeed));
+  cmd->add_flag("--last", o->last,
+               "Data sets and graphs: evaluate the last parameters, not those of the best validation evaluation");
   cmd->add_option("--csv", o->csv, "Also write CSV to this file (- for standard output only)");
   cmd->add_option("--plot", o->plot, "Also draw cost against size, one line per checkpoint: FILE.png or FILE.svg");
   cmd->callback([o] { run(*o); });

@@ -13,7 +13,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "models/graph/validation.hpp"
 #include "models/training/trainer.hpp"
 #include "runtime/communicator.hpp"
 #include "tools/commands.hpp"
@@ -218,24 +217,11 @@ void run(const Options& o) {
   double loss = 0, bits = 0, norm = 0, frames = 0, last_loss = 0, last_bits = 0, last_draw = 0;
   std::int64_t n = 0, done_here = 0;
   double reduce_seconds = 0;  // distributed: gathering and adding the ranks' gradients, waits included
-  // A graph task: the validation split after every step (validation.csv), early stopping on its loss, and the
-  // best-validation parameters kept (models/graph/validation.hpp).
-  const auto* graph = dynamic_cast<const GraphTask*>(&trainer->task());
-  BestParameters stopper(graph ? c.integer("task.graph.patience") : 0);
-  Sequence held_out;
-  std::ofstream validation_csv;
-  if (graph) {
-    const std::string path = (std::filesystem::path(out) / "validation.csv").string();
-    const bool new_file = fresh || !std::filesystem::exists(path);
-    if (!new_file) drop_rows_after(path, trainer->steps_done());
-    validation_csv.open(path, new_file ? std::ios::trunc : std::ios::app);
-    if (new_file) validation_csv << "step,validation_loss,validation_accuracy\n";
-  }
   std::int64_t level = trainer->curriculum_level();
   if (level && !o.json)
     fmt::print("curriculum: {} up to {} (of {})\n", trainer->task().size_name(), level,
                trainer->task().size_range().second);
-  // Data sets: validation.csv, a row per evaluation of the validation part (eval.interval).
+  // Data sets and the graph task: validation.csv, a row per evaluation of the validation part (eval.interval).
   std::ofstream validation;
   if (trainer->split_task() && c.integer("eval.interval") > 0) {
     const std::string path = (std::filesystem::path(out) / "validation.csv").string();
@@ -243,16 +229,10 @@ void run(const Options& o) {
     if (!fresh_validation) drop_rows_after(path, trainer->steps_done());
     validation.open(path, fresh_validation ? std::ios::trunc : std::ios::app);
     if (!validation) throw Error(fmt::format("cannot write {}", path));
-    if (fresh_validation) validation << "step,epoch,loss,error,accuracy,best_error,best_step\n";
+    if (fresh_validation) validation << "step,epoch,loss,error,accuracy,best,best_step\n";
   }
-  bool stopped = false;
-  while (trainer->steps_done() < total && !stopped && !trainer->stopped()) {
+  while (trainer->steps_done() < total && !trainer->stopped()) {
     const StepStats s = trainer->step();
-    if (graph) {
-      const SplitScore v = evaluate_split(trainer->model(), trainer->tape(), *graph, GraphTask::kValidation, held_out);
-      validation_csv << fmt::format("{},{:.6f},{:.6f}\n", trainer->steps_done(), v.loss, v.accuracy);
-      stopped = stopper.update(trainer->model(), v.loss, trainer->steps_done());
-    }
     if (trainer->curriculum_level() != level && !o.json) {
       level = trainer->curriculum_level();
       progress.finish();
@@ -296,30 +276,36 @@ void run(const Options& o) {
                                 e.best(), e.best_step());
       validation.flush();
       const bool classes = trainer->task().target_kind() == TargetKind::classes;
+      const bool by_loss = trainer->config().str("eval.metric") == "loss";
       if (!o.json && !progress.terminal())
-        fmt::print("step {} (epoch {:.2f}): validation loss {:.4f}, {} {:.4f} (best {:.4f} at step {}){}\n", step,
+        fmt::print("step {} (epoch {:.2f}): validation loss {:.4f}, {} {:.4f} (best {} {:.4f} at step {}){}\n", step,
                    epoch, v.loss, classes ? "accuracy" : cost_name(trainer->task().target_kind()),
-                   classes ? 1 - v.error : v.error, classes ? 1 - e.best() : e.best(), e.best_step(),
+                   classes ? 1 - v.error : v.error, by_loss ? "loss" : classes ? "accuracy" : "error",
+                   classes && !by_loss ? 1 - e.best() : e.best(), e.best_step(),
                    trainer->stopped() ? fmt::format("; no better for {} evaluations: stopping early", e.patience())
                                       : "");
     }
     if ((ckpt_every > 0 && step % ckpt_every == 0) || step == total || trainer->stopped()) trainer->save(out);
   }
   progress.finish();
-  std::string graph_line;
-  nlohmann::json graph_json;
-  if (graph) {  // the best-validation parameters, saved, and the held-out splits' accuracy
-    validation_csv.flush();
-    stopper.restore(trainer->model());
-    trainer->save(out);
-    const SplitScore v = evaluate_split(trainer->model(), trainer->tape(), *graph, GraphTask::kValidation, held_out);
-    const SplitScore t = evaluate_split(trainer->model(), trainer->tape(), *graph, GraphTask::kTest, held_out);
-    graph_line = fmt::format("{}parameters of step {} (lowest validation loss {:.4f}): validation accuracy {:.4f}, "
-                             "test accuracy {:.4f}\n",
-                             stopped ? fmt::format("stopped early after step {}; ", trainer->steps_done()) : "",
-                             stopper.best_step(), stopper.best_loss(), v.accuracy, t.accuracy);
-    graph_json = {{"best_step", stopper.best_step()}, {"validation_accuracy", v.accuracy},
-                  {"test_accuracy", t.accuracy}, {"stopped_early", stopped}};
+  // A run with held-out parts: the best evaluation's parameters (the model keeps them from here on) on the
+  // validation and test parts.
+  const EarlyStopping& best = trainer->early_stopping();
+  std::string held_out_line;
+  nlohmann::json held_out_json;
+  if (trainer->split_task() && trainer->restore_best()) {
+    const SplitResult v = trainer->evaluate(Split::validation), t = trainer->evaluate(Split::test);
+    const bool classes = trainer->task().target_kind() == TargetKind::classes;
+    auto score = [&](const SplitResult& r) {
+      return classes ? fmt::format("accuracy {:.4f}", 1 - r.error) : fmt::format("error {:.4f}", r.error);
+    };
+    held_out_line = fmt::format("{}parameters of step {} (best validation {} {:.4f}; {}/best.safetensors): "
+                                "validation {}, test {}\n",
+                                trainer->stopped() ? fmt::format("stopped early after step {}; ", trainer->steps_done()) : "",
+                                best.best_step(), trainer->config().str("eval.metric"), best.best(), out, score(v), score(t));
+    held_out_json = {{"best_step", best.best_step()}, {"stopped_early", trainer->stopped()},
+                     {"validation_loss", v.loss},     {"validation_error", v.error},
+                     {"test_loss", t.loss},           {"test_error", t.error}};
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.json) {
@@ -331,7 +317,7 @@ void run(const Options& o) {
                         {"params", trainer->model().params().element_count()},
                         {"skipped", trainer->skipped()}};
     for (const auto& [name, value] : trainer->model().learned_scalars()) j["learned"][name] = value;
-    if (graph) j["graph"] = graph_json;
+    if (!held_out_json.is_null()) j["best"] = held_out_json;
     if (trainer->ranks() > 1) {
       j["ranks"] = trainer->ranks();
       j["reduce_seconds_per_step"] = done_here ? reduce_seconds / double(done_here) : 0.0;
@@ -345,18 +331,9 @@ void run(const Options& o) {
                                                                 : cost_name(trainer->task().target_kind()),
              trainer->skipped() ? fmt::format("; {} steps skipped for a NaN/Inf", trainer->skipped()) : "");
   for (const auto& [name, value] : trainer->model().learned_scalars()) fmt::print("learned {} = {:.6g}\n", name, value);
-  fmt::print("{}", graph_line);
+  fmt::print("{}", held_out_line);
   fmt::print("checkpoint: {}/checkpoint.safetensors, learning curve: {}\n", out, metrics_path);
-  if (trainer->split_task()) {
-    const EarlyStopping& e = trainer->early_stopping();
-    if (e.best_step() >= 0)
-      fmt::print("validation: best {} {:.4f} at step {}{}; on the test part: `matmem eval --checkpoint {}`\n",
-                 trainer->task().target_kind() == TargetKind::classes ? "accuracy" : "error",
-                 trainer->task().target_kind() == TargetKind::classes ? 1 - e.best() : e.best(), e.best_step(),
-                 trainer->stopped() ? " (stopped early)" : "", out);
-  } else {
-    show_example(*trainer);
-  }
+  if (!trainer->split_task()) show_example(*trainer);
   fmt::print("{}\n", plot_hint(out));
 }
 }  // namespace

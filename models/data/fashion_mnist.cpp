@@ -12,15 +12,6 @@
 
 namespace matmem {
 
-const char* split_name(Split s) {
-  switch (s) {
-    case Split::train: return "train";
-    case Split::validation: return "validation";
-    case Split::test: return "test";
-  }
-  return "?";
-}
-
 namespace {
 // DIR/NAME.gz, or DIR/NAME when only the uncompressed file is there.
 std::string data_file(const std::string& dir, const std::string& name) {

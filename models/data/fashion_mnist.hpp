@@ -24,19 +24,6 @@
 
 namespace matmem {
 
-enum class Split { train, validation, test };
-const char* split_name(Split s);
-
-// A task whose data is a fixed set of examples in three parts; trained by epochs, evaluated on a whole part.
-class SplitTask : public Task {
- public:
-  virtual std::int64_t split_size(Split s) const = 0;
-  // Examples first..first+count−1 of part `s` (in its fixed order) as one batch of `count` sequences.
-  virtual void split_batch_into(Split s, std::int64_t first, std::int64_t count, Sequence& out,
-                                DType dtype = DType::f32) const = 0;
-  std::int64_t steps_per_epoch() const { return split_size(Split::train) / batch(); }
-};
-
 struct FashionMnistOptions {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::int64_t train = 55000, validation = 5000, test = 10000, batch = 64;
@@ -67,6 +54,7 @@ class FashionMnistTask : public SplitTask {
   void sample_into(Rng& rng, Sequence& out, DType dtype = DType::f32) const override;
   void sample_size_into(Rng& rng, std::int64_t size, Sequence& out, DType dtype = DType::f32) const override;
   const char* size_name() const override { return "images"; }
+  const char* example_name() const override { return "images"; }
   std::vector<std::int64_t> eval_sizes() const override { return {1}; }
   std::int64_t input_rows() const override { return o_.flatten ? 1 : data_->rows; }
   std::int64_t input_cols() const override { return o_.flatten ? data_->rows * data_->cols : data_->cols; }

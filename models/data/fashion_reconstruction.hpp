@@ -25,6 +25,7 @@ class FashionMnistReconstructionTask : public SplitTask {
   void sample_into(Rng& rng, Sequence& out, DType dtype = DType::f32) const override;
   void sample_size_into(Rng& rng, std::int64_t size, Sequence& out, DType dtype = DType::f32) const override;
   const char* size_name() const override { return "images"; }
+  const char* example_name() const override { return "images"; }
   std::vector<std::int64_t> eval_sizes() const override { return {1}; }
   std::int64_t input_rows() const override { return images_.input_rows(); }
   std::int64_t input_cols() const override { return images_.input_cols(); }

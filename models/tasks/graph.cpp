@@ -184,6 +184,19 @@ const char* GraphTask::split_name(std::int64_t split) {
   return "?";
 }
 
+std::int64_t GraphTask::split_size(Split s) const {
+  const auto& nodes = s == Split::train ? graph_.train : s == Split::validation ? graph_.validation : graph_.test;
+  return std::int64_t(nodes.size());
+}
+
+void GraphTask::split_batch_into(Split s, std::int64_t first, std::int64_t count, Sequence& out, DType dtype) const {
+  if (first != 0 || count != split_size(s))
+    throw Error(fmt::format("graph: the {} part is read whole ({} nodes), not nodes {}..{}", matmem::split_name(s),
+                            split_size(s), first, first + count - 1));
+  Rng unused(0);  // a held-out read draws nothing
+  sample_size_into(unused, s == Split::train ? kTrain : s == Split::validation ? kValidation : kTest, out, dtype);
+}
+
 void GraphTask::fill(std::int64_t split, Sequence& out, DType dtype) const {
   if (split < kTrain || split > kTest)
     throw Error(fmt::format("graph: split {}: choose 1 (train), 2 (validation) or 3 (test)", split));

@@ -24,8 +24,8 @@
 // split drawn and a zero row for the others, which the loss and the cost skip (TargetKind::classes: a zero
 // target row carries no loss, and the cost is the error rate over the labelled rows). Training draws the
 // training split, with each node's neighbours sampled without replacement down to at most `sample` (001 §4.4:
-// 50) from the data Rng; `matmem eval` sizes are the splits: 1 training, 2 validation, 3 test, read with every
-// neighbour. The sequence carries the neighbour lists (Sequence::graph) that the graph models read.
+// 50) from the data Rng. As a SplitTask, a part is a split, read whole with every neighbour (sizes 1 training,
+// 2 validation, 3 test for sample_size_into). The sequence carries the neighbour lists (Sequence::graph) that the graph models read.
 #pragma once
 #include <memory>
 
@@ -65,7 +65,7 @@ struct GraphTaskOptions {
   std::int64_t sample = 50;  // neighbours per node while training (0: all)
 };
 
-class GraphTask : public Task {
+class GraphTask : public SplitTask {
  public:
   static constexpr std::int64_t kTrain = 1, kValidation = 2, kTest = 3;
   explicit GraphTask(GraphTaskOptions o);
@@ -82,6 +82,14 @@ class GraphTask : public Task {
   TargetKind target_kind() const override { return TargetKind::classes; }
   const CitationGraph& graph() const { return graph_; }
   static const char* split_name(std::int64_t split);  // "train", "validation", "test"
+  // As a SplitTask: a part is its labelled nodes, read in one batch (the whole graph with that part's targets),
+  // and one training step is one epoch.
+  std::int64_t split_size(Split s) const override;
+  void split_batch_into(Split s, std::int64_t first, std::int64_t count, Sequence& out,
+                        DType dtype = DType::f32) const override;
+  std::int64_t eval_batch(Split s, std::int64_t) const override { return split_size(s); }
+  std::int64_t steps_per_epoch() const override { return 1; }
+  const char* example_name() const override { return "nodes"; }
 
  private:
   GraphTaskOptions o_;

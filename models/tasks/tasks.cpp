@@ -8,6 +8,16 @@
 #include "runtime/error.hpp"
 
 namespace matmem {
+
+const char* split_name(Split s) {
+  switch (s) {
+    case Split::train: return "train";
+    case Split::validation: return "validation";
+    case Split::test: return "test";
+  }
+  return "?";
+}
+
 namespace {
 void require(bool ok, const std::string& what) {
   if (!ok) throw Error(what);

@@ -98,6 +98,27 @@ class Task {
   virtual TargetKind target_kind() const { return TargetKind::bits; }
 };
 
+// The three parts of a fixed set of examples: a data set's images (models/data/) or a graph's labelled nodes
+// (models/tasks/graph.hpp).
+enum class Split { train, validation, test };
+const char* split_name(Split s);  // "train", "validation", "test"
+
+// A task whose data is a fixed set of examples in three parts: trained by epochs, evaluated on a whole part
+// (Trainer::evaluate, early stopping on the validation part: models/training/trainer.hpp).
+class SplitTask : public Task {
+ public:
+  virtual std::int64_t split_size(Split s) const = 0;
+  // Examples first..first+count−1 of part `s` (in its fixed order) as one batch of `count` sequences.
+  virtual void split_batch_into(Split s, std::int64_t first, std::int64_t count, Sequence& out,
+                                DType dtype = DType::f32) const = 0;
+  // The examples one evaluation batch of part `s` holds when the config asks for `configured`: a graph's
+  // nodes are read together, so its parts are evaluated whole.
+  virtual std::int64_t eval_batch(Split, std::int64_t configured) const { return configured; }
+  virtual const char* example_name() const { return "examples"; }  // "images", "nodes"
+  // Training steps per pass over the train part.
+  virtual std::int64_t steps_per_epoch() const { return split_size(Split::train) / batch(); }
+};
+
 struct CopyTaskOptions {
   std::int64_t rows = 5, cols = 5, min_length = 1, max_length = 20, batch = 16;
 };

@@ -61,9 +61,6 @@ const std::vector<ConfigKey>& config_keys() {
       {"task.graph.seed", "1", "graph: seed of the generated graph, features and splits (apart from the run's seed)"},
       {"task.graph.feature_rows", "1", "graph: a node's words as a matrix of this many rows, row-major (1: the vector)"},
       {"task.graph.sample", "50", "graph: neighbours sampled per node and training step (0: all)"},
-      {"task.graph.patience", "0",
-       "graph: stop once this many steps (epochs) brought no lower validation loss, keeping the best parameters "
-       "(0: train every step, still keeping the best; models/graph/validation.hpp)"},
       {"task.data_dir", "\"/usr/share/datasets/fashion-mnist\"",
        "fashion_mnist: directory of the IDX files (Debian's dataset-fashion-mnist installs them here)"},
       {"task.train", "55000", "fashion_mnist: training images (of the 70,000, after a seeded shuffle)"},
@@ -73,10 +70,16 @@ const std::vector<ConfigKey>& config_keys() {
       {"task.flatten", "false", "fashion_mnist: frames 1x784 (the vector nets' input) instead of the 28x28 image"},
       {"task.noise", "0.2", "fashion_mnist_ae: training inputs have each pixel set to 0 with this probability"},
       {"epochs", "0", "data sets: train this many epochs (replaces steps by epochs x floor(task.train / batch); --steps sets it to 0); 0: by steps"},
-      {"eval.interval", "0", "data sets: evaluate the validation part every this many steps (0: never)"},
+      {"eval.interval", "0",
+       "data sets and the graph task: evaluate the validation part every this many steps, keeping the parameters "
+       "of the best evaluation in best.safetensors (0: never)"},
       {"eval.patience", "0",
-       "data sets: stop after this many validation evaluations without a new best error (0: never stop early)"},
-      {"eval.batch", "500", "data sets: images per batch when evaluating a whole part"},
+       "data sets and the graph task: stop after this many validation evaluations without a new best (0: never "
+       "stop early)"},
+      {"eval.metric", "\"error\"",
+       "data sets and the graph task: what early stopping and the best parameters go by: error (the error rate, or "
+       "the NMSE) or loss, on the validation part"},
+      {"eval.batch", "500", "data sets: images per batch when evaluating a whole part (a graph's parts are read whole)"},
       {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm, dense layers for gamma) as RxC, comma separated"},
       {"ffn.depth", "10", "ffn: hidden layers, each of the shape model.layers (one RxC; 1xn: a vector net); autoencoder: all its layers, encoder and decoder (even)"},
       {"ffn.norm", "\"none\"", "ffn: none, or layer (layer norm of each layer's pre-activation, with gain and shift)"},
@@ -166,7 +169,7 @@ const std::vector<Preset>& presets() {
       {"gamma", "delay", R"({"model.layers": "10x10", "gamma.taps": 4, "optimizer": "adam", "lr": 3e-3})"},
       {"cln", "graph", R"({"model.layers": "10x10", "optimizer": "adam", "lr": 1e-2, "weight_decay": 5e-4,
         "steps": 100, "micro_batch": 0, "log_every": 1, "checkpoint_every": 0, "clip.value": 0,
-        "task.graph.patience": 10})"},
+        "eval.interval": 1, "eval.patience": 10, "eval.metric": "loss"})"},
       {"ffn", "fashion_mnist", R"({"model.layers": "20x20", "ffn.depth": 10, "batch": 64, "optimizer": "adam", "lr": 1e-3,
         "clip.value": 0, "micro_batch": 0, "epochs": 5, "eval.interval": 200, "eval.patience": 10, "log_every": 100,
         "checkpoint_every": 1000})"},
@@ -218,6 +221,9 @@ std::string closest_key(const std::string& key) {
 
 void Config::set_json(const std::string& key, const json& value, const std::string& where) {
   auto it = impl_->values.find(key);
+  if (it == impl_->values.end() && key == "task.graph.patience")  // a key of earlier versions
+    throw Error(fmt::format("{}: task.graph.patience is now eval.patience (the graph preset evaluates every step, "
+                            "eval.interval 1, and goes by the validation loss, eval.metric loss)", where));
   if (it == impl_->values.end())
     throw Error(fmt::format("{}: unknown config key {}{}; `matmem train --help-config` lists them", where, key,
                             closest_key(key)));

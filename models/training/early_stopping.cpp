@@ -1,5 +1,6 @@
 #include "models/training/early_stopping.hpp"
 
+#include <cstring>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -32,6 +33,26 @@ void EarlyStopping::set_state(const std::string& text) {
     throw Error(fmt::format("early stopping state \"{}\" is not \"best best_step since_best stopped\"", text));
   best_ = best == "inf" ? std::numeric_limits<double>::infinity() : std::stod(best);
   best_step_ = step, bad_ = bad, stopped_ = stopped == 1;
+}
+
+bool BestParameters::update(const Model& model, double score, std::int64_t step) {
+  const std::int64_t before = rule_.best_step();
+  const bool stop = rule_.record(step, score);
+  if (rule_.best_step() != before) {
+    best_.clear();
+    for (const auto& p : model.params()) best_.push_back(p->value);
+  }
+  return stop;
+}
+
+bool BestParameters::restore(Model& model) const {
+  if (best_.empty()) return false;
+  std::size_t k = 0;
+  for (auto& p : model.params()) {
+    const Tensor& b = best_[k++];
+    std::memcpy(p->value.raw(), b.raw(), std::size_t(b.numel()) * size_of(b.dtype()));
+  }
+  return true;
 }
 
 }  // namespace matmem

@@ -5,10 +5,17 @@
 // any other adds 1 to it. Training stops when that count reaches `patience` (patience 0: never stops). A NaN
 // error never improves. The state is four numbers, kept in the checkpoint, so a resumed run stops where an
 // uninterrupted one would.
+//
+// BestParameters keeps, beside that rule, a copy of the model's parameters at the best evaluation, which the
+// trainer writes to best.safetensors and `matmem eval` evaluates (001 §4.4: the parameters of the lowest
+// validation loss).
 #pragma once
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
+
+#include "models/core/model.hpp"
 
 namespace matmem {
 
@@ -31,6 +38,27 @@ class EarlyStopping {
   double best_ = std::numeric_limits<double>::infinity();
   std::int64_t best_step_ = -1, bad_ = 0;
   bool stopped_ = false;
+};
+
+// The parameters at the best evaluation seen, and when to stop (EarlyStopping's rule).
+class BestParameters {
+ public:
+  explicit BestParameters(std::int64_t patience = 0) : rule_(patience) {}
+  // Records the score (lower is better) after training step `step`, copying the parameters when it is the
+  // new best; true when the run should stop.
+  bool update(const Model& model, double score, std::int64_t step);
+  bool has() const { return !best_.empty(); }
+  // Puts the best parameters into the model (in place: each keeps its buffer); false when there are none.
+  bool restore(Model& model) const;
+  // The copies, in the order of model.params(); set() takes copies read from a file (same order and shapes).
+  const std::vector<Tensor>& tensors() const { return best_; }
+  void set(std::vector<Tensor> tensors) { best_ = std::move(tensors); }
+  const EarlyStopping& rule() const { return rule_; }
+  EarlyStopping& rule() { return rule_; }
+
+ private:
+  EarlyStopping rule_;
+  std::vector<Tensor> best_;
 };
 
 }  // namespace matmem

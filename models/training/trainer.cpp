@@ -16,12 +16,12 @@
 #include <nlohmann/json.hpp>
 
 #include "models/training/adam.hpp"
-#include "models/training/sgd.hpp"
-#include "runtime/safetensors.hpp"
 #include "models/training/clip.hpp"
 #include "models/training/rmsprop.hpp"
+#include "models/training/sgd.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/error.hpp"
+#include "runtime/safetensors.hpp"
 #include "runtime/thread_team.hpp"
 
 namespace matmem {
@@ -57,6 +57,8 @@ void validate(const Config& c) {
     throw Error(fmt::format("config: eval.interval = {} must be ≥ 0 (0: no evaluation)", c.integer("eval.interval")));
   if (c.integer("eval.patience") < 0)
     throw Error(fmt::format("config: eval.patience = {} must be ≥ 0 (0: never stop early)", c.integer("eval.patience")));
+  if (c.str("eval.metric") != "error" && c.str("eval.metric") != "loss")
+    throw Error(fmt::format("config: eval.metric = \"{}\" must be \"error\" or \"loss\"", c.str("eval.metric")));
   if (c.integer("eval.batch") < 1) throw Error(fmt::format("config: eval.batch = {} must be ≥ 1", c.integer("eval.batch")));
   if (c.integer("seed") < 0) throw Error(fmt::format("config: seed = {} must be ≥ 0", c.integer("seed")));
   if (c.integer("checkpoint_every") < 0) throw Error("config: checkpoint_every must be ≥ 0");
@@ -151,7 +153,7 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
       ranks_(ranks && ranks->size() > 1 ? ranks : nullptr) {
   validate(config_);
   task_ = make_task(config_);
-  early_ = EarlyStopping(config_.integer("eval.patience"));
+  best_ = BestParameters(config_.integer("eval.patience"));
   if (const SplitTask* data = split_task(); data && config_.integer("epochs") > 0)
     config_.set_json("steps", config_.integer("epochs") * data->steps_per_epoch(), "epochs");
   model_ = make_model(config_, *task_, DType::f32);
@@ -471,7 +473,7 @@ StepStats Trainer::step() {
   const std::int64_t interval = config_.integer("eval.interval");
   if (split_task() && interval > 0 && step_ % interval == 0) {
     validation_ = evaluate(Split::validation);
-    early_.record(step_, validation_.error);
+    best_.update(*model_, config_.str("eval.metric") == "loss" ? validation_.loss : validation_.error, step_);
     evaluated_ = true;
   }
   return stats;
@@ -500,7 +502,7 @@ SplitResult evaluate_split(Model& model, Tape& tape, const SplitTask& task, Spli
 SplitResult Trainer::evaluate(Split split) {
   const SplitTask* data = split_task();
   if (!data) throw Error(fmt::format("evaluate: task {} has no {} part (only data sets do)", task_->name(), split_name(split)));
-  return evaluate_split(*model_, tape_, *data, split, config_.integer("eval.batch"));
+  return evaluate_split(*model_, tape_, *data, split, data->eval_batch(split, config_.integer("eval.batch")));
 }
 
 StepStats Trainer::not_finite(StepStats& stats, const std::string& what) {
@@ -534,13 +536,40 @@ void Trainer::save(const std::string& dir) const {
                 {"optimizer_steps", std::to_string(optimizer_->steps())},
                 {"rng", fmt::format("{} {} {} {}", s[0], s[1], s[2], s[3])},
                 {"nonfinite_skips", std::to_string(skipped_)},
-                {"early_stopping", early_.state()},
+                {"early_stopping", best_.rule().state()},
                 {"config", config_.values().dump()}};
+  if (best_.has() && best_written_ != best_.rule().best_step()) {  // first: a checkpoint never names a best
+    TensorFile b;                                                   // that is not on disk
+    std::size_t k = 0;
+    for (const auto& p : model_->params()) b.tensors.emplace("param/" + p->name, best_.tensors()[k++]);
+    b.metadata = {{"format", "matmem-best-1"},
+                  {"step", std::to_string(best_.rule().best_step())},
+                  {"config", config_.values().dump()}};
+    write_safetensors((std::filesystem::path(dir) / "best.safetensors").string(), b);
+    best_written_ = best_.rule().best_step();
+  }
   if (curriculum_.threshold > 0)  // the window's sum in hexadecimal: read back exactly
     f.metadata["curriculum"] =
         fmt::format("{} {} {:a}", curriculum_.level, curriculum_.window_steps, curriculum_.window_sum);
   write_safetensors(path, f);
 }
+
+namespace {
+// A checkpoint's config in the keys of this version: task.graph.patience = p of earlier versions (the graph
+// task's early stopping on the validation loss after every step) is eval.patience = p with eval.interval 1
+// and eval.metric loss. Text that is not a JSON object is left for merge_json_text to refuse.
+std::string upgraded_config(const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("task.graph.patience")) return text;
+  if (j.value("task", "") == "graph") {
+    j["eval.patience"] = j["task.graph.patience"];
+    j["eval.interval"] = 1;
+    j["eval.metric"] = "loss";
+  }
+  j.erase("task.graph.patience");
+  return j.dump();
+}
+}  // namespace
 
 std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t steps, std::int64_t threads,
                                          const Communicator* ranks) {
@@ -554,7 +583,7 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
   if (meta("format") != "matmem-checkpoint-1")
     throw Error(fmt::format("checkpoint {}: format {} (matmem-checkpoint-1 expected)", path, meta("format")));
   Config config;
-  config.merge_json_text(meta("config"), fmt::format("checkpoint {} (config)", path));
+  config.merge_json_text(upgraded_config(meta("config")), fmt::format("checkpoint {} (config)", path));
   if (steps > 0) {
     config.set_json("steps", steps, "--steps");
     config.set_json("epochs", 0, "--steps");  // the new total counts steps
@@ -617,9 +646,31 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
   }
   if (auto it = f.metadata.find("early_stopping"); it != f.metadata.end()) {
     try {
-      t->early_.set_state(it->second);
+      t->best_.rule().set_state(it->second);
     } catch (const Error& e) {
       throw Error(fmt::format("checkpoint {}: {}", path, e.what()));
+    }
+  }
+  // The best evaluation's parameters, when best.safetensors holds those of the step the checkpoint names (a
+  // run stopped between writing it and the checkpoint leaves a newer one, which the resumed run rewrites).
+  const std::string best_path = (std::filesystem::path(dir) / "best.safetensors").string();
+  if (const std::int64_t best_step = t->best_.rule().best_step(); best_step >= 0 && std::filesystem::exists(best_path)) {
+    TensorFile b = read_safetensors(best_path);
+    auto format = b.metadata.find("format"), at = b.metadata.find("step");
+    if (format == b.metadata.end() || format->second != "matmem-best-1" || at == b.metadata.end())
+      throw Error(fmt::format("{}: not a matmem best-parameters file (format matmem-best-1 and a step expected)",
+                              best_path));
+    if (at->second == std::to_string(best_step)) {
+      std::vector<Tensor> best;
+      for (const auto& p : params) {
+        auto it = b.tensors.find("param/" + p->name);
+        if (it == b.tensors.end() || it->second.shape() != p->value.shape() || it->second.dtype() != p->value.dtype())
+          throw Error(fmt::format("{}: parameter {} is missing or not {} {}", best_path, p->name,
+                                  p->value.shape().str(), name_of(p->value.dtype())));
+        best.push_back(it->second);
+      }
+      t->best_.set(std::move(best));
+      t->best_written_ = best_step;
     }
   }
   return t;

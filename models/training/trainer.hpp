@@ -53,8 +53,8 @@
 #include <vector>
 
 #include "autodiff/tape.hpp"
-#include "models/data/fashion_mnist.hpp"
 #include "models/registry.hpp"
+#include "models/tasks/tasks.hpp"
 #include "models/training/early_stopping.hpp"
 #include "models/training/optimizer.hpp"
 #include "runtime/error.hpp"
@@ -115,15 +115,21 @@ class Trainer {
 
   void save(const std::string& dir) const;
 
-  // Data sets (a SplitTask): every eval.interval steps the validation part is evaluated after the step, and
-  // early stopping (models/training/early_stopping.hpp) told its error; stopped() says to end the run.
-  // `epochs` > 0 in the config sets the step budget to epochs × the steps of an epoch.
+  // Data sets and the graph task (a SplitTask): every eval.interval steps the validation part is evaluated
+  // after the step and early stopping (models/training/early_stopping.hpp) told its eval.metric (error or
+  // loss); the parameters of the best evaluation are kept, and written beside the checkpoint as
+  // best.safetensors (its metadata names the step; a file from a step other than the checkpoint's best is
+  // not read back). stopped() says to end the run. `epochs` > 0 in the config sets the step budget to
+  // epochs × the steps of an epoch.
   const SplitTask* split_task() const { return dynamic_cast<const SplitTask*>(task_.get()); }
   bool evaluated() const { return evaluated_; }  // the last step evaluated the validation part
   const SplitResult& last_validation() const { return validation_; }
-  const EarlyStopping& early_stopping() const { return early_; }
-  bool stopped() const { return early_.stopped(); }
+  const EarlyStopping& early_stopping() const { return best_.rule(); }
+  bool stopped() const { return best_.rule().stopped(); }
   SplitResult evaluate(Split split);
+  // Puts the best evaluation's parameters into the model (training cannot go on from them); false when the
+  // run has none.
+  bool restore_best() { return best_.restore(*model_); }
 
   Model& model() { return *model_; }
   const Task& task() const { return *task_; }
@@ -166,7 +172,8 @@ class Trainer {
     std::int64_t level = 0, window_steps = 0;
     double window_sum = 0;
   } curriculum_;
-  EarlyStopping early_;
+  BestParameters best_;
+  mutable std::int64_t best_written_ = -1;  // the step of the parameters in best.safetensors
   SplitResult validation_;
   bool evaluated_ = false;
   MemoryEstimate memory_;

@@ -35,13 +35,17 @@ TEST_CASE("train and eval on fashion_mnist: epochs, validation.csv, test accurac
   INFO(t.output);
   REQUIRE(t.status == 0);
   CHECK_THAT(t.output, Contains("steps 1..14"));  // 2 epochs of ⌊30 / 4⌋ steps
-  CHECK_THAT(t.output, Contains("validation: best accuracy"));
+  // The best evaluation (all four give 0.2: the first, step 3) on both held-out parts.
+  CHECK_THAT(t.output, Contains("parameters of step 3 (best validation error 0.8000") &&
+                           Contains("validation accuracy 0.2000, test accuracy"));
+  CHECK(fs::exists(dir / "run" / "best.safetensors"));
   // Evaluations after steps 3, 6, 9 and 12, under a header.
   CHECK(line_count(dir / "run" / "validation.csv") == 5);
   const CommandResult e = run_matmem("eval --checkpoint run", dir);
   INFO(e.output);
   REQUIRE(e.status == 0);
   CHECK_THAT(e.output, Contains("validation       10") && Contains("test       15") && Contains("accuracy"));
+  CHECK_THAT(e.output, Contains("the parameters of step 3"));
   const CommandResult csv = run_matmem("eval --checkpoint run --csv -", dir);
   REQUIRE(csv.status == 0);
   CHECK_THAT(csv.output, Contains("split,images,loss,error,accuracy\nvalidation,10,") && Contains("\ntest,15,"));

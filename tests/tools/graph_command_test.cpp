@@ -1,5 +1,5 @@
 // `matmem train --model cln --task graph`: the whole graph one batch, the validation split after every step,
-// early stopping keeping the best parameters, the held-out accuracy at the end; `matmem eval` by split.
+// early stopping keeping the best parameters, the held-out accuracy at the end; `matmem eval` by part.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -23,16 +23,20 @@ TEST_CASE("train: cln on the graph task reports validation and test accuracy and
   const fs::path dir = fresh_dir("graph_train");
   // A learning rate too small to lower the validation loss much after the first steps, patience 2.
   const CommandResult r =
-      run_matmem("train " + kSmallGraph + " --steps 40 --set task.graph.patience=2 --set lr=1e-1 --out g", dir);
+      run_matmem("train " + kSmallGraph + " --steps 40 --set eval.patience=2 --set lr=1e-1 --out g", dir);
   INFO(r.output);
   REQUIRE(r.status == 0);
   CHECK_THAT(r.output, Contains("validation accuracy") && Contains("test accuracy") && Contains("stopped early"));
   CHECK(fs::exists(dir / "g/validation.csv"));
   CHECK(fs::exists(dir / "g/checkpoint.safetensors"));
-  const CommandResult e = run_matmem("eval --checkpoint g --batches 1", dir);
+  CHECK(fs::exists(dir / "g/best.safetensors"));
+  const CommandResult e = run_matmem("eval --checkpoint g", dir);
   INFO(e.output);
   REQUIRE(e.status == 0);
-  CHECK_THAT(e.output, Contains("train accuracy") && Contains("validation accuracy") && Contains("test accuracy"));
+  CHECK_THAT(e.output, Contains("best validation loss") && Contains("validation") && Contains("test"));
+  const CommandResult last = run_matmem("eval --checkpoint g --last", dir);
+  REQUIRE(last.status == 0);
+  CHECK_THAT(last.output, Contains("the last parameters"));
 }
 
 TEST_CASE("train: the graph task refuses a split batch, naming the key", "[tools][graph]") {

@@ -4,6 +4,7 @@
 #include "models/data/fashion_mnist.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -11,6 +12,7 @@
 
 #include "models/training/trainer.hpp"
 #include "runtime/error.hpp"
+#include "runtime/safetensors.hpp"
 #include "small_data.hpp"
 
 using namespace matmem;
@@ -218,4 +220,40 @@ TEST_CASE("early stopping ends a run, and a resumed run stays stopped", "[data][
   const std::string dir = testing::temp_dir("fashion-stopped");
   t.save(dir);
   CHECK(Trainer::resume(dir)->stopped());
+}
+
+TEST_CASE("the best evaluation's parameters go to best.safetensors and come back on resume", "[data][fashion][trainer]") {
+  Config c = fashion_config();
+  c.set("epochs", "3", "test");
+  c.set("eval.metric", "loss", "test");
+  Trainer t(c);
+  std::vector<Tensor> at_best;  // the parameters after the step of the best validation loss so far
+  while (t.steps_done() < t.steps_total()) {
+    t.step();
+    if (t.evaluated() && t.early_stopping().best_step() == t.steps_done()) {
+      at_best.clear();
+      for (const auto& p : t.model().params()) at_best.push_back(p->value);
+    }
+  }
+  REQUIRE(!at_best.empty());
+  const std::string dir = testing::temp_dir("fashion-best");
+  t.save(dir);
+  REQUIRE(std::filesystem::exists(std::filesystem::path(dir) / "best.safetensors"));
+  auto r = Trainer::resume(dir);
+  REQUIRE(r->restore_best());
+  for (std::size_t i = 0; i < at_best.size(); ++i) {
+    INFO(r->model().params()[i].name);
+    CHECK(std::memcmp(at_best[i].raw(), r->model().params()[i].value.raw(), at_best[i].bytes()) == 0);
+  }
+  CHECK(r->evaluate(Split::validation).loss == t.early_stopping().best());
+
+  // A file of another step (a run stopped between the two writes) is not read; one of another kind is refused.
+  const std::string best = (std::filesystem::path(dir) / "best.safetensors").string();
+  TensorFile f = read_safetensors(best);
+  f.metadata["step"] = "999";
+  write_safetensors(best, f);
+  CHECK_FALSE(Trainer::resume(dir)->restore_best());
+  f.metadata["format"] = "matmem-checkpoint-1";
+  write_safetensors(best, f);
+  CHECK_THROWS_WITH(Trainer::resume(dir), Contains("best.safetensors") && Contains("matmem-best-1"));
 }

@@ -1,15 +1,18 @@
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <set>
 #include <string>
 
 #include "../model_gradcheck.hpp"
 #include "models/graph/cln.hpp"
-#include "models/graph/validation.hpp"
 #include "models/registry.hpp"
 #include "models/tasks/graph.hpp"
 #include "models/training/config.hpp"
+#include "models/training/trainer.hpp"
+#include "runtime/safetensors.hpp"
 #include "runtime/error.hpp"
 
 using namespace matmem;
@@ -135,25 +138,36 @@ TEST_CASE("cln config keys: bad values are refused naming the key", "[models][gr
   CHECK_THROWS_WITH(make({"task.graph.homophily=2.0"}), Contains("task.graph.homophily"));
 }
 
-TEST_CASE("early stopping: stops `patience` steps after the best validation loss and puts its parameters back",
+TEST_CASE("graph: the preset evaluates every step by the loss, and an earlier version's checkpoint keeps its patience",
           "[models][graph]") {
-  const GraphTask t = tiny_task();
-  CLN m(tiny(t, 2, 3, CLNConfig::Aggregate::mean, true), DType::f64, 7);
-  m.build();
-  Parameter& p = *m.params().begin()->get();
-  BestParameters stop(3);
-  const std::vector<double> losses = {3.0, 2.0, 2.5, 2.0, 1.9, 2.2, 2.3, 2.4, 1.0};
-  std::int64_t stopped_at = 0;
-  for (std::size_t k = 0; k < losses.size() && !stopped_at; ++k) {
-    p.value.set(0, double(k + 1));  // the parameter's value names the step
-    if (stop.update(m, losses[k], std::int64_t(k + 1))) stopped_at = std::int64_t(k + 1);
-  }
-  CHECK(stop.best_step() == 5);  // 1.9; an equal loss (2.0 at step 4) is no better
-  CHECK(stop.best_loss() == 1.9);
-  CHECK(stopped_at == 8);  // 3 steps after step 5: the 1.0 of step 9 is never seen
-  stop.restore(m);
-  CHECK(p.value.get(0) == 5.0);
-  BestParameters never(0);  // patience 0: keeps the best, never stops
-  for (std::int64_t k = 1; k <= 20; ++k) CHECK_FALSE(never.update(m, double(k), k));
-  CHECK(never.best_step() == 1);
+  const Config c = Config::resolve([&](Config& k) {
+    for (const char* s : {"model=cln", "task=graph", "task.graph.nodes=60", "task.graph.classes=2", "task.graph.words=20",
+                          "task.graph.topic_words=5", "task.graph.test=10", "task.graph.validation=10",
+                          "model.layers=2x2", "cln.height=1", "steps=3"})
+      k.assign(s, "test");
+  });
+  CHECK(c.integer("eval.interval") == 1);
+  CHECK(c.integer("eval.patience") == 10);
+  CHECK(c.str("eval.metric") == "loss");
+  Trainer t(c);
+  t.step();
+  CHECK(t.evaluated());
+  CHECK(t.early_stopping().best() == t.last_validation().loss);
+  const auto dir = std::filesystem::temp_directory_path() / "graph-tests" / "old-checkpoint";
+  std::filesystem::remove_all(dir);
+  t.save(dir.string());
+  // The checkpoint as an earlier version wrote it: task.graph.patience instead of the eval.* keys.
+  const std::string path = (dir / "checkpoint.safetensors").string();
+  TensorFile f = read_safetensors(path);
+  nlohmann::json config = nlohmann::json::parse(f.metadata["config"]);
+  for (const char* key : {"eval.interval", "eval.patience", "eval.metric"}) config.erase(key);
+  config["task.graph.patience"] = 4;
+  f.metadata["config"] = config.dump();
+  write_safetensors(path, f);
+  auto r = Trainer::resume(dir.string());
+  CHECK(r->config().integer("eval.patience") == 4);
+  CHECK(r->config().integer("eval.interval") == 1);
+  CHECK(r->config().str("eval.metric") == "loss");
+  CHECK_THROWS_WITH(Config::resolve([](Config& k) { k.assign("task.graph.patience=4", "--set"); }),
+                    Contains("eval.patience"));
 }

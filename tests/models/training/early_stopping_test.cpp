@@ -1,4 +1,5 @@
-// Early stopping (models/training/early_stopping.hpp) on hand-made sequences of validation errors.
+// Early stopping (models/training/early_stopping.hpp) on hand-made sequences of validation errors, and the
+// best parameters kept beside it.
 #include "models/training/early_stopping.hpp"
 
 #include <cmath>
@@ -6,7 +7,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "models/registry.hpp"
 #include "runtime/error.hpp"
+#include "small_config.hpp"
 
 using namespace matmem;
 
@@ -51,4 +54,29 @@ TEST_CASE("early stopping keeps the best error and its step, and round-trips its
   CHECK(std::isinf(fresh.best()));
   CHECK_THROWS_AS(fresh.set_state("0.1 20"), Error);
   CHECK_THROWS_AS(fresh.set_state("0.1 20 -1 0"), Error);
+}
+
+TEST_CASE("best parameters: the copy of the best evaluation's step, put back in place", "[training][early]") {
+  const Config c = testing::small_config("matrnn");
+  const auto task = make_task(c);
+  const auto model = make_model(c, *task, DType::f64);
+  Parameter& p = *model->params().begin()->get();
+  BestParameters best(3);
+  CHECK_FALSE(best.restore(*model));  // nothing recorded yet
+  const std::vector<double> losses = {3.0, 2.0, 2.5, 2.0, 1.9, 2.2, 2.3, 2.4, 1.0};
+  std::int64_t stopped_at = 0;
+  for (std::size_t k = 0; k < losses.size() && !stopped_at; ++k) {
+    p.value.set(0, double(k + 1));  // the parameter's value names the step
+    if (best.update(*model, losses[k], std::int64_t(k + 1))) stopped_at = std::int64_t(k + 1);
+  }
+  CHECK(best.rule().best_step() == 5);  // 1.9; an equal loss (2.0 at step 4) is no better
+  CHECK(best.rule().best() == 1.9);
+  CHECK(stopped_at == 8);  // 3 steps after step 5: the 1.0 of step 9 is never seen
+  const void* buffer = p.value.raw();
+  REQUIRE(best.restore(*model));
+  CHECK(p.value.get(0) == 5.0);
+  CHECK(p.value.raw() == buffer);  // in place: the tape's references stay valid
+  BestParameters never(0);  // patience 0: keeps the best, never stops
+  for (std::int64_t k = 1; k <= 20; ++k) CHECK_FALSE(never.update(*model, double(k), k));
+  CHECK(never.rule().best_step() == 1);
 }
