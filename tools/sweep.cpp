@@ -13,6 +13,7 @@
 
 #include "models/registry.hpp"
 #include "models/training/config.hpp"
+#include "models/training/trainer.hpp"
 #include "runtime/error.hpp"
 #include "runtime/safetensors.hpp"
 #include "tools/plot/runs.hpp"
@@ -185,7 +186,9 @@ Plan read_plan(const fs::path& file) {
           if (steps > 0) cfg.set_json("steps", steps, this_where);
           cfg.set_json("seed", seed, this_where);
         });
-        PlannedRun p{name, seed, c.integer("steps"), config, sets, plan.out / name / fmt::format("seed{}", seed)};
+        // A data set's epochs: the steps they take (the budget `matmem train` derives from them too).
+        const std::int64_t budget = steps > 0 ? steps : step_budget(c, *make_task(c));
+        PlannedRun p{name, seed, budget, config, sets, plan.out / name / fmt::format("seed{}", seed)};
         plan.runs.push_back(std::move(p));
       }
     }
@@ -204,7 +207,13 @@ RunState run_state(const PlannedRun& run) {
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), step);
     if (ec != std::errc() || end != text.data() + text.size() || step < 0)
       throw Error(fmt::format("{}: step \"{}\" is not a whole number ≥ 0", ckpt.string(), text));
-    return {step >= run.steps ? State::complete : State::interrupted, step};
+    if (step >= run.steps) return {State::complete, step};
+    if (const auto e = f.metadata.find("early_stopping"); e != f.metadata.end()) {
+      EarlyStopping rule;
+      rule.set_state(e->second);
+      if (rule.stopped()) return {State::stopped, step};
+    }
+    return {State::interrupted, step};
   }
   for (const char* f : {"metrics.csv", "config.json"})
     if (fs::exists(run.dir / f)) return {State::begun, 0};
@@ -242,7 +251,7 @@ RunResult run_result(const PlannedRun& run) {
     const plot::Run m = plot::read_run(run.dir);
     // Rows past the checkpoint (a process killed between them) are trained again when the run resumes.
     std::size_t n = m.step.size();
-    while (n > 0 && state.state != State::complete && m.step[n - 1] > double(state.steps_done)) --n;
+    while (n > 0 && !finished(state.state) && m.step[n - 1] > double(state.steps_done)) --n;
     // The mean of `v` over the rows of the 1000 steps up to row i; NaN rows (only skipped steps) left out.
     auto last_1000 = [&](const std::vector<double>& v, std::size_t i) {
       double sum = 0;
@@ -263,12 +272,13 @@ RunResult run_result(const PlannedRun& run) {
   r.steps_done = state.steps_done;
   switch (state.state) {
     case State::complete: r.status = "complete"; break;
+    case State::stopped: r.status = fmt::format("stopped early at step {}", state.steps_done); break;
     case State::interrupted: r.status = fmt::format("interrupted at step {}", state.steps_done); break;
     case State::begun:
     case State::fresh: r.status = "not started"; break;
   }
   const fs::path log = run.dir / "train.log";
-  if (state.state != State::complete && fs::exists(log)) {
+  if (!finished(state.state) && fs::exists(log)) {
     const std::string last = last_line(log);
     if (last.rfind("matmem: ", 0) == 0) r.status = fmt::format("failed: {}", last.substr(8));
   }

@@ -47,7 +47,8 @@ struct Plan {
 // would refuse, duplicate run names; each refused naming the file and the run.
 Plan read_plan(const std::filesystem::path& file);
 
-enum class State { complete, interrupted, begun, fresh };
+enum class State { complete, stopped, interrupted, begun, fresh };  // stopped: early, by eval.patience
+inline bool finished(State s) { return s == State::complete || s == State::stopped; }
 struct RunState {
   State state = State::fresh;
   std::int64_t steps_done = 0;  // the checkpoint's step

@@ -158,7 +158,7 @@ class Runner {
 std::vector<std::size_t> runs_left(const Plan& plan, int workers, const char* how) {
   std::vector<std::size_t> todo;
   for (std::size_t k = 0; k < plan.runs.size(); ++k)
-    if (run_state(plan.runs[k]).state != State::complete) todo.push_back(k);
+    if (!finished(run_state(plan.runs[k]).state)) todo.push_back(k);
   fmt::print("sweep {}: {} runs, {} complete, {} to train ({} {}), into {}\n", plan.file.string(), plan.runs.size(),
              plan.runs.size() - todo.size(), todo.size(), workers, how, plan.out.string());
   std::fflush(stdout);

@@ -154,8 +154,7 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
   validate(config_);
   task_ = make_task(config_);
   best_ = BestParameters(config_.integer("eval.patience"));
-  if (const SplitTask* data = split_task(); data && config_.integer("epochs") > 0)
-    config_.set_json("steps", config_.integer("epochs") * data->steps_per_epoch(), "epochs");
+  config_.set_json("steps", step_budget(config_, *task_), "epochs");
   model_ = make_model(config_, *task_, DType::f32);
   if (const double th = config_.num("curriculum.threshold"); th != 0) {
     const auto [lo, hi] = task_->size_range();
@@ -477,6 +476,12 @@ StepStats Trainer::step() {
     evaluated_ = true;
   }
   return stats;
+}
+
+std::int64_t step_budget(const Config& config, const Task& task) {
+  const auto* data = dynamic_cast<const SplitTask*>(&task);
+  if (data && config.integer("epochs") > 0) return config.integer("epochs") * data->steps_per_epoch();
+  return config.integer("steps");
 }
 
 SplitResult evaluate_split(Model& model, Tape& tape, const SplitTask& task, Split split, std::int64_t batch) {

@@ -96,6 +96,10 @@ struct SplitResult {
 };
 SplitResult evaluate_split(Model& model, Tape& tape, const SplitTask& task, Split split, std::int64_t batch);
 
+// The steps a run of this config trains: `steps`, or with `epochs` > 0 on a SplitTask, epochs × its steps
+// per epoch.
+std::int64_t step_budget(const Config& config, const Task& task);
+
 class Trainer {
  public:
   // `ranks`: the ranks of a distributed run (nullptr or one rank: this process trains alone).

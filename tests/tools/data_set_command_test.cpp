@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -57,4 +58,16 @@ TEST_CASE("train on fashion_mnist without its files is refused, naming the direc
   INFO(r.output);
   CHECK(r.refused());
   CHECK_THAT(r.output, Contains("nowhere") && Contains("dataset-fashion-mnist"));
+}
+
+TEST_CASE("sweep: a data set's run trains its epochs, not the default steps", "[tools][data][sweep]") {
+  const fs::path dir = temp_dir("cli-fashion-sweep");
+  write_fashion_dir((dir / "data").string(), 40, 20);
+  std::ofstream(dir / "plan.json") << R"({"out": "o", "seeds": [1], "set": {"model": "ffn", "task": "fashion_mnist",
+    "task.data_dir": ")" + (dir / "data").string() + R"(", "task.train": 30, "task.validation": 10, "task.test": 15,
+    "batch": 4, "ffn.depth": 2, "eval.batch": 4, "eval.interval": 3, "epochs": 2}})";
+  const CommandResult r = run_matmem("sweep plan.json", dir);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("| 1 | 14/14 |") && Contains("complete"));  // 2 epochs of ⌊30 / 4⌋ steps
 }

@@ -171,6 +171,23 @@ TEST_CASE("sweep: the results table from a run's metrics, across a resume", "[to
   CHECK_THAT(run_result(run).status, Contains("failed") && Contains("checkpoint.safetensors"));
 }
 
+TEST_CASE("sweep: a run stopped early by its patience is finished, not interrupted", "[tools][sweep]") {
+  const fs::path dir = fresh_dir("sweep_stopped");
+  PlannedRun run{"r", 1, 3000, "", {}, dir / "r/seed1"};
+  fs::create_directories(run.dir);
+  TensorFile f;
+  f.metadata["step"] = "1200";
+  f.metadata["early_stopping"] = "0.25 600 3 0";  // best at step 600, 3 evaluations since, not stopped
+  write_safetensors((run.dir / "checkpoint.safetensors").string(), f);
+  CHECK(run_state(run).state == State::interrupted);
+  f.metadata["early_stopping"] = "0.25 600 3 1";
+  write_safetensors((run.dir / "checkpoint.safetensors").string(), f);
+  const RunState s = run_state(run);
+  CHECK((s.state == State::stopped && s.steps_done == 1200));
+  CHECK(finished(s.state));
+  CHECK(run_result(run).status == "stopped early at step 1200");
+}
+
 TEST_CASE("sweep: with 2 jobs every run is trained exactly once, and a second sweep trains nothing",
           "[tools][sweep]") {
   const fs::path dir = fresh_dir("sweep_once");
