@@ -43,6 +43,7 @@ OpEntry vec_matvec_entry();
 OpEntry neighbour_mean_entry();
 OpEntry neighbour_attention_entry();
 OpEntry neighbour_stack_entry();
+OpEntry attention_read_entry();
 
 namespace {
 std::vector<OpEntry>& entries() {
@@ -54,7 +55,7 @@ std::vector<OpEntry>& entries() {
       memory_write_entry(), memory_read_write_entry(), projections_entry(),
       bce_with_logits_entry(), mse_entry(), softmax_cross_entropy_entry(), frobenius_entry(),
       vec_outer_entry(), vec_matvec_entry(), neighbour_mean_entry(),
-      neighbour_attention_entry(), neighbour_stack_entry(), transpose_entry()};
+      neighbour_attention_entry(), neighbour_stack_entry(), transpose_entry(), attention_read_entry()};
   return all;
 }
 }  // namespace

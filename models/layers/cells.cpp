@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "ops/attention_read.hpp"
 #include "runtime/error.hpp"
 
 namespace matmem {
@@ -23,6 +24,18 @@ MatDense::MatDense(std::string path, std::int64_t rows, std::int64_t cols, Activ
 
 Var MatDense::operator()(Step& s, std::span<const NamedTerm> terms) const {
   return activate(act_, s.mat(path_, terms, rows_, cols_));
+}
+
+MatAttention::MatAttention(std::string path, std::int64_t heads, std::int64_t rows, std::int64_t cols, Activation act)
+    : query_(path + "/query"), read_(path + "/read"), heads_(heads), rows_(rows), cols_(cols), act_(act) {
+  if (heads < 1) throw Error(fmt::format("{}: {} attention heads: give 1 or more", path, heads));
+}
+
+Var MatAttention::operator()(Step& s, Var p, std::span<const NamedTerm> context) const {
+  std::vector<NamedTerm> terms{{"P", p}};
+  terms.insert(terms.end(), context.begin(), context.end());
+  Var q = tanh(s.mat(query_, terms, heads_, p.shape().cols));
+  return activate(act_, s.mat(read_, {{"S", attention_read(q, p)}}, rows_, cols_));
 }
 
 MatHighway::MatHighway(std::string path, std::int64_t rows, std::int64_t cols, Activation act)

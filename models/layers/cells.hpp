@@ -4,13 +4,19 @@
 //
 //   MatDense:   Y = σ(mat(x…))                                              (001 eq. 5)
 //   MatHighway: Z = sigm(mat(H)), H̃ = σ(mat(H)), Y = (1 − Z) ⊙ H + Z ⊙ H̃   (001 §2.2)
+//   MatAttention: k soft reads of the m rows of P, then a bilinear map       (001 §2.1, eqs. 3–4)
+//               Q = tanh(mat(P, context…)) [k × d]: the queries, a small network of P and its context;
+//               S = attention_read(Q, P): s_j = α_jᵀ P, α_j = softmax_i ⟨q_j, p_i⟩ (ops/attention_read.hpp);
+//               Y = σ(mat(S)). P is any matrix whose rows are the items read (a memory of 1 × d slots
+//               written as an m × d matrix, a set of states stacked by rows).
 //   MatRNN:     H_t = tanh(mat(x…, H_{t−1}))                                 (000 eq. 6, 001 eq. 8)
 //   MatLSTM:    I, F, O = sigm(mat(x…, H_{t−1})) each with its own θ, Ĉ = tanh(mat(x…, H_{t−1})),
 //               C_t = F ⊙ C_{t−1} + I ⊙ Ĉ, H_t = O ⊙ tanh(C_t); no peepholes; forget-gate bias starts at 1
 //   MatGRU:     Z, R = sigm(mat(x…, H_{t−1})), H̃ = tanh(mat(x…, R ⊙ H_{t−1})),
 //               H_t = (1 − Z) ⊙ H_{t−1} + Z ⊙ H̃                              (001 appendix A)
 // Parameters: <path>/<term>/U, <path>/<term>/V, <path>/B; the gates of LSTM and GRU under <path>/i, /f,
-// /o, /c and <path>/z, /r, /h.
+// /o, /c and <path>/z, /r, /h; MatAttention's queries under <path>/query (terms P and the context's) and its
+// output map under <path>/read (term S).
 #pragma once
 #include <string>
 #include <vector>
@@ -44,6 +50,22 @@ class MatHighway {
  private:
   std::string gate_, body_;
   std::int64_t rows_, cols_;
+  Activation act_;
+};
+
+class MatAttention {
+ public:
+  // `heads` queries (k), each a row as wide as P's; the output rows × cols.
+  MatAttention(std::string path, std::int64_t heads, std::int64_t rows, std::int64_t cols,
+               Activation act = Activation::linear);
+  Var operator()(Step& s, Var p, std::span<const NamedTerm> context = {}) const;
+  Var operator()(Step& s, Var p, std::initializer_list<NamedTerm> context) const {
+    return (*this)(s, p, std::span<const NamedTerm>(context.begin(), context.size()));
+  }
+
+ private:
+  std::string query_, read_;
+  std::int64_t heads_, rows_, cols_;
   Activation act_;
 };
 

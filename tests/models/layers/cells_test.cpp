@@ -39,6 +39,39 @@ TEST_CASE("matrix dense and highway layers pass gradcheck inside a recurrent ste
   CHECK(r.elements_checked == m.params().element_count());
 }
 
+namespace {
+// H_t = MatAttention over the rows of [X_t as 4 × 3] with H_{t−1} as the queries' context, 3 heads: the read's
+// output is the state and, through a dense map, the output.
+class AttentionStep : public Model {
+ public:
+  AttentionStep() : Model("attend", DType::f64, 5), read_("attend/read", 3, 2, 3, Activation::tanh), out_("attend/out", 2, 2) {
+    set_io(4, 3, 2, 2);
+    declare_state({"h", parameter(2, 3)});
+  }
+  void step(Step& s) override {
+    Var h = read_(s, s.input(), {{"h", s.state("h")}});
+    s.next("h", h);
+    s.output(out_(s, {{"h", h}}));
+  }
+
+ private:
+  MatAttention read_;
+  MatDense out_;
+};
+}  // namespace
+
+TEST_CASE("the multi-attention read passes gradcheck inside a recurrent step", "[models][gradcheck][attention]") {
+  AttentionStep m;
+  GradcheckReport r = testing::gradcheck_model(m);
+  INFO(r.str());
+  CHECK(r.passed);
+  CHECK(m.params().contains("attend/read/query/P/U"));
+  CHECK(m.params().contains("attend/read/query/h/V"));
+  CHECK(m.params().contains("attend/read/read/S/U"));
+  CHECK(r.elements_checked == m.params().element_count());
+  CHECK_THROWS_WITH(MatAttention("bad", 0, 2, 2), Catch::Contains("0 attention heads"));
+}
+
 TEST_CASE("cell_kind names the choices for an unknown cell", "[models][errors]") {
   CHECK(cell_kind("gru") == CellKind::gru);
   CHECK_THROWS_WITH(cell_kind("transformer"), Catch::Contains("rnn, lstm or gru"));
