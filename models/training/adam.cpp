@@ -29,7 +29,7 @@ void Adam::step() {
       const T* g0 = s.param->grad.view<T>().data;
       T *m = s.exp_avg.view<T>().data, *v = s.exp_avg_sq.view<T>().data;
       const T b1 = T(o.beta1), b2 = T(o.beta2), wd = T(o.weight_decay);
-      const T step = T(o.lr / c1), sc2 = T(std::sqrt(c2)), eps = T(o.eps);
+      const T step = T(o.lr * lr_scale_ / c1), sc2 = T(std::sqrt(c2)), eps = T(o.eps);
       for (std::int64_t k = 0; k < s.param->value.numel(); ++k) {
         const T g = g0[k] + wd * x[k];
         m[k] = b1 * m[k] + (T(1) - b1) * g;

@@ -27,6 +27,12 @@ const std::vector<ConfigKey>& config_keys() {
       {"batch", "16", "sequences per batch"},
       {"optimizer", "\"rmsprop\"", "rmsprop, adam or sgd"},
       {"lr", "1e-4", "learning rate"},
+      {"lr.schedule", "\"constant\"",
+       "the learning rate over the run: constant, step (times lr.step_factor every lr.step_every steps) or cosine "
+       "(from lr down to lr x lr.cosine_final at the last step; models/training/schedule.hpp)"},
+      {"lr.step_every", "10000", "lr.schedule = step: steps between two decays"},
+      {"lr.step_factor", "0.5", "lr.schedule = step: the factor of each decay, in (0, 1]"},
+      {"lr.cosine_final", "0.0", "lr.schedule = cosine: the last steps' learning rate as a fraction of lr"},
       {"rmsprop.alpha", "0.95", "RMSprop smoothing constant α"},
       {"rmsprop.momentum", "0.9", "RMSprop momentum μ"},
       {"rmsprop.eps", "1e-8", "RMSprop ε (added outside the square root, as PyTorch does)"},

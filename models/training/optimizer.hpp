@@ -19,9 +19,14 @@ class Optimizer {
   // Steps taken (Adam's bias correction needs it; checkpointed for all).
   std::int64_t steps() const { return steps_; }
   void set_steps(std::int64_t n) { steps_ = n; }
+  // The learning rate of the next steps is the configured one times this (a schedule's factor,
+  // models/training/schedule.hpp; 1 leaves every update as it was, bit for bit).
+  void set_lr_scale(double scale) { lr_scale_ = scale; }
+  double lr_scale() const { return lr_scale_; }
 
  protected:
   std::int64_t steps_ = 0;
+  double lr_scale_ = 1.0;
 };
 
 }  // namespace matmem

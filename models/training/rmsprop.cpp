@@ -25,13 +25,13 @@ std::map<std::string, Tensor*> RMSprop::state_tensors() {
 
 namespace {
 template <class T>
-void update(Parameter& p, Tensor& sq, Tensor& ga, Tensor& mb, const RMSpropOptions& o) {
+void update(Parameter& p, Tensor& sq, Tensor& ga, Tensor& mb, const RMSpropOptions& o, double lr_scale) {
   T* x = p.value.view<T>().data;
   const T* g0 = p.grad.view<T>().data;
   T* v = sq.view<T>().data;
   T* m = o.centered ? ga.view<T>().data : nullptr;
   T* b = o.momentum > 0 ? mb.view<T>().data : nullptr;
-  const T alpha = T(o.alpha), lr = T(o.lr), eps = T(o.eps), mu = T(o.momentum), wd = T(o.weight_decay);
+  const T alpha = T(o.alpha), lr = T(o.lr * lr_scale), eps = T(o.eps), mu = T(o.momentum), wd = T(o.weight_decay);
   for (std::int64_t k = 0; k < p.value.numel(); ++k) {
     const T g = g0[k] + wd * x[k];
     v[k] = alpha * v[k] + (T(1) - alpha) * g * g;
@@ -55,7 +55,7 @@ void update(Parameter& p, Tensor& sq, Tensor& ga, Tensor& mb, const RMSpropOptio
 void RMSprop::step() {
   for (State& s : state_)
     dispatch(s.param->value.dtype(), [&](auto z) {
-      update<decltype(z)>(*s.param, s.square_avg, s.grad_avg, s.momentum_buffer, options_);
+      update<decltype(z)>(*s.param, s.square_avg, s.grad_avg, s.momentum_buffer, options_, lr_scale_);
     });
   ++steps_;
 }

@@ -21,7 +21,7 @@ void SGD::step() {
       T* x = s.param->value.view<T>().data;
       const T* g0 = s.param->grad.view<T>().data;
       T* b = s.momentum_buffer.view<T>().data;
-      const T lr = T(o.lr), mu = T(o.momentum), wd = T(o.weight_decay);
+      const T lr = T(o.lr * lr_scale_), mu = T(o.momentum), wd = T(o.weight_decay);
       for (std::int64_t k = 0; k < s.param->value.numel(); ++k) {
         const T g = g0[k] + wd * x[k];
         if (o.momentum > 0) {

@@ -18,6 +18,7 @@
 #include "models/training/adam.hpp"
 #include "models/training/clip.hpp"
 #include "models/training/rmsprop.hpp"
+#include "models/training/schedule.hpp"
 #include "models/training/sgd.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/error.hpp"
@@ -57,6 +58,7 @@ void validate(const Config& c) {
     throw Error(fmt::format("config: eval.interval = {} must be ≥ 0 (0: no evaluation)", c.integer("eval.interval")));
   if (c.integer("eval.patience") < 0)
     throw Error(fmt::format("config: eval.patience = {} must be ≥ 0 (0: never stop early)", c.integer("eval.patience")));
+  check_lr_schedule(c);
   if (c.str("eval.metric") != "error" && c.str("eval.metric") != "loss")
     throw Error(fmt::format("config: eval.metric = \"{}\" must be \"error\" or \"loss\"", c.str("eval.metric")));
   if (c.integer("eval.batch") < 1) throw Error(fmt::format("config: eval.batch = {} must be ≥ 1", c.integer("eval.batch")));
@@ -457,6 +459,7 @@ StepStats Trainer::step() {
   for (std::size_t k = 0; k < updated_.size(); ++k)
     std::memcpy(saved_[k].raw(), updated_[k].second->raw(), saved_[k].bytes());
   const std::int64_t optimizer_steps = optimizer_->steps();
+  optimizer_->set_lr_scale(lr_scale(config_, step_, config_.integer("steps")));
   optimizer_->step();
   if (const std::string* bad = first_nonfinite(updated_)) {
     for (std::size_t k = 0; k < updated_.size(); ++k)
@@ -464,7 +467,7 @@ StepStats Trainer::step() {
     optimizer_->set_steps(optimizer_steps);
     params.zero_grad();
     return not_finite(stats, fmt::format("the {} update (lr = {}) made {} non-finite", optimizer_->name(),
-                                         config_.num("lr"), *bad));
+                                         config_.num("lr") * optimizer_->lr_scale(), *bad));
   }
   ++step_;
   advance_curriculum(stats.bits);

@@ -1,0 +1,35 @@
+#include "models/training/schedule.hpp"
+
+#include <cmath>
+#include <numbers>
+
+#include <fmt/format.h>
+
+#include "models/training/config.hpp"
+#include "runtime/error.hpp"
+
+namespace matmem {
+
+double lr_scale(const Config& c, std::int64_t step, std::int64_t total) {
+  const std::string& kind = c.str("lr.schedule");
+  if (kind == "step") return std::pow(c.num("lr.step_factor"), double(step / c.integer("lr.step_every")));
+  if (kind == "cosine") {
+    const double e = c.num("lr.cosine_final");
+    return e + (1 - e) * 0.5 * (1 + std::cos(std::numbers::pi * double(step) / double(std::max<std::int64_t>(total, 1))));
+  }
+  return 1.0;
+}
+
+void check_lr_schedule(const Config& c) {
+  const std::string& kind = c.str("lr.schedule");
+  if (kind != "constant" && kind != "step" && kind != "cosine")
+    throw Error(fmt::format("config: lr.schedule = \"{}\" must be \"constant\", \"step\" or \"cosine\"", kind));
+  if (c.integer("lr.step_every") < 1)
+    throw Error(fmt::format("config: lr.step_every = {} must be ≥ 1", c.integer("lr.step_every")));
+  if (!(c.num("lr.step_factor") > 0 && c.num("lr.step_factor") <= 1))
+    throw Error(fmt::format("config: lr.step_factor = {} must be in (0, 1]", c.num("lr.step_factor")));
+  if (!(c.num("lr.cosine_final") >= 0 && c.num("lr.cosine_final") <= 1))
+    throw Error(fmt::format("config: lr.cosine_final = {} must be in [0, 1]", c.num("lr.cosine_final")));
+}
+
+}  // namespace matmem
