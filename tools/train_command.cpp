@@ -145,6 +145,22 @@ void show_example(Trainer& t) {
     fmt::print("  {} in {} such sequences: {:.4f}\n", cost_name(task.target_kind()), shown, r.bits);
 }
 
+// A run resumed into a directory of its own (a branch) starts its metrics.csv with the rows of the run it
+// continues, up to the checkpoint's step (with their seconds, and an empty skipped column if the source has
+// none), so its learning curve is whole.
+void copy_history(const std::string& from, std::int64_t step, std::ofstream& metrics) {
+  std::ifstream in((std::filesystem::path(from) / "metrics.csv").string());
+  std::string line;
+  if (!std::getline(in, line)) return;
+  const bool skipped = line.ends_with(",skipped");
+  while (std::getline(in, line)) {
+    char* end = nullptr;
+    const long long at = std::strtoll(line.c_str(), &end, 10);
+    if (end == line.c_str() || *end != ',' || at > step) break;
+    metrics << line << (skipped ? "" : ",0") << "\n";
+  }
+}
+
 // A resumed run repeats the steps after its checkpoint: drop the rows an interrupted run wrote past it.
 void drop_rows_after(const std::string& path, std::int64_t step) {
   std::ifstream in(path);
@@ -170,16 +186,20 @@ void run(const Options& o) {
   // Rank 0 of a distributed run writes the run; the others only train alongside it.
   if (ranks && ranks->rank() != 0) {
     std::unique_ptr<Trainer> t =
-        o.resume.empty() ? std::make_unique<Trainer>(resolve(o), ranks) : Trainer::resume(o.resume, o.steps, o.threads, ranks);
+        o.resume.empty() ? std::make_unique<Trainer>(resolve(o), ranks)
+                         : Trainer::resume(o.resume, o.steps, o.threads, ranks, o.sets);
     while (t->steps_done() < t->steps_total()) t->step();
     return;
   }
   std::unique_ptr<Trainer> trainer;
   if (!o.resume.empty()) {
-    if (!o.model.empty() || !o.task.empty() || !o.config_file.empty() || !o.sets.empty() || o.seed >= 0)
-      throw Error("--resume takes the config from the checkpoint; only --steps, --threads (and --out) may be given "
-                  "with it");
-    trainer = Trainer::resume(o.resume, o.steps, o.threads, ranks);
+    if (!o.model.empty() || !o.task.empty() || !o.config_file.empty() || o.seed >= 0)
+      throw Error("--resume takes the config from the checkpoint; only --steps, --threads, --out and --set of the "
+                  "learning rate, its schedule, clipping and logging may be given with it");
+    if (!o.sets.empty() && (o.out.empty() || continues_in_place(o, o.out)))
+      throw Error(fmt::format("--set with --resume branches the run: give --out NEWDIR for the branch, so that {} "
+                              "stays as it was", o.resume));
+    trainer = Trainer::resume(o.resume, o.steps, o.threads, ranks, o.sets);
   } else {
     trainer = std::make_unique<Trainer>(resolve(o), ranks);
   }
@@ -193,6 +213,7 @@ void run(const Options& o) {
   std::ofstream metrics(metrics_path, fresh ? std::ios::trunc : std::ios::app);
   if (!metrics) throw Error(fmt::format("cannot write {}", metrics_path));
   if (fresh) metrics << "step,seconds,loss,bits_per_sequence,grad_norm,frames,skipped\n";
+  if (fresh && !o.resume.empty()) copy_history(o.resume, trainer->steps_done(), metrics);
   bool skipped_column = fresh;  // a run from before the column was added keeps its header
   if (!fresh) {
     std::string header;
@@ -346,7 +367,9 @@ void add_train_command(CLI::App& app) {
                   "matntm (alias ntm), matrnn, matlstm, matgru, gamma, fastweights, irnn, ffn, autoencoder (or a registered model)");
   cmd->add_option("--task", o->task, "copy, recall, delay, retrieval, mackey_glass, fashion_mnist or fashion_mnist_ae");
   cmd->add_option("--config", o->config_file, "JSON file of config keys (see --help-config)");
-  cmd->add_option("--set", o->sets, "Override one config key: --set key=value (repeatable)");
+  cmd->add_option("--set", o->sets,
+                  "Override one config key: --set key=value (repeatable); with --resume and --out NEWDIR, a branch "
+                  "of the run with another learning rate, schedule, clipping or logging");
   cmd->add_option("--steps", o->steps, "Training steps (with --resume: the new total)")
       ->check(whole_number(1, kMaxSteps));
   cmd->add_option("--seed", o->seed, "Seed of the run")->check(whole_number(0, kMaxSeed));

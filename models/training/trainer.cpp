@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "models/training/adam.hpp"
@@ -580,7 +581,7 @@ std::string upgraded_config(const std::string& text) {
 }  // namespace
 
 std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t steps, std::int64_t threads,
-                                         const Communicator* ranks) {
+                                         const Communicator* ranks, std::span<const std::string> sets) {
   const std::string path = (std::filesystem::path(dir) / "checkpoint.safetensors").string();
   TensorFile f = read_safetensors(path);
   auto meta = [&](const char* key) -> const std::string& {
@@ -597,6 +598,14 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
     config.set_json("epochs", 0, "--steps");  // the new total counts steps
   }
   if (threads > 0) config.set_json("threads", threads, "--threads");
+  for (const std::string& set : sets) {
+    const std::string key = set.substr(0, set.find('='));
+    if (std::find(std::begin(kResumeKeys), std::end(kResumeKeys), key) == std::end(kResumeKeys))
+      throw Error(fmt::format("--set {} with --resume: a resumed run may change only {}; {} would change the model, "
+                              "the task or its data (start a new run instead)",
+                              set, fmt::join(std::begin(kResumeKeys), std::end(kResumeKeys), ", "), key));
+    config.assign(set, "--set");
+  }
   auto t = std::make_unique<Trainer>(config, ranks);
   ParameterStore& params = t->model_->params();
   std::size_t used = 0;

@@ -49,6 +49,7 @@
 // run equals an uninterrupted one bit for bit.
 #pragma once
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -107,8 +108,14 @@ class Trainer {
   ~Trainer();
   // A trainer restored from DIR/checkpoint.safetensors; `steps` > 0 replaces the configured step budget and
   // `threads` > 0 the configured threads.
+  // `sets` ("key=value") change the checkpoint's config for the steps to come: only the keys of
+  // kResumeKeys (the learning rate and its schedule, clipping, non-finite handling, logging), never the model,
+  // the task or its data.
   static std::unique_ptr<Trainer> resume(const std::string& dir, std::int64_t steps = 0, std::int64_t threads = 0,
-                                         const Communicator* ranks = nullptr);
+                                         const Communicator* ranks = nullptr, std::span<const std::string> sets = {});
+  static constexpr const char* kResumeKeys[] = {"lr",         "lr.schedule", "lr.step_every", "lr.step_factor",
+                                                "lr.cosine_final", "clip.norm", "clip.value", "nonfinite",
+                                                "nonfinite.max_skips", "log_every", "checkpoint_every"};
 
   StepStats step();
   std::int64_t steps_done() const { return step_; }

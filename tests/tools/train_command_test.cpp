@@ -116,6 +116,33 @@ TEST_CASE("train: --resume continues a run in its own directory, or in another -
   CHECK_THAT(read_file(dir / "mine/metrics.csv"), !Contains("\n8,"));
 }
 
+TEST_CASE("train: --resume with --set branches a run with a new learning rate or schedule, and keeps the source",
+          "[tools][train]") {
+  const fs::path dir = fresh_dir("resume_branch");
+  REQUIRE(run_matmem(train("--steps 4 --out src"), dir).status == 0);
+  const std::string before = run_contents(dir / "src");
+
+  const CommandResult in_place = run_matmem("train --resume src --steps 6 --set lr=1e-3", dir);
+  CHECK(in_place.refused());
+  CHECK_THAT(in_place.output, Contains("--out NEWDIR"));
+  const CommandResult model = run_matmem("train --resume src --steps 6 --out b --set ntm.slots=9", dir);
+  CHECK(model.refused());
+  CHECK_THAT(model.output, Contains("ntm.slots") && Contains("lr.schedule"));
+
+  // A branch that changes nothing is the run continued in place, bit for bit; one that lowers the rate is not.
+  REQUIRE(run_matmem("train --resume src --steps 7 --out same --set log_every=1", dir).status == 0);
+  REQUIRE(run_matmem("train --resume src --steps 7 --out slow --set lr.schedule=step --set lr.step_every=4 "
+                     "--set lr.step_factor=0.1", dir).status == 0);
+  CHECK(run_contents(dir / "src") == before);
+  REQUIRE(run_matmem("train --resume src --steps 7", dir).status == 0);
+  CHECK(read_file(dir / "same/checkpoint.safetensors") == read_file(dir / "src/checkpoint.safetensors"));
+  CHECK(read_file(dir / "slow/checkpoint.safetensors") != read_file(dir / "src/checkpoint.safetensors"));
+  CHECK_THAT(read_file(dir / "slow/config.json"), Contains("\"lr.schedule\": \"step\""));
+  // The branch's learning curve starts with the source's rows up to the checkpoint.
+  const std::string history = read_file(dir / "slow/metrics.csv");
+  CHECK_THAT(history, Contains("\n1,") && Contains("\n4,") && Contains("\n7,"));
+}
+
 TEST_CASE("train: the MatNTM is matntm, and ntm is an alias stored as matntm", "[tools][train]") {
   const fs::path dir = fresh_dir("names");
   const CommandResult alias = run_matmem(train("--model ntm --steps 1 --out a"), dir);
