@@ -186,6 +186,14 @@ struct CosineSimilarityKernel {
         for (std::int64_t h = 0; h < heads; ++h) ad[u][h] += kv[h] * mv;
       }
     });
+    if constexpr (S == 4) {
+      if (ln.packs4()) {  // the group's four slots' sums lie side by side: folded together
+        ln.fold4_store(nm + n0 * B, am);
+        for (std::int64_t h = 0; h < heads; ++h)
+          ln.fold4_store(dot + (h * N + n0) * B, {ad[0][h], ad[1][h], ad[2][h], ad[3][h]});
+        return;
+      }
+    }
     for (int u = 0; u < S; ++u) {
       ln.fold_store(nm + (n0 + u) * B, am[u], false);
       for (std::int64_t h = 0; h < heads; ++h) ln.fold_store(dot + (h * N + n0 + u) * B, ad[u][h], false);

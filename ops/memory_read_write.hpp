@@ -213,7 +213,7 @@ struct MemoryReadWriteKernel {
   using V = typename P::V;
   using Lanes = typename P::Lanes;
   using Mask = typename P::Mask;
-  static constexpr int kForwardChunks = 6, kBackwardChunks = 4;
+  static constexpr int kForwardChunks = 6, kBackwardChunks = 6;
   // f(std::integral_constant<int, J>{}) for J = jb in 1 .. 6.
   template <class F>
   static void with_chunks(std::int64_t jb, F&& f) {
