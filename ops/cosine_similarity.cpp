@@ -7,7 +7,9 @@
 // At a zero norm the K/‖K‖ (or M_n/‖M_n‖) term is taken as 0 (its subgradient), so nothing divides by zero.
 // ‖M_n‖ is computed once for all heads, and backward updates grad_M in one pass for all heads. With the
 // memory's batch innermost (ops/slots.hpp) each slot's norms and dot products are vertical SIMD sums
-// along its r·c elements, lanes over the batch; the keys are transposed to that form in scratch.
+// along its r·c elements, lanes over the batch; the keys are transposed to that form in scratch. At a batch
+// B of 1, 2, 4 or 8 (AVX-512) the same passes run on periodic lanes: W-wide chunks of a slot's r·c·B
+// contiguous values, the sums folded to their B items once per slot (four slots' sums folded together).
 #include <algorithm>
 #include <array>
 #include <cmath>

@@ -6,6 +6,8 @@
 // xt[e·B + b], a weighting [B,N] (stored b·N + n) to wt[n·B + b]; both are the transposition of a B x m
 // row-major block, done by to_batch_inner. Then every loop over a slot runs along e with SIMD lanes over
 // the batch (simd_loop over B), and a per-(item, slot) total is a vertical sum: no horizontal reductions.
+// At batches 1, 2, 4 and 8 (B < W dividing the SIMD width W) the memory ops take periodic lanes instead
+// (Periodic below): full-width vectors along a slot's E·B contiguous values, each per-slot sum folded once.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -104,7 +106,7 @@ inline void from_batch_inner(const T* xt, std::int64_t B, std::int64_t r, std::i
 // batches (256- and 128-bit, where the widest is wider), then, for 2 or 3 float lanes left, one 128-bit
 // pass with the lanes past n loaded as 0 and never stored (X = Partial<T>: masked loads and stores,
 // AVX-512VL), and for 1 lane (or without AVX-512VL) X = T, one lane at a time. One generic body (using load<X> / store<X>)
-// serves all. A batch of 8 or 4 items still runs in SIMD on AVX-512. Every call of f is a pass over the
+// serves all. (The memory ops' batches of 1, 2, 4 and 8 take the periodic path below instead, on AVX-512.) Every call of f is a pass over the
 // memory's slots, so a masked pass in place of two or three scalar ones paid: the MatNTM copy step at
 // batch 10 (8 lanes, then 2) ran 0.86 of its time with two scalar passes. A lone lane stays scalar: as
 // one masked pass the batch-1 step took 1.5x as long (a load of a value a masked store just wrote waits
