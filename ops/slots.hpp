@@ -106,9 +106,9 @@ inline void from_batch_inner(const T* xt, std::int64_t B, std::int64_t r, std::i
 // batches (256- and 128-bit, where the widest is wider), then, for 2 or 3 float lanes left, one 128-bit
 // pass with the lanes past n loaded as 0 and never stored (X = Partial<T>: masked loads and stores,
 // AVX-512VL), and for 1 lane (or without AVX-512VL) X = T, one lane at a time. One generic body (using load<X> / store<X>)
-// serves all. (The memory ops' batches of 1, 2, 4 and 8 take the periodic path below instead, on AVX-512.) Every call of f is a pass over the
-// memory's slots, so a masked pass in place of two or three scalar ones paid: the MatNTM copy step at
-// batch 10 (8 lanes, then 2) ran 0.86 of its time with two scalar passes. A lone lane stays scalar: as
+// serves all. (The memory ops' batches of 1, 2, 4 and 8 take periodic lanes instead, below, on AVX-512.)
+// Every call of f is a pass over the memory's slots, so a masked pass in place of two or three scalar ones
+// paid: the MatNTM copy step at batch 10 (8 lanes, then 2) ran 0.86 of its time with two scalar passes. A lone lane stays scalar: as
 // one masked pass the batch-1 step took 1.5x as long (a load of a value a masked store just wrote waits
 // for the store, and the kernels' read sums do that on every slot).
 // Call load/store qualified (ops::store<X>): unqualified, store(p, batch) finds xsimd::store by
