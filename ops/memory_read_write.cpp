@@ -12,7 +12,7 @@
 // once, M twice and grad_M once and write grad_M twice; this reads G and M once and writes grad_M once.
 // A test checks it against memory_write and memory_read in values and every gradient.
 // Layout as in ops/slots.hpp: SIMD lanes over the batch, the small operands transposed in scratch; at a batch
-// of 1, 2, 4 or 8 with at most two reads (AVX-512), periodic lanes along each slot's r·c·B contiguous values
+// of 1, 2, 4 or 8 (AVX-512), periodic lanes along each slot's r·c·B contiguous values
 // (ops/memory_read_write.hpp).
 #include <algorithm>
 #include <array>

@@ -246,12 +246,14 @@ struct MemoryReadWriteKernel {
     if (j + 1 < J) P::store(p, v);
     else P::store(p, v, last);
   }
-  // RK = 1 or 2 reads: chunks [i0, i0 + J·W) of every slot, the reads' sums in registers.
+  // RK ≥ 1 reads (or kAnyReads): chunks [i0, i0 + J·W) of every slot, the reads' sums in registers (for
+  // kAnyReads, in arrays on the stack).
   template <int RK, int J>
   static void forward_block_periodic(const Lanes& ln, const OpCall<T>& c, const Work& k, std::int64_t i0,
                                      Mask last) {
     const std::int64_t B = k.B, N = k.N, L = k.E * k.B;
-    std::array<std::array<V, J>, RK> acc{};
+    const int R = RK >= 0 ? RK : int(k.R);
+    std::array<std::array<V, J>, kReads<RK>> acc{};
     std::array<V, J> eb, ab;
     for (int j = 0; j < J; ++j) {
       eb[j] = load_chunk<J>(k.et + i0 + j * P::W, j, last);
@@ -261,17 +263,17 @@ struct MemoryReadWriteKernel {
     T* yp = c.y + i0;
     for (std::int64_t n = 0; n < N; ++n, mp += L, yp += L) {
       const V wv = ln.periodic(k.wt + n * B);
-      std::array<V, RK> rw;
-      for (int r = 0; r < RK; ++r) rw[r] = ln.periodic(k.rwt + (r * N + n) * B);
+      std::array<V, kReads<RK>> rw;
+      for (int r = 0; r < R; ++r) rw[r] = ln.periodic(k.rwt + (r * N + n) * B);
 #pragma GCC unroll 8
       for (int j = 0; j < J; ++j) {
         ops::prefetch_for_write(yp + j * P::W + ops::kPrefetchSlots * L);
         const V mv = load_chunk<J>(mp + j * P::W, j, last);
         store_chunk<J>(yp + j * P::W, mv + wv * (ab[j] - mv * eb[j]), j, last);
-        for (int r = 0; r < RK; ++r) acc[r][j] += rw[r] * mv;
+        for (int r = 0; r < R; ++r) acc[r][j] += rw[r] * mv;
       }
     }
-    for (int r = 0; r < RK; ++r)
+    for (int r = 0; r < R; ++r)
       for (int j = 0; j < J; ++j) store_chunk<J>(k.rt + r * L + i0 + j * P::W, acc[r][j], j, last);
   }
   template <int RK>
@@ -303,20 +305,21 @@ struct MemoryReadWriteKernel {
   static void backward_block_periodic(const Lanes& ln, const OpCall<T>& c, const Work& k, std::int64_t i0,
                                       Mask last, bool first) {
     const std::int64_t B = k.B, N = k.N, L = k.E * k.B;
+    const int R = RK >= 0 ? RK : int(k.R);
     const bool assign_m = c.fresh(0);
     std::array<V, J> ev, av, ge{}, ga{};
     std::array<std::array<V, J>, kReads<RK>> gr;
     for (int j = 0; j < J; ++j) {
       ev[j] = load_chunk<J>(k.et + i0 + j * P::W, j, last);
       av[j] = load_chunk<J>(k.at + i0 + j * P::W, j, last);
-      for (int r = 0; r < RK; ++r) gr[r][j] = load_chunk<J>(k.rt + r * L + i0 + j * P::W, j, last);
+      for (int r = 0; r < R; ++r) gr[r][j] = load_chunk<J>(k.rt + r * L + i0 + j * P::W, j, last);
     }
     const T *mp = c.x[0] + i0, *gp = c.grad_y + i0;
     T* op = c.grad_x[0] ? c.grad_x[0] + i0 : nullptr;
     for (std::int64_t n = 0; n < N; ++n, mp += L, gp += L) {
       const V wv = ln.periodic(k.wt + n * B);
       std::array<V, kReads<RK>> rw, racc;
-      for (int r = 0; r < RK; ++r) {
+      for (int r = 0; r < R; ++r) {
         rw[r] = ln.periodic(k.rwt + (r * N + n) * B);
         racc[r] = V(T(0));
       }
@@ -326,7 +329,7 @@ struct MemoryReadWriteKernel {
         const V gv = load_chunk<J>(gp + j * P::W, j, last), mv = load_chunk<J>(mp + j * P::W, j, last);
         const V wg = wv * gv;
         V d = gv - wg * ev[j];
-        for (int r = 0; r < RK; ++r) {
+        for (int r = 0; r < R; ++r) {
           d += rw[r] * gr[r][j];
           racc[r] += gr[r][j] * mv;
         }
@@ -337,7 +340,7 @@ struct MemoryReadWriteKernel {
       }
       if (op) op += L;
       ln.fold_store(k.gwt + n * B, acc, !first);
-      for (int r = 0; r < RK; ++r) ln.fold_store(k.grwt + (r * N + n) * B, racc[r], !first);
+      for (int r = 0; r < R; ++r) ln.fold_store(k.grwt + (r * N + n) * B, racc[r], !first);
     }
     for (int j = 0; j < J; ++j) {
       store_chunk<J>(k.get + i0 + j * P::W, ge[j], j, last);
@@ -352,8 +355,8 @@ struct MemoryReadWriteKernel {
     });
   }
 #endif
-  // Whether this call takes the periodic path: a batch B < W dividing W, and at most two reads.
-  static bool periodic(const Work& k) { return k.R <= 2 && ops::use_periodic_lanes<T>(k.B); }
+  // Whether this call takes the periodic path: a batch B < W dividing W.
+  static bool periodic(const Work& k) { return ops::use_periodic_lanes<T>(k.B); }
 
   static void forward(const OpCall<T>& c) {
     const Work k = prepare(c);
@@ -361,8 +364,7 @@ struct MemoryReadWriteKernel {
     std::fill_n(k.rt, k.R * k.E * k.B, T(0));
     with_reads(k.R, [&](auto rk) {
 #ifdef MATMEM_PERIODIC_LANES
-      if constexpr (decltype(rk)::value >= 0)
-        if (periodic(k)) return forward_periodic<decltype(rk)::value>(c, k);
+      if (periodic(k)) return forward_periodic<decltype(rk)::value>(c, k);
 #endif
       forward_slots<decltype(rk)::value>(c, k);
     });
@@ -378,8 +380,7 @@ struct MemoryReadWriteKernel {
     with_reads(R, [&](auto rk) {
       constexpr int RK = decltype(rk)::value;
 #ifdef MATMEM_PERIODIC_LANES
-      if constexpr (RK >= 0)
-        if (periodic(k)) return backward_periodic<RK>(c, k);
+      if (periodic(k)) return backward_periodic<RK>(c, k);
 #endif
       std::int64_t e0 = 0;
       for (; e0 + kBlock <= E; e0 += kBlock) backward_block<RK, int(kBlock)>(c, k, e0, kBlock);
