@@ -7,7 +7,9 @@
 // At a zero norm the K/‖K‖ (or M_n/‖M_n‖) term is taken as 0 (its subgradient), so nothing divides by zero.
 // ‖M_n‖ is computed once for all heads, and backward updates grad_M in one pass for all heads. With the
 // memory's batch innermost (ops/slots.hpp) each slot's norms and dot products are vertical SIMD sums
-// along its r·c elements, lanes over the batch; the keys are transposed to that form in scratch.
+// along its r·c elements, lanes over the batch; the keys are transposed to that form in scratch. At a batch
+// B of 1, 2, 4 or 8 (AVX-512) the same passes run on periodic lanes: W-wide chunks of a slot's r·c·B
+// contiguous values, the sums folded to their B items once per slot (four slots' sums folded together).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -150,6 +152,165 @@ struct CosineSimilarityKernel {
     });
   }
 
+#ifdef MATMEM_PERIODIC_LANES
+  // The same passes on periodic lanes (a batch B < W dividing W, ops/slots.hpp): each slot, key and key
+  // gradient is L = E·B consecutive values, walked in W-wide chunks (the last one masked); the per-(item,
+  // slot) factors a, cm and ‖K‖ are periodic vectors and the per-(item, slot) sums ‖M_n‖², d end in folds.
+  // step(i, ld, st) runs one chunk at offset i with the loads and stores of full chunks, then of the tail.
+  using P = ops::Periodic<T>;
+  using V = typename P::V;
+  using Lanes = typename P::Lanes;
+  template <class F>
+  [[gnu::always_inline]] static void chunks(std::int64_t L, F&& step) {
+    std::int64_t i = 0;
+    for (; i + P::W <= L; i += P::W)
+      step(i, [](const T* p) { return P::load(p); }, [](T* p, const V& v) { P::store(p, v); });
+    if (i < L) {
+      const auto k = P::first(L - i);
+      step(i, [k](const T* p) { return P::load(p, k); }, [k](T* p, const V& v) { P::store(p, v, k); });
+    }
+  }
+  template <int K, int S>
+  static void slot_group_sums_periodic(const Lanes& ln, const T* mem, const T* kt, std::int64_t H, std::int64_t L,
+                                       std::int64_t N, std::int64_t n0, T* dot, T* nm) {
+    const std::int64_t heads = K == 0 ? H : K, B = ln.B;
+    constexpr std::size_t kHeads = K == 0 ? kMaxKeys : K;
+    const T* slot = mem + n0 * L;
+    std::array<V, S> am{};
+    std::array<std::array<V, kHeads>, S> ad{};
+    chunks(L, [&](std::int64_t i, auto ld, auto) {
+      std::array<V, kHeads> kv{};
+      for (std::int64_t h = 0; h < heads; ++h) kv[h] = ld(kt + h * L + i);
+#pragma GCC unroll 8
+      for (int u = 0; u < S; ++u) {
+        const V mv = ld(slot + u * L + i);
+        am[u] += mv * mv;
+        for (std::int64_t h = 0; h < heads; ++h) ad[u][h] += kv[h] * mv;
+      }
+    });
+    if constexpr (S == 4) {
+      if (ln.packs4()) {  // the group's four slots' sums lie side by side: folded together
+        ln.fold4_store(nm + n0 * B, am);
+        for (std::int64_t h = 0; h < heads; ++h)
+          ln.fold4_store(dot + (h * N + n0) * B, {ad[0][h], ad[1][h], ad[2][h], ad[3][h]});
+        return;
+      }
+    }
+    for (int u = 0; u < S; ++u) {
+      ln.fold_store(nm + (n0 + u) * B, am[u], false);
+      for (std::int64_t h = 0; h < heads; ++h) ln.fold_store(dot + (h * N + n0 + u) * B, ad[u][h], false);
+    }
+  }
+  template <int K, int S>
+  static void slot_group_backward_periodic(const Lanes& ln, const OpCall<T>& c, const T* kt, T* gkt, const T* a,
+                                           const T* cm, std::int64_t H, std::int64_t L, std::int64_t N,
+                                           std::int64_t n0) {
+    const std::int64_t heads = K == 0 ? H : K, B = ln.B;
+    constexpr std::size_t kHeads = K == 0 ? kMaxKeys : K;
+    const T* slot = c.x[H] + n0 * L;
+    T* gslot = c.grad_x[H] ? c.grad_x[H] + n0 * L : nullptr;
+    std::array<V, S> cmv;
+    std::array<std::array<V, kHeads>, S> av{};
+    for (int u = 0; u < S; ++u) {
+      cmv[u] = ln.periodic(cm + (n0 + u) * B);
+      for (std::int64_t h = 0; h < heads; ++h) av[u][h] = ln.periodic(a + (h * N + n0 + u) * B);
+    }
+    chunks(L, [&](std::int64_t i, auto ld, auto st) {
+      std::array<V, kHeads> kv{}, gk{};
+      for (std::int64_t h = 0; h < heads; ++h) {
+        kv[h] = ld(kt + h * L + i);
+        gk[h] = ld(gkt + h * L + i);
+      }
+#pragma GCC unroll 8
+      for (int u = 0; u < S; ++u) {
+        const std::int64_t s = u * L + i;
+        const V mv = ld(slot + s);
+        V g = gslot ? ld(gslot + s) - cmv[u] * mv : V(T(0));
+        for (std::int64_t h = 0; h < heads; ++h) {
+          g += av[u][h] * kv[h];
+          gk[h] += av[u][h] * mv;
+        }
+        if (gslot) st(gslot + s, g);
+      }
+      for (std::int64_t h = 0; h < heads; ++h) st(gkt + h * L + i, gk[h]);
+    });
+  }
+  // coefficients() along the (slot, item) values of each head, N·B consecutive; kc_h's sum over the slots
+  // ends in a fold.
+  template <int K>
+  static void coefficients_periodic(const Lanes& ln, const T* saved, T* a, T* cm, T* kc, std::int64_t H,
+                                    std::int64_t N) {
+    const std::int64_t heads = K == 0 ? H : K, B = ln.B, NB = N * B;
+    constexpr std::size_t kHeads = K == 0 ? kMaxKeys : K;
+    const T *dot = saved, *nm = dot + H * NB, *nk = nm + NB;
+    std::array<V, kHeads> kn{}, inv_kn{}, kcv{};
+    for (std::int64_t h = 0; h < heads; ++h) {
+      kn[h] = ln.periodic(nk + h * B);
+      inv_kn[h] = ops::over_positive(V(T(1)), kn[h]);
+    }
+    chunks(NB, [&](std::int64_t i, auto ld, auto st) {  // masked lanes: g = 0, so t = 0
+      const V mn = ld(nm + i), inv_mn = ops::over_positive(V(T(1)), mn);
+      V cmv(T(0));
+      for (std::int64_t h = 0; h < heads; ++h) {
+        const std::int64_t o = h * NB + i;
+        const V g = ld(a + o), inv = V(T(1)) / (kn[h] * mn + V(T(kEps)));
+        const V ga = g * inv, t = ga * ld(dot + o) * inv;
+        st(a + o, ga);
+        cmv += t * kn[h] * inv_mn;
+        kcv[h] += t * mn * inv_kn[h];
+      }
+      st(cm + i, cmv);
+    });
+    for (std::int64_t h = 0; h < heads; ++h) ln.fold_store(kc + h * B, kcv[h], false);
+  }
+  static void forward_periodic(const OpCall<T>& c, T* kt) {
+    const int H = c.arity - 1;
+    const Shape& m = c.x_shape[H];
+    const std::int64_t B = m.batch, N = m.slots, L = m.rows * m.cols * B, NB = N * B;
+    const Lanes ln(B);
+    T *dot = c.saved, *nm = dot + H * NB, *nk = nm + NB;
+    with_keys(H, [&](auto k) {
+      ops::for_each_slot_group(N, [&](std::int64_t n0, auto s) {
+        slot_group_sums_periodic<decltype(k)::value, decltype(s)::value>(ln, c.x[H], kt, H, L, N, n0, dot, nm);
+      });
+    });
+    chunks(NB, [&](std::int64_t i, auto ld, auto st) { st(nm + i, xsimd::sqrt(ld(nm + i))); });
+    for (int h = 0; h < H; ++h) {
+      V acc(T(0));
+      chunks(L, [&](std::int64_t i, auto ld, auto) {
+        const V kv = ld(kt + h * L + i);
+        acc += kv * kv;
+      });
+      ln.fold_store(nk + h * B, acc, false);
+    }
+    for (std::int64_t q = 0; q < H * B; ++q) nk[q] = std::sqrt(nk[q]);
+    T* yt = kt + H * L;
+    for (int h = 0; h < H; ++h) {
+      const V kn = ln.periodic(nk + h * B);
+      chunks(NB, [&](std::int64_t i, auto ld, auto st) {
+        st(yt + h * NB + i, ld(dot + h * NB + i) / (kn * ld(nm + i) + V(T(kEps))));
+      });
+    }
+    ops::from_batch_inner(yt, B, H, N, c.y, /*accumulate=*/false);
+  }
+  static void backward_periodic(const OpCall<T>& c, T* kt, T* gkt, T* a, T* cm, T* kc) {
+    const int H = c.arity - 1;
+    const Shape& m = c.x_shape[H];
+    const std::int64_t B = m.batch, N = m.slots, L = m.rows * m.cols * B;
+    const Lanes ln(B);
+    with_keys(H, [&](auto k) { coefficients_periodic<decltype(k)::value>(ln, c.saved, a, cm, kc, H, N); });
+    for (std::int64_t h = 0; h < H; ++h) {
+      const V kcv = ln.periodic(kc + h * B);
+      chunks(L, [&](std::int64_t i, auto ld, auto st) { st(gkt + h * L + i, -kcv * ld(kt + h * L + i)); });
+    }
+    with_keys(H, [&](auto k) {
+      ops::for_each_slot_group(N, [&](std::int64_t n0, auto s) {
+        slot_group_backward_periodic<decltype(k)::value, decltype(s)::value>(ln, c, kt, gkt, a, cm, H, L, N, n0);
+      });
+    });
+  }
+#endif
+
   static void forward(const OpCall<T>& c) {
     const int H = c.arity - 1;
     const Shape& m = c.x_shape[H];
@@ -158,6 +319,9 @@ struct CosineSimilarityKernel {
     T *dot = c.saved, *nm = dot + H * N * B, *nk = nm + N * B;
     T* kt = c.scratch;
     for (int h = 0; h < H; ++h) ops::to_batch_inner(c.x[h], B, m.rows, m.cols, kt + h * E * B);
+#ifdef MATMEM_PERIODIC_LANES
+    if (ops::use_periodic_lanes<T>(B)) return forward_periodic(c, kt);
+#endif
     with_keys(H, [&](auto k) {
       ops::for_each_slot_group(N, [&](std::int64_t n0, auto s) {
         slot_group_sums<decltype(k)::value, decltype(s)::value>(mem, kt, H, E, B, N, n0, dot, nm);
@@ -188,16 +352,13 @@ struct CosineSimilarityKernel {
     ops::from_batch_inner(yt, B, H, N, c.y, /*accumulate=*/false);
   }
 
-  static void backward(const OpCall<T>& c) {
+  // Lanes over the batch: grad_K_h = -kc_h K_h + Σ_n a_h M_n (transposed) and grad_M_n += Σ_h a_h K_h - cm M_n,
+  // the sums in one pass over M.
+  static void backward_lanes(const OpCall<T>& c, const T* kt, T* gkt, T* a, T* cm, T* kc) {
     const int H = c.arity - 1;
     const Shape& m = c.x_shape[H];
     const std::int64_t B = m.batch, N = m.slots, E = m.rows * m.cols;
-    T *kt = c.scratch, *gkt = kt + H * E * B, *a = gkt + H * E * B, *cm = a + H * N * B, *kc = cm + N * B;
-    for (int h = 0; h < H; ++h) ops::to_batch_inner(c.x[h], B, m.rows, m.cols, kt + h * E * B);
-    ops::to_batch_inner(c.grad_y, B, H, N, a);  // g, overwritten by a = g/D below
     with_keys(H, [&](auto k) { coefficients<decltype(k)::value>(c.saved, a, cm, kc, H, B, N); });
-    // grad_K_h = -kc_h K_h + Σ_n a_h M_n (transposed) and grad_M_n += Σ_h a_h K_h - cm M_n, the sums in one
-    // pass over M.
     for (std::int64_t h = 0; h < H; ++h)
       for (std::int64_t e = 0; e < E; ++e)
         for (std::int64_t b = 0; b < B; ++b) gkt[(h * E + e) * B + b] = -kc[h * B + b] * kt[(h * E + e) * B + b];
@@ -206,9 +367,25 @@ struct CosineSimilarityKernel {
         slot_group_backward<decltype(k)::value, decltype(s)::value>(c, kt, gkt, a, cm, H, E, B, N, n0);
       });
     });
+  }
+
+  static void backward(const OpCall<T>& c) {
+    const int H = c.arity - 1;
+    const Shape& m = c.x_shape[H];
+    const std::int64_t B = m.batch, N = m.slots, E = m.rows * m.cols;
+    T *kt = c.scratch, *gkt = kt + H * E * B, *a = gkt + H * E * B, *cm = a + H * N * B, *kc = cm + N * B;
+    for (int h = 0; h < H; ++h) ops::to_batch_inner(c.x[h], B, m.rows, m.cols, kt + h * E * B);
+    ops::to_batch_inner(c.grad_y, B, H, N, a);  // g, overwritten by a = g/D below
+#ifdef MATMEM_PERIODIC_LANES
+    if (ops::use_periodic_lanes<T>(B))
+      backward_periodic(c, kt, gkt, a, cm, kc);
+    else
+#endif
+      backward_lanes(c, kt, gkt, a, cm, kc);
     for (int h = 0; h < H; ++h)
       if (T* gk = c.grad_x[h]) ops::from_batch_inner(gkt + h * E * B, B, m.rows, m.cols, gk, /*accumulate=*/true);
   }
+
 };
 
 Flops flops(const Shape* x, int arity, const Shape&, const OpAttrs&) {

@@ -11,7 +11,9 @@
 // Forward, the separate ops read M twice and write M'; this reads M once and writes M'. Backward, they read G
 // once, M twice and grad_M once and write grad_M twice; this reads G and M once and writes grad_M once.
 // A test checks it against memory_write and memory_read in values and every gradient.
-// Layout as in ops/slots.hpp: SIMD lanes over the batch, the small operands transposed in scratch.
+// Layout as in ops/slots.hpp: SIMD lanes over the batch, the small operands transposed in scratch; at a batch
+// of 1, 2, 4 or 8 (AVX-512), periodic lanes along each slot's r·c·B contiguous values
+// (ops/memory_read_write.hpp).
 #include <algorithm>
 #include <array>
 

@@ -6,8 +6,11 @@
 // xt[e·B + b], a weighting [B,N] (stored b·N + n) to wt[n·B + b]; both are the transposition of a B x m
 // row-major block, done by to_batch_inner. Then every loop over a slot runs along e with SIMD lanes over
 // the batch (simd_loop over B), and a per-(item, slot) total is a vertical sum: no horizontal reductions.
+// At batches 1, 2, 4 and 8 (B < W dividing the SIMD width W) the memory ops take periodic lanes instead
+// (Periodic below): full-width vectors along a slot's E·B contiguous values, each per-slot sum folded once.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <type_traits>
 
@@ -49,6 +52,14 @@ inline void transpose16x16(__m512 r[16]) {
 template <class T>
 inline void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd,
                       bool accumulate) {
+  if ((rows == 1 && ldd == 1) || (cols == 1 && lds == 1)) {  // a contiguous copy (B = 1 in to/from_batch_inner)
+    const std::int64_t n = rows * cols;
+    if (accumulate)
+      for (std::int64_t k = 0; k < n; ++k) dst[k] += src[k];
+    else
+      std::copy_n(src, n, dst);
+    return;
+  }
 #if XSIMD_WITH_AVX512F
   if constexpr (std::is_same_v<T, float>) {
     for (std::int64_t i0 = 0; i0 < rows; i0 += 16) {
@@ -95,9 +106,9 @@ inline void from_batch_inner(const T* xt, std::int64_t B, std::int64_t r, std::i
 // batches (256- and 128-bit, where the widest is wider), then, for 2 or 3 float lanes left, one 128-bit
 // pass with the lanes past n loaded as 0 and never stored (X = Partial<T>: masked loads and stores,
 // AVX-512VL), and for 1 lane (or without AVX-512VL) X = T, one lane at a time. One generic body (using load<X> / store<X>)
-// serves all. A batch of 8 or 4 items still runs in SIMD on AVX-512. Every call of f is a pass over the
-// memory's slots, so a masked pass in place of two or three scalar ones paid: the MatNTM copy step at
-// batch 10 (8 lanes, then 2) ran 0.86 of its time with two scalar passes. A lone lane stays scalar: as
+// serves all. (The memory ops' batches of 1, 2, 4 and 8 take periodic lanes instead, below, on AVX-512.)
+// Every call of f is a pass over the memory's slots, so a masked pass in place of two or three scalar ones
+// paid: the MatNTM copy step at batch 10 (8 lanes, then 2) ran 0.86 of its time with two scalar passes. A lone lane stays scalar: as
 // one masked pass the batch-1 step took 1.5x as long (a load of a value a masked store just wrote waits
 // for the store, and the kernels' read sums do that on every slot).
 // Call load/store qualified (ops::store<X>): unqualified, store(p, batch) finds xsimd::store by
@@ -170,6 +181,145 @@ inline void store(T* p, const V& v) {
     _mm_mask_storeu_ps(p, __mmask8((1u << partial_lanes) - 1), X(v));
 #endif
   else X(v).store_unaligned(p);
+}
+
+// Periodic lanes, for a batch narrower than the SIMD width: B ∈ {1, 2, 4, 8} dividing W (W = 16 float32 or
+// 8 float64 lanes, AVX-512). With lanes over the batch a pass over the memory would fill B of W lanes (and
+// B = 1 ran scalar). But with the batch innermost a slot's E·B values are contiguous, element (e, b) at
+// e·B + b, and so is every operand transposed to that form (a key, erase, add or read [E·B]). So a slot is
+// walked as L = E·B consecutive values in W-wide chunks, the last one masked (L mod W lanes): chunk j's
+// lane l holds element (j·W + l) div B of item (j·W + l) mod B = l mod B, since B divides W. A per-(item,
+// slot) factor w[n·B + b] becomes the W-wide vector repeating w[n·B .. n·B + B) (periodic), and a per-
+// (item, slot) sum along the slot ends in a W-wide accumulator whose lanes b, b + B, b + 2B, … are added
+// at the end (fold, log2(W/B) rotate-and-add steps, always in the same order: a run is deterministic).
+// Lanes past a masked tail are loaded as 0, so they add nothing to the sums, and never stored.
+// `periodic_lanes` turns the path off, so a test can compare it with the lane-per-item path on the same
+// inputs; nothing else changes it.
+inline bool periodic_lanes = true;
+#if XSIMD_WITH_AVX512F
+#define MATMEM_PERIODIC_LANES 1
+template <class T>
+struct Periodic {
+  using V = xsimd::batch<T>;
+  static_assert(sizeof(V) == 64, "periodic lanes assume AVX-512 batches");
+  static constexpr std::int64_t W = V::size;
+  using Mask = std::conditional_t<sizeof(T) == 4, __mmask16, __mmask8>;
+  static constexpr Mask kFull = Mask(~Mask(0));
+  static Mask first(std::int64_t m) { return m >= W ? kFull : Mask((1u << m) - 1); }  // lanes [0, m)
+  static V load(const T* p) { return V::load_unaligned(p); }
+  static V load(const T* p, Mask k) {
+    if constexpr (sizeof(T) == 4) return V(_mm512_maskz_loadu_ps(k, p));
+    else return V(_mm512_maskz_loadu_pd(k, p));
+  }
+  static void store(T* p, const V& v) { v.store_unaligned(p); }
+  static void store(T* p, const V& v, Mask k) {
+    if constexpr (sizeof(T) == 4) _mm512_mask_storeu_ps(p, k, v);
+    else _mm512_mask_storeu_pd(p, k, v);
+  }
+  // Lane l = lane idx[l] of v.
+  static V permute(const V& v, __m512i idx) {
+    if constexpr (sizeof(T) == 4) return V(_mm512_permutexvar_ps(idx, v));
+    else return V(_mm512_permutexvar_pd(idx, v));
+  }
+  // Lane l = lane idx[l] of a (idx[l] < W) or of b (idx[l] − W).
+  static V permute2(const V& a, const V& b, __m512i idx) {
+    if constexpr (sizeof(T) == 4) return V(_mm512_permutex2var_ps(a, idx, b));
+    else return V(_mm512_permutex2var_pd(a, idx, b));
+  }
+  static __m512i index(const std::int64_t* idx) {
+    if constexpr (sizeof(T) == 4) {
+      alignas(64) std::int32_t t[W];
+      for (std::int64_t l = 0; l < W; ++l) t[l] = std::int32_t(idx[l]);
+      return _mm512_load_si512(t);
+    } else {
+      return _mm512_loadu_si512(idx);
+    }
+  }
+  // The index vectors l ↦ (l + s) mod W and l ↦ l mod B.
+  static __m512i rotate_index(std::int64_t s) {
+    if constexpr (sizeof(T) == 4) {
+      const __m512i l = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+      return _mm512_and_si512(_mm512_add_epi32(l, _mm512_set1_epi32(int(s))), _mm512_set1_epi32(int(W - 1)));
+    } else {
+      const __m512i l = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+      return _mm512_and_si512(_mm512_add_epi64(l, _mm512_set1_epi64(s)), _mm512_set1_epi64(W - 1));
+    }
+  }
+  static __m512i modulo_index(std::int64_t B) {
+    if constexpr (sizeof(T) == 4)
+      return _mm512_and_si512(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                              _mm512_set1_epi32(int(B - 1)));
+    else return _mm512_and_si512(_mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7), _mm512_set1_epi64(B - 1));
+  }
+  // The constants of one batch width B, made once per call.
+  struct Lanes {
+    std::int64_t B;
+    int steps;             // log2(W / B)
+    __m512i period;        // l ↦ l mod B
+    __m512i rotate[4];     // l ↦ (l + W/2^(s+1)) mod W, s < steps
+    Mask items;            // lanes [0, B)
+    explicit Lanes(std::int64_t batch) : B(batch), steps(0), period(modulo_index(batch)), items(first(batch)) {
+      for (std::int64_t h = W / 2; h >= B; h /= 2) rotate[steps++] = rotate_index(h);
+      if (packs4()) init_packing();
+    }
+    // The W-wide vector repeating p[0 .. B).
+    V periodic(const T* p) const { return permute(load(p, items), period); }
+    // Lanes [0, B) of the result hold Σ_k v[b + k·B].
+    V fold(V v) const {
+      for (int s = 0; s < steps; ++s) v += permute(v, rotate[s]);
+      return v;
+    }
+    // p[0 .. B) = fold(v), or += with accumulate.
+    void fold_store(T* p, const V& v, bool accumulate) const {
+      const V f = fold(v);
+      store(p, accumulate ? f + load(p, items) : f, items);
+    }
+    // p[u·B + b] = fold(a[u])[b] for four sums a[0..3] whose results lie side by side, folded together: two
+    // rounds that each halve the width of every sum and pack two sums' halves into one vector (four
+    // two-source permutes, then two), then the last log2(W/4 / B) steps within each quarter, and one permute
+    // to bring lanes u·W/4 + b to u·B + b. For B ≤ W/4: 9 permutes and 5 adds at B = 1 in float32, where
+    // four folds take 16 and 16.
+    bool packs4() const { return 4 * B <= W; }
+    void fold4_store(T* p, const std::array<V, 4>& a) const {
+      const V c01 = permute2(a[0], a[1], half_lo) + permute2(a[0], a[1], half_hi);
+      const V c23 = permute2(a[2], a[3], half_lo) + permute2(a[2], a[3], half_hi);
+      V d = permute2(c01, c23, quarter_lo) + permute2(c01, c23, quarter_hi);
+      for (int s = 0; s < quarter_steps; ++s) d += permute(d, quarter_rotate[s]);
+      store(p, 4 * B == W ? d : permute(d, compact), first(4 * B));
+    }
+    __m512i half_lo, half_hi, quarter_lo, quarter_hi, quarter_rotate[2], compact;
+    int quarter_steps = 0;
+    void init_packing() {
+      alignas(64) std::int64_t idx[6][W];
+      const std::int64_t Q = W / 4;
+      for (std::int64_t l = 0; l < W; ++l) {
+        const std::int64_t half = l / (W / 2), o2 = l % (W / 2), q = l / Q, o4 = l % Q;
+        idx[0][l] = half * W + o2;                                  // a[0] or a[1], lanes [0, W/2)
+        idx[1][l] = half * W + W / 2 + o2;                          // their lanes [W/2, W)
+        idx[2][l] = (q / 2) * W + (q % 2) * (W / 2) + o4;           // quarter q: sum q's first W/4
+        idx[3][l] = (q / 2) * W + (q % 2) * (W / 2) + Q + o4;       // and its next W/4
+        idx[4][l] = l < 4 * B ? (l / B) * Q + l % B : 0;            // compact
+      }
+      half_lo = index(idx[0]), half_hi = index(idx[1]), quarter_lo = index(idx[2]), quarter_hi = index(idx[3]);
+      compact = index(idx[4]);
+      for (std::int64_t h = Q / 2; h >= B; h /= 2) {
+        for (std::int64_t l = 0; l < W; ++l) idx[5][l] = (l / Q) * Q + (l % Q + h) % Q;
+        quarter_rotate[quarter_steps++] = index(idx[5]);
+      }
+    }
+  };
+};
+#endif
+// Whether a memory op of batch B takes the periodic path (for T on this build).
+template <class T>
+inline bool use_periodic_lanes(std::int64_t B) {
+#ifdef MATMEM_PERIODIC_LANES
+  constexpr std::int64_t W = xsimd::batch<T>::size;
+  return periodic_lanes && B < W && W % B == 0;
+#else
+  (void)B;
+  return false;
+#endif
 }
 
 // Asks for the cache line at p in exclusive state (PREFETCHW) before a store to it. A memory op's output is
