@@ -26,7 +26,7 @@ constexpr Dims kSmall{7, 3, 5}, kPaper{9, 6, 6};
 OpSample cosine_sample(Rng& rng, std::int64_t B, Dims d, int H) {
   OpSample s;
   for (int h = 0; h < H; ++h)
-    s.inputs.push_back({"K" + std::to_string(h + 1), random_tensor(rng, matrices(B, d.rows, d.cols))});
+    s.inputs.push_back({std::string("K").append(std::to_string(h + 1)), random_tensor(rng, matrices(B, d.rows, d.cols))});
   s.inputs.push_back({"M", random_tensor(rng, memory(B, d.slots, d.rows, d.cols))});
   s.apply = [H](Tape&, std::span<const Var> x) { return cosine_similarity(x.first(std::size_t(H)), x[std::size_t(H)]); };
   return s;
@@ -36,7 +36,7 @@ OpSample write_sample(Rng& rng, std::int64_t B, Dims d, int R) {
   OpSample s;
   s.inputs = memory_write_inputs(rng, {B, 1, 1, 1, 1, d.slots, d.rows, d.cols});
   for (int r = 0; r < R; ++r)
-    s.inputs.push_back({"w_" + std::to_string(r + 1), random_tensor(rng, weighting(B, d.slots), 0.0, 1.0)});
+    s.inputs.push_back({std::string("w_").append(std::to_string(r + 1)), random_tensor(rng, weighting(B, d.slots), 0.0, 1.0)});
   s.apply = [R](Tape&, std::span<const Var> x) {
     if (R == 0) return memory_write(x[0], x[1], x[2], x[3]);
     std::array<Var, 4> out;
