@@ -14,8 +14,10 @@
 #include <sstream>
 
 #include "ops/registry.hpp"
+#include "tests/ops/run_op.hpp"
 
 using namespace matmem;
+using matmem::testing::run_in;
 
 namespace {
 void check_op(const OpEntry& entry, SampleSize size) {
@@ -107,25 +109,6 @@ TEST_CASE("every op adds into a gradient another consumer of its input already w
       SECTION(entry.name + (size == SampleSize::small ? " small" : " lanes")) { check_op(twice, size); }
   }
 }
-
-namespace {
-// Forward value and every input gradient (for a fixed random upstream gradient) in the given precision.
-std::vector<Tensor> run_in(DType dtype, const OpSample& sample, std::uint64_t seed) {
-  Tape tape(dtype);
-  std::vector<Tensor> inputs;
-  for (const auto& in : sample.inputs) inputs.push_back(in.value.to(dtype));
-  std::vector<Var> vars;
-  for (const Tensor& t : inputs) vars.push_back(tape.input(t, true));
-  Var y = sample.apply(tape, vars);
-  Rng rng(seed);
-  Tensor seed_grad(dtype, y.shape());
-  for (std::int64_t k = 0; k < seed_grad.numel(); ++k) seed_grad.set(k, rng.normal());
-  tape.backward(y, seed_grad);
-  std::vector<Tensor> out = {y.value_copy()};
-  for (const Var& v : vars) out.push_back(v.grad_copy());
-  return out;
-}
-}  // namespace
 
 TEST_CASE("float32 kernels agree with float64 on the same inputs in vector bodies and tails", "[ops][precision]") {
   for (const OpEntry& entry : op_registry()) {

@@ -1,0 +1,28 @@
+// Shared by the op tests: an op sample run once in a given precision, its forward value and every input's
+// gradient for a fixed random upstream gradient.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ops/registry.hpp"
+
+namespace matmem::testing {
+
+// {y, grad of input 0, grad of input 1, …}; the upstream gradient is normal noise drawn from `seed`.
+inline std::vector<Tensor> run_in(DType dtype, const OpSample& sample, std::uint64_t seed) {
+  std::vector<Tensor> inputs;  // declared first: they outlive the tape that refers to them
+  for (const auto& in : sample.inputs) inputs.push_back(in.value.to(dtype));
+  Tape tape(dtype);
+  std::vector<Var> vars;
+  for (const Tensor& t : inputs) vars.push_back(tape.input(t, true));
+  Var y = sample.apply(tape, vars);
+  Rng rng(seed);
+  Tensor seed_grad(dtype, y.shape());
+  for (std::int64_t k = 0; k < seed_grad.numel(); ++k) seed_grad.set(k, rng.normal());
+  tape.backward(y, seed_grad);
+  std::vector<Tensor> out = {y.value_copy()};
+  for (const Var& v : vars) out.push_back(v.grad_copy());
+  return out;
+}
+
+}  // namespace matmem::testing
