@@ -233,6 +233,11 @@ void run(const Options& o) {
                                         : "",
                out);
   if (!o.json) fmt::print("memory: {}\n", trainer->memory_estimate().str());
+  if (!o.json && c.str("lr.schedule") != "constant")
+    fmt::print("learning rate: {} {}\n", c.num("lr"),
+               c.str("lr.schedule") == "step"
+                   ? fmt::format("times {} every {} steps", c.num("lr.step_factor"), c.integer("lr.step_every"))
+                   : fmt::format("on a cosine down to {} of it at step {}", c.num("lr.cosine_final"), total));
   Progress progress(total, ::isatty(STDOUT_FILENO), o.json, cost_name(trainer->task().target_kind()));
   const auto t0 = std::chrono::steady_clock::now();
   double loss = 0, bits = 0, norm = 0, frames = 0, last_loss = 0, last_bits = 0, last_draw = 0;

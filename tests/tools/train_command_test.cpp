@@ -131,8 +131,10 @@ TEST_CASE("train: --resume with --set branches a run with a new learning rate or
 
   // A branch that changes nothing is the run continued in place, bit for bit; one that lowers the rate is not.
   REQUIRE(run_matmem("train --resume src --steps 7 --out same --set log_every=1", dir).status == 0);
-  REQUIRE(run_matmem("train --resume src --steps 7 --out slow --set lr.schedule=step --set lr.step_every=4 "
-                     "--set lr.step_factor=0.1", dir).status == 0);
+  const CommandResult slow = run_matmem("train --resume src --steps 7 --out slow --set lr.schedule=step "
+                                       "--set lr.step_every=4 --set lr.step_factor=0.1", dir);
+  REQUIRE(slow.status == 0);
+  CHECK_THAT(slow.output, Contains("times 0.1 every 4 steps"));
   CHECK(run_contents(dir / "src") == before);
   REQUIRE(run_matmem("train --resume src --steps 7", dir).status == 0);
   CHECK(read_file(dir / "same/checkpoint.safetensors") == read_file(dir / "src/checkpoint.safetensors"));
