@@ -547,8 +547,9 @@ void Trainer::save(const std::string& dir) const {
                 {"nonfinite_skips", std::to_string(skipped_)},
                 {"early_stopping", best_.rule().state()},
                 {"config", config_.values().dump()}};
-  if (best_.has() && best_written_ != best_.rule().best_step()) {  // first: a checkpoint never names a best
-    TensorFile b;                                                   // that is not on disk
+  // The best parameters first: a checkpoint never names a best that is not on disk.
+  if (best_.has() && (best_written_ != best_.rule().best_step() || best_dir_ != dir)) {
+    TensorFile b;
     std::size_t k = 0;
     for (const auto& p : model_->params()) b.tensors.emplace("param/" + p->name, best_.tensors()[k++]);
     b.metadata = {{"format", "matmem-best-1"},
@@ -556,6 +557,7 @@ void Trainer::save(const std::string& dir) const {
                   {"config", config_.values().dump()}};
     write_safetensors((std::filesystem::path(dir) / "best.safetensors").string(), b);
     best_written_ = best_.rule().best_step();
+    best_dir_ = dir;
   }
   if (curriculum_.threshold > 0)  // the window's sum in hexadecimal: read back exactly
     f.metadata["curriculum"] =
@@ -688,6 +690,7 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
       }
       t->best_.set(std::move(best));
       t->best_written_ = best_step;
+      t->best_dir_ = dir;
     }
   }
   return t;

@@ -184,7 +184,9 @@ class Trainer {
     double window_sum = 0;
   } curriculum_;
   BestParameters best_;
-  mutable std::int64_t best_written_ = -1;  // the step of the parameters in best.safetensors
+  // The step of the parameters in best.safetensors, and the directory it is in (a branched run writes its own).
+  mutable std::int64_t best_written_ = -1;
+  mutable std::string best_dir_;
   SplitResult validation_;
   bool evaluated_ = false;
   MemoryEstimate memory_;

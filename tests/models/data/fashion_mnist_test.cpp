@@ -246,6 +246,10 @@ TEST_CASE("the best evaluation's parameters go to best.safetensors and come back
     CHECK(std::memcmp(at_best[i].raw(), r->model().params()[i].value.raw(), at_best[i].bytes()) == 0);
   }
   CHECK(r->evaluate(Split::validation).loss == t.early_stopping().best());
+  // A run resumed into another directory (a branch) writes the best parameters there too.
+  const std::string branch = testing::temp_dir("fashion-best-branch");
+  Trainer::resume(dir)->save(branch);
+  CHECK(std::filesystem::exists(std::filesystem::path(branch) / "best.safetensors"));
 
   // A file of another step (a run stopped between the two writes) is not read; one of another kind is refused.
   const std::string best = (std::filesystem::path(dir) / "best.safetensors").string();
