@@ -11,13 +11,12 @@
 
 #include "ops/check.hpp"
 #include "ops/graph.hpp"
+#include "ops/graph_attrs.hpp"
 #include "ops/registry.hpp"
 
 namespace matmem {
-std::shared_ptr<Neighbours> sample_graph(Rng& rng, std::int64_t nodes);  // ops/neighbour_mean.cpp
-
 namespace {
-const Neighbours& graph_of(const OpAttrs& a) { return *reinterpret_cast<const Neighbours*>(std::intptr_t(a.i[0])); }
+using ops::graph_of;
 
 template <class T>
 struct NeighbourAttentionKernel {
@@ -131,7 +130,7 @@ Var neighbour_attention(Var x, std::span<const Var> queries, const Neighbours& g
     in.push_back(q);
   }
   OpAttrs a;
-  a.i[0] = std::int64_t(reinterpret_cast<std::intptr_t>(&graph));
+  ops::set_graph(a, graph);
   const std::int64_t n = std::int64_t(queries.size());
   const std::int64_t nodes = s.batch * s.rows * s.cols, one = s.rows * s.cols;
   return x.tape->apply(kOp, in, matrices(s.batch, n * s.rows, s.cols), a, 0,
@@ -145,7 +144,7 @@ OpEntry neighbour_attention_entry() {
             sample.inputs = {{"X", random_tensor(rng, matrices(d.batch, d.rows, d.cols))},
                              {"Q1", random_tensor(rng, matrices(d.batch, d.rows, d.cols))},
                              {"Q2", random_tensor(rng, matrices(d.batch, d.rows, d.cols))}};
-            auto g = sample_graph(rng, d.batch);
+            auto g = ops::sample_graph(rng, d.batch);
             sample.apply = [g](Tape&, std::span<const Var> v) { return neighbour_attention(v[0], v.subspan(1), *g); };
             return sample;
           }};

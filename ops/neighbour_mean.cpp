@@ -5,6 +5,7 @@
 
 #include "ops/check.hpp"
 #include "ops/graph.hpp"
+#include "ops/graph_attrs.hpp"
 #include "ops/registry.hpp"
 
 namespace matmem {
@@ -26,7 +27,7 @@ void Neighbours::check() const {
 }
 
 namespace {
-const Neighbours& graph_of(const OpAttrs& a) { return *reinterpret_cast<const Neighbours*>(std::intptr_t(a.i[0])); }
+using ops::graph_of;
 
 template <class T>
 struct NeighbourMeanKernel {
@@ -82,13 +83,13 @@ Var neighbour_mean(Var x, const Neighbours& graph) {
   if (s.batch != graph.nodes())
     throw ShapeError(fmt::format("neighbour_mean: {}: the batch must equal the graph's {} nodes", s.str(), graph.nodes()));
   OpAttrs a;
-  a.i[0] = std::int64_t(reinterpret_cast<std::intptr_t>(&graph));
+  ops::set_graph(a, graph);
   return x.tape->apply(kOp, {x}, s, a);
 }
 
 // A random graph on the sample's batch lanes for the registry's samples: degrees 0..4, repeated neighbours and
 // self-loops allowed, node 0 isolated.
-std::shared_ptr<Neighbours> sample_graph(Rng& rng, std::int64_t nodes) {
+std::shared_ptr<Neighbours> ops::sample_graph(Rng& rng, std::int64_t nodes) {
   auto g = std::make_shared<Neighbours>();
   for (std::int64_t i = 0; i < nodes; ++i) {
     const std::int64_t deg = i == 0 ? 0 : rng.uniform_int(std::int64_t(1), std::int64_t(4));
@@ -103,7 +104,7 @@ OpEntry neighbour_mean_entry() {
             const SampleDims d = sample_dims(s);
             OpSample sample;
             sample.inputs = {{"X", random_tensor(rng, matrices(d.batch, d.rows, d.cols))}};
-            auto g = sample_graph(rng, d.batch);
+            auto g = ops::sample_graph(rng, d.batch);
             sample.apply = [g](Tape&, std::span<const Var> v) { return neighbour_mean(v[0], *g); };
             return sample;
           }};

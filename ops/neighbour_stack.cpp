@@ -8,13 +8,12 @@
 
 #include "ops/check.hpp"
 #include "ops/graph.hpp"
+#include "ops/graph_attrs.hpp"
 #include "ops/registry.hpp"
 
 namespace matmem {
-std::shared_ptr<Neighbours> sample_graph(Rng& rng, std::int64_t nodes);  // ops/neighbour_mean.cpp
-
 namespace {
-const Neighbours& graph_of(const OpAttrs& a) { return *reinterpret_cast<const Neighbours*>(std::intptr_t(a.i[0])); }
+using ops::graph_of;
 
 template <class T>
 struct NeighbourStackKernel {
@@ -59,7 +58,7 @@ Var neighbour_stack(Var x, const Neighbours& graph, std::int64_t k) {
     throw ShapeError(fmt::format("neighbour_stack: {}: the batch must equal the graph's {} nodes", s.str(), graph.nodes()));
   if (k < 1 || k > 4096) throw Error(fmt::format("neighbour_stack: {} neighbours: choose 1 to 4096", k));
   OpAttrs a;
-  a.i[0] = std::int64_t(reinterpret_cast<std::intptr_t>(&graph));
+  ops::set_graph(a, graph);
   a.i[1] = k;
   return x.tape->apply(kOp, {x}, matrices(s.batch, s.rows, k * s.cols), a);
 }
@@ -69,7 +68,7 @@ OpEntry neighbour_stack_entry() {
             const SampleDims d = sample_dims(s);
             OpSample sample;
             sample.inputs = {{"X", random_tensor(rng, matrices(d.batch, d.rows, d.cols))}};
-            auto g = sample_graph(rng, d.batch);
+            auto g = ops::sample_graph(rng, d.batch);
             // 3 slots: nodes of degree 4 drop their last neighbour, smaller ones are zero-padded.
             sample.apply = [g](Tape&, std::span<const Var> v) { return neighbour_stack(v[0], *g, 3); };
             return sample;
