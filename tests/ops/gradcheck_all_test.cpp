@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "ops/registry.hpp"
-#include "tests/ops/run_op.hpp"
+#include "tests/ops/op_testing.hpp"
 
 using namespace matmem;
 using matmem::testing::run_in;

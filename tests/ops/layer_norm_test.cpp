@@ -6,21 +6,12 @@
 
 #include "ops/ops.hpp"
 #include "runtime/error.hpp"
+#include "tests/ops/op_testing.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;
 
-namespace {
-// Logical element (b, i, j) of x set to f(b, i, j).
-template <class F>
-Tensor logical(Shape s, F f) {
-  Tensor x(DType::f64, s);
-  for (std::int64_t b = 0; b < s.batch; ++b)
-    for (std::int64_t i = 0; i < s.rows; ++i)
-      for (std::int64_t j = 0; j < s.cols; ++j) x.set(s.offset(b, 0, i, j), f(b, i, j));
-  return x;
-}
-}  // namespace
+using matmem::testing::logical;
 
 TEST_CASE("layer_norm over rows normalises each row of each sample by hand", "[ops][layer_norm]") {
   Tape tape(DType::f64);

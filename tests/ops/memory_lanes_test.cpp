@@ -12,7 +12,7 @@
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
 #include "ops/slots.hpp"
-#include "tests/ops/run_op.hpp"
+#include "tests/ops/op_testing.hpp"
 
 using namespace matmem;
 using matmem::testing::run_in;

@@ -1,5 +1,6 @@
-// Shared by the op tests: an op sample run once in a given precision, its forward value and every input's
-// gradient for a fixed random upstream gradient.
+// Shared by the op tests: a float64 batch filled element by element in logical order, and an op sample run
+// once in a given precision (its forward value and every input's gradient for a fixed random upstream
+// gradient).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -7,6 +8,16 @@
 #include "ops/registry.hpp"
 
 namespace matmem::testing {
+
+// A float64 tensor of shape s whose logical element (b, i, j) is f(b, i, j), whatever the layout.
+template <class F>
+Tensor logical(Shape s, F f) {
+  Tensor x(DType::f64, s);
+  for (std::int64_t b = 0; b < s.batch; ++b)
+    for (std::int64_t i = 0; i < s.rows; ++i)
+      for (std::int64_t j = 0; j < s.cols; ++j) x.set(s.offset(b, 0, i, j), f(b, i, j));
+  return x;
+}
 
 // {y, grad of input 0, grad of input 1, …}; the upstream gradient is normal noise drawn from `seed`.
 inline std::vector<Tensor> run_in(DType dtype, const OpSample& sample, std::uint64_t seed) {
