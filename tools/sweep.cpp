@@ -183,11 +183,15 @@ Plan read_plan(const fs::path& file) {
         const Config c = Config::resolve([&](Config& cfg) {
           if (!config.empty()) cfg.merge_file(config);
           for (const auto& [k, v] : sets) cfg.set(k, v, this_where);
-          if (steps > 0) cfg.set_json("steps", steps, this_where);
+          if (steps > 0) {  // as `matmem train --steps`: the plan's steps replace a data set's epochs
+            cfg.set_json("steps", steps, this_where);
+            cfg.set_json("epochs", 0, this_where);
+          }
           cfg.set_json("seed", seed, this_where);
         });
-        // A data set's epochs: the steps they take (the budget `matmem train` derives from them too).
-        const std::int64_t budget = steps > 0 ? steps : step_budget(c, *make_task(c));
+        // A data set's epochs: the steps they take (the budget `matmem train` derives from them too). Only then
+        // is the task made (a data set is read, a graph generated) to count its steps.
+        const std::int64_t budget = c.integer("epochs") > 0 ? step_budget(c, *make_task(c)) : c.integer("steps");
         PlannedRun p{name, seed, budget, config, sets, plan.out / name / fmt::format("seed{}", seed)};
         plan.runs.push_back(std::move(p));
       }
