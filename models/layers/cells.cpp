@@ -63,8 +63,8 @@ const char* cell_name(CellKind k) {
   return "?";
 }
 
-MatCell::MatCell(CellKind kind, std::string path, std::int64_t rows, std::int64_t cols)
-    : kind_(kind), rows_(rows), cols_(cols), path_(std::move(path)) {
+MatCell::MatCell(CellKind kind, std::string path, std::int64_t rows, std::int64_t cols, double forget_bias)
+    : kind_(kind), rows_(rows), cols_(cols), forget_bias_(forget_bias), path_(std::move(path)) {
   switch (kind_) {
     case CellKind::rnn: gate1_ = path_; break;
     case CellKind::lstm:
@@ -91,7 +91,7 @@ MatCell::State MatCell::operator()(Step& s, std::span<const NamedTerm> terms, St
     case CellKind::rnn: return {tanh(s.mat(gate1_, in, rows_, cols_)), {}};
     case CellKind::lstm: {
       Var i = sigmoid(s.mat(gate1_, in, rows_, cols_));
-      Var f = sigmoid(s.mat(gate2_, in, rows_, cols_, 1.0));
+      Var f = sigmoid(s.mat(gate2_, in, rows_, cols_, forget_bias_));
       Var o = sigmoid(s.mat(gate3_, in, rows_, cols_));
       Var chat = tanh(s.mat(gate4_, in, rows_, cols_));
       Var c = add(hadamard(f, prev.c), hadamard(i, chat));

@@ -11,7 +11,8 @@
 //               written as an m × d matrix, a set of states stacked by rows).
 //   MatRNN:     H_t = tanh(mat(x…, H_{t−1}))                                 (000 eq. 6, 001 eq. 8)
 //   MatLSTM:    I, F, O = sigm(mat(x…, H_{t−1})) each with its own θ, Ĉ = tanh(mat(x…, H_{t−1})),
-//               C_t = F ⊙ C_{t−1} + I ⊙ Ĉ, H_t = O ⊙ tanh(C_t); no peepholes; forget-gate bias starts at 1
+//               C_t = F ⊙ C_{t−1} + I ⊙ Ĉ, H_t = O ⊙ tanh(C_t); no peepholes; the forget gate's
+//               bias starts at `forget_bias` (1 unless set; config key lstm.forget_bias), the others at 0
 //   MatGRU:     Z, R = sigm(mat(x…, H_{t−1})), H̃ = tanh(mat(x…, R ⊙ H_{t−1})),
 //               H_t = (1 − Z) ⊙ H_{t−1} + Z ⊙ H̃                              (001 appendix A)
 // Parameters: <path>/<term>/U, <path>/<term>/V, <path>/B; the gates of LSTM and GRU under <path>/i, /f,
@@ -76,7 +77,7 @@ const char* cell_name(CellKind k);
 // A recurrent cell of any kind: one object, states h (and c for LSTM).
 class MatCell {
  public:
-  MatCell(CellKind kind, std::string path, std::int64_t rows, std::int64_t cols);
+  MatCell(CellKind kind, std::string path, std::int64_t rows, std::int64_t cols, double forget_bias = 1.0);
   CellKind kind() const { return kind_; }
   std::int64_t rows() const { return rows_; }
   std::int64_t cols() const { return cols_; }
@@ -91,6 +92,7 @@ class MatCell {
  private:
   CellKind kind_;
   std::int64_t rows_, cols_;
+  double forget_bias_;
   std::string path_, gate1_, gate2_, gate3_, gate4_;
 };
 

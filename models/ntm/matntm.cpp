@@ -26,7 +26,7 @@ MatNTM::MatNTM(const NTMConfig& c, DType dtype, std::uint64_t seed, std::string 
   set_io(c.input_rows, c.input_cols, c.output_rows, c.output_cols);
   for (std::size_t k = 0; k < c.layers.size(); ++k) {
     const auto [r, cc] = c.layers[k];
-    cells_.emplace_back(c.controller, fmt::format("{}/ctrl/l{}", n, k + 1), r, cc);
+    cells_.emplace_back(c.controller, fmt::format("{}/ctrl/l{}", n, k + 1), r, cc, c.forget_bias);
     h_.push_back(fmt::format("ctrl/l{}/h", k + 1));
     declare_state({h_.back(), parameter(r, cc)});
     c_.push_back(fmt::format("ctrl/l{}/c", k + 1));

@@ -31,6 +31,7 @@ namespace matmem {
 
 struct NTMConfig {
   CellKind controller = CellKind::rnn;  // rnn or lstm
+  double forget_bias = 1.0;             // an LSTM controller's forget-gate bias at the start
   std::vector<std::pair<std::int64_t, std::int64_t>> layers = {{15, 15}, {15, 15}};
   std::int64_t slots = 120, slot_rows = 6, slot_cols = 6;
   int read_heads = 1, write_heads = 1;

@@ -15,7 +15,7 @@ RecurrentModel::RecurrentModel(const RecurrentConfig& config, DType dtype, std::
   for (std::size_t k = 0; k < config.layers.size(); ++k) {
     const auto [r, c] = config.layers[k];
     if (r < 1 || c < 1) throw Error(fmt::format("model {}: layer {} has size {}x{}", this->name(), k + 1, r, c));
-    cells_.emplace_back(config.cell, fmt::format("{}/l{}", this->name(), k + 1), r, c);
+    cells_.emplace_back(config.cell, fmt::format("{}/l{}", this->name(), k + 1), r, c, config.forget_bias);
     h_.push_back(fmt::format("l{}/h", k + 1));
     declare_state({h_.back(), parameter(r, c)});
     c_.push_back(fmt::format("l{}/c", k + 1));

@@ -12,6 +12,7 @@ namespace matmem {
 
 struct RecurrentConfig {
   CellKind cell = CellKind::rnn;
+  double forget_bias = 1.0;  // LSTM: the forget gate's bias at the start
   std::vector<std::pair<std::int64_t, std::int64_t>> layers = {{15, 15}, {15, 15}};
   std::int64_t input_rows = 6, input_cols = 5, output_rows = 5, output_cols = 5;
 };

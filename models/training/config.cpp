@@ -119,6 +119,7 @@ const std::vector<ConfigKey>& config_keys() {
        "cln: the features into the first state: dense (every word to every unit, as a vector net) or matrix (one "
        "bilinear map of the feature matrix); models/graph/cln.hpp"},
       {"ntm.controller", "\"rnn\"", "matntm controller cell: rnn or lstm"},
+      {"lstm.forget_bias", "1.0", "the forget gate's bias at the start, in a matlstm and a matntm's lstm controller"},
       {"ntm.slots", "120", "ntm memory slots N"},
       {"ntm.slot_rows", "6", "rows of one memory slot"},
       {"ntm.slot_cols", "6", "columns of one memory slot"},

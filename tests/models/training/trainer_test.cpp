@@ -87,6 +87,23 @@ TEST_CASE("the same seed and config give the same run and another seed a differe
   CHECK_FALSE(same_bits(a.model().params(), d.model().params()));
 }
 
+TEST_CASE("lstm.forget_bias sets the forget gate's starting bias of a MatLSTM and of a MatNTM's controller",
+          "[trainer]") {
+  for (const char* model : {"matlstm", "matntm"}) {
+    Config c = small(model);
+    c.set("ntm.controller", "\"lstm\"", "test");
+    const std::string f = std::string(model) == "matlstm" ? "matlstm/l2/f/B" : "ntm/ctrl/l2/f/B";
+    const std::string i = std::string(model) == "matlstm" ? "matlstm/l2/i/B" : "ntm/ctrl/l2/i/B";
+    INFO(model);
+    CHECK(Trainer(c).model().params().at(f).value.get(0) == 1.0);
+    c.set("lstm.forget_bias", "-0.5", "test");
+    Trainer t(c);
+    CHECK(t.model().params().at(f).value.get(0) == -0.5);
+    CHECK(t.model().params().at(f).value.get(5) == -0.5);
+    CHECK(t.model().params().at(i).value.get(0) == 0.0);
+  }
+}
+
 TEST_CASE("bad configs are refused before training, naming the key", "[trainer][errors]") {
   Config c;
   CHECK_THROWS_WITH(c.set("ntm.slot", "5", "--set ntm.slot=5"), Contains("unknown config key ntm.slot") && Contains("--set"));
