@@ -46,7 +46,7 @@ std::unique_ptr<Model> ntm(const Config& c, const Task& t, DType dtype, std::uin
   if (ctrl != "rnn" && ctrl != "lstm")
     throw Error(fmt::format("config: ntm.controller = {}: choose rnn or lstm", ctrl));
   nc.controller = cell_kind(ctrl);
-  nc.forget_bias = c.num("lstm.forget_bias");
+  nc.forget_bias = c.num("ntm.forget_bias");
   nc.layers = c.sizes("model.layers");
   // The MatNTM checks these too; here each is refused naming its key.
   auto in_range = [&](const char* key, std::int64_t lo, std::int64_t hi, const char* why) {

@@ -12,7 +12,7 @@
 //   MatRNN:     H_t = tanh(mat(x…, H_{t−1}))                                 (000 eq. 6, 001 eq. 8)
 //   MatLSTM:    I, F, O = sigm(mat(x…, H_{t−1})) each with its own θ, Ĉ = tanh(mat(x…, H_{t−1})),
 //               C_t = F ⊙ C_{t−1} + I ⊙ Ĉ, H_t = O ⊙ tanh(C_t); no peepholes; the forget gate's
-//               bias starts at `forget_bias` (1 unless set; config key lstm.forget_bias), the others at 0
+//               bias starts at `forget_bias` (config keys lstm.forget_bias, ntm.forget_bias), the others at 0
 //   MatGRU:     Z, R = sigm(mat(x…, H_{t−1})), H̃ = tanh(mat(x…, R ⊙ H_{t−1})),
 //               H_t = (1 − Z) ⊙ H_{t−1} + Z ⊙ H̃                              (001 appendix A)
 // Parameters: <path>/<term>/U, <path>/<term>/V, <path>/B; the gates of LSTM and GRU under <path>/i, /f,

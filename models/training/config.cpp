@@ -87,6 +87,7 @@ const std::vector<ConfigKey>& config_keys() {
        "the NMSE) or loss, on the validation part"},
       {"eval.batch", "500", "data sets: images per batch when evaluating a whole part (a graph's parts are read whole)"},
       {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm, dense layers for gamma) as RxC, comma separated"},
+      {"lstm.forget_bias", "1.0", "a matlstm's forget-gate bias at the start"},
       {"ffn.depth", "10", "ffn: hidden layers, each of the shape model.layers (one RxC; 1xn: a vector net); autoencoder: all its layers, encoder and decoder (even)"},
       {"ffn.norm", "\"none\"", "ffn: none, or layer (layer norm of each layer's pre-activation, with gain and shift)"},
       {"ffn.residual", "false", "ffn: matrix ResNet blocks H_l = H_{l-1} + F(H_{l-1}) after the first layer (001 §2.2)"},
@@ -119,7 +120,7 @@ const std::vector<ConfigKey>& config_keys() {
        "cln: the features into the first state: dense (every word to every unit, as a vector net) or matrix (one "
        "bilinear map of the feature matrix); models/graph/cln.hpp"},
       {"ntm.controller", "\"rnn\"", "matntm controller cell: rnn or lstm"},
-      {"lstm.forget_bias", "1.0", "the forget gate's bias at the start, in a matlstm and a matntm's lstm controller"},
+      {"ntm.forget_bias", "1.0", "an lstm controller's forget-gate bias at the start"},
       {"ntm.slots", "120", "ntm memory slots N"},
       {"ntm.slot_rows", "6", "rows of one memory slot"},
       {"ntm.slot_cols", "6", "columns of one memory slot"},

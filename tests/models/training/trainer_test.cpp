@@ -87,20 +87,26 @@ TEST_CASE("the same seed and config give the same run and another seed a differe
   CHECK_FALSE(same_bits(a.model().params(), d.model().params()));
 }
 
-TEST_CASE("lstm.forget_bias sets the forget gate's starting bias of a MatLSTM and of a MatNTM's controller",
+TEST_CASE("lstm.forget_bias and ntm.forget_bias set the forget gate's starting bias of a MatLSTM and of a "
+          "MatNTM's LSTM controller, each only its own",
           "[trainer]") {
-  for (const char* model : {"matlstm", "matntm"}) {
-    Config c = small(model);
+  struct Case {
+    const char *model, *key, *other, *forget, *input;
+  };
+  for (const Case& k : {Case{"matlstm", "lstm.forget_bias", "ntm.forget_bias", "matlstm/l2/f/B", "matlstm/l2/i/B"},
+                        Case{"matntm", "ntm.forget_bias", "lstm.forget_bias", "ntm/ctrl/l2/f/B", "ntm/ctrl/l2/i/B"}}) {
+    INFO(k.model);
+    Config c = small(k.model);
     c.set("ntm.controller", "\"lstm\"", "test");
-    const std::string f = std::string(model) == "matlstm" ? "matlstm/l2/f/B" : "ntm/ctrl/l2/f/B";
-    const std::string i = std::string(model) == "matlstm" ? "matlstm/l2/i/B" : "ntm/ctrl/l2/i/B";
-    INFO(model);
-    CHECK(Trainer(c).model().params().at(f).value.get(0) == 1.0);
-    c.set("lstm.forget_bias", "-0.5", "test");
+    const double start = Trainer(c).model().params().at(k.forget).value.get(0);
+    CHECK(start == c.num(k.key));
+    c.set(k.other, "-2.0", "test");
+    CHECK(Trainer(c).model().params().at(k.forget).value.get(0) == start);
+    c.set(k.key, "-0.5", "test");
     Trainer t(c);
-    CHECK(t.model().params().at(f).value.get(0) == -0.5);
-    CHECK(t.model().params().at(f).value.get(5) == -0.5);
-    CHECK(t.model().params().at(i).value.get(0) == 0.0);
+    CHECK(t.model().params().at(k.forget).value.get(0) == -0.5);
+    CHECK(t.model().params().at(k.forget).value.get(5) == -0.5);
+    CHECK(t.model().params().at(k.input).value.get(0) == 0.0);
   }
 }
 
