@@ -38,7 +38,9 @@ TEST_CASE("MatNTM with a MatRNN controller passes gradcheck unrolled 3 steps", "
 }
 
 TEST_CASE("MatNTM with a MatLSTM controller and two read and two write heads passes gradcheck", "[models][ntm][gradcheck]") {
-  MatNTM m(small(CellKind::lstm, 2, 2), DType::f64, 2);
+  NTMConfig c = small(CellKind::lstm, 2, 2);
+  c.forget_bias = 1;  // at the default 0 the second write key's gradient is also all but flat this early
+  MatNTM m(c, DType::f64, 2);
   // as above: the first write head's content addressing and sharpening, and the second's β, are all but flat
   GradcheckReport r = testing::gradcheck_model(
       m, 3, 2, {"ntm/write1/beta/", "ntm/write1/gamma/", "ntm/write1/key/", "ntm/write2/beta/"});
