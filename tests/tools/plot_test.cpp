@@ -229,6 +229,32 @@ TEST_CASE("plot: runs differing only by seed are one group, a differing key is n
   CHECK(g[2].label == "matrnn copy");  // no other matrnn group to tell it from
 }
 
+TEST_CASE("plot: a key only newer runs have does not label them; groups alike in their keys are named by directory",
+          "[plot]") {
+  const fs::path dir = fresh_dir("plot_versions");
+  write_run(dir / "old" / "seed1", "matntm", 1, {1}, {1}, "0.0001");
+  write_run(dir / "new" / "seed1", "matntm", 1, {1}, {1}, "1e-4");
+  write_run(dir / "new" / "seed2", "matntm", 2, {1}, {1}, "0.0001");
+  write_run(dir / "lr", "matntm", 1, {1}, {1}, "0.001");
+  // Written after the keys below existed, clip.norm once as 0 and once as 0.0.
+  for (const char* run : {"new/seed1", "new/seed2", "lr"}) {
+    std::ifstream in(dir / run / "config.json");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const bool whole = std::string(run) == "new/seed1";
+    text.insert(text.rfind('}'), whole ? ", \"ntm.forget_bias\": 0.0, \"clip.norm\": 0"
+                                       : ", \"ntm.forget_bias\": 0.0, \"clip.norm\": 0.0");
+    std::ofstream(dir / run / "config.json") << text;
+  }
+  std::vector<Run> runs;
+  for (const char* run : {"old/seed1", "new/seed1", "new/seed2", "lr"}) runs.push_back(read_run(dir / run));
+  const std::vector<RunGroup> g = group_runs(runs);
+  REQUIRE(g.size() == 3);
+  CHECK(g[1].runs == std::vector<std::size_t>{1, 2});  // 1e-4 and 0.0001, 0 and 0.0: one value each
+  CHECK(g[0].label == "matntm copy, lr=0.0001 (old)");
+  CHECK(g[1].label == "matntm copy, lr=0.0001 (new)");
+  CHECK(g[2].label == "matntm copy, lr=0.001");
+}
+
 TEST_CASE("plot: a run directory without metrics is refused naming the file", "[plot]") {
   const fs::path dir = fresh_dir("plot_missing");
   CHECK_THROWS_WITH(read_run(dir / "nothing"), Catch::Contains("nothing") && Catch::Contains("no such run directory"));

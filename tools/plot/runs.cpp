@@ -75,7 +75,9 @@ Run read_run(const std::filesystem::path& dir) {
     throw Error(fmt::format("{}: not JSON: {}", cfg.string(), e.what()));
   }
   if (!j.is_object()) throw Error(fmt::format("{}: not a JSON object", cfg.string()));
-  for (const auto& [k, v] : j.items()) run.config[k] = v.dump();
+  // Numbers as their shortest decimal, so that a value written 0 by one version and 0.0 by another is one value.
+  for (const auto& [k, v] : j.items())
+    run.config[k] = v.is_number_float() ? fmt::format("{}", v.get<double>()) : v.dump();
   std::ifstream mf(csv);
   if (!mf) throw Error(fmt::format("{}: cannot read (is {} a run of matmem train?)", csv.string(), dir.string()));
   std::string line;
@@ -119,7 +121,9 @@ std::vector<RunGroup> group_runs(const std::vector<Run>& runs) {
     }
   }
   // A label names the model and task, then every other key in which the group differs from another group of
-  // the same model and task (a MatRNN's unused ntm.* keys do not tell it from a MatNTM).
+  // the same model and task (a MatRNN's unused ntm.* keys do not tell it from a MatNTM). A key only one of
+  // two groups has (a run written before the key existed) does not count: its value in the older run is
+  // unknown, and every key added since would otherwise be named.
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const Run& first = runs[groups[g].runs[0]];
     std::set<std::string> differing;
@@ -129,15 +133,23 @@ std::vector<RunGroup> group_runs(const std::vector<Run>& runs) {
       for (const auto* a : {&keys[g], &keys[h]})
         for (const auto& [name, value] : *a) {
           const auto x = keys[g].find(name), y = keys[h].find(name);
-          if (x == keys[g].end() || y == keys[h].end() || x->second != y->second) differing.insert(name);
+          if (x != keys[g].end() && y != keys[h].end() && x->second != y->second) differing.insert(name);
         }
     }
     std::string label = first.model() + " " + first.task();
-    for (const std::string& name : differing) {
-      const auto it = keys[g].find(name);
-      label += fmt::format(", {}={}", name, it == keys[g].end() ? "-" : unquoted(it->second));
-    }
+    for (const std::string& name : differing) label += fmt::format(", {}={}", name, unquoted(keys[g].find(name)->second));
     groups[g].label = label;
+  }
+  // Groups the keys cannot tell apart are told apart by their directories: a run's own name, or its parent's
+  // when the run is one seed of several (…/forget-bias-0/seed1 -> forget-bias-0).
+  std::vector<bool> alike(groups.size(), false);
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (std::size_t h = 0; h < groups.size(); ++h) alike[g] = alike[g] || (h != g && groups[h].label == groups[g].label);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (!alike[g]) continue;
+    const std::filesystem::path& dir = runs[groups[g].runs[0]].dir;
+    const std::string own = dir.filename().string();
+    groups[g].label += fmt::format(" ({})", own.rfind("seed", 0) == 0 ? dir.parent_path().filename().string() : own);
   }
   return groups;
 }
