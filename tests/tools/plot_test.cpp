@@ -247,8 +247,14 @@ TEST_CASE("plot: a key only newer runs have does not label them; groups alike in
   }
   std::vector<Run> runs;
   for (const char* run : {"old/seed1", "new/seed1", "new/seed2", "lr"}) runs.push_back(read_run(dir / run));
+  // A run resumed by a newer version, its config.json rewritten with the keys added since, stays in its group.
+  write_run(dir / "old" / "seed2", "matntm", 2, {1}, {1}, "0.0001");
+  runs.push_back(read_run((dir / "old" / "seed2").string() + "/"));
+  runs.back().config["clip.norm"] = "0";
+  runs.back().config["ntm.forget_bias"] = "1";
   const std::vector<RunGroup> g = group_runs(runs);
   REQUIRE(g.size() == 3);
+  CHECK(g[0].runs == std::vector<std::size_t>{0, 4});
   CHECK(g[1].runs == std::vector<std::size_t>{1, 2});  // 1e-4 and 0.0001, 0 and 0.0: one value each
   CHECK(g[0].label == "matntm copy, lr=0.0001 (old)");
   CHECK(g[1].label == "matntm copy, lr=0.0001 (new)");

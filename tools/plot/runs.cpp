@@ -62,7 +62,8 @@ std::string Run::seed() const { return config.count("seed") ? config.at("seed") 
 
 Run read_run(const std::filesystem::path& dir) {
   Run run;
-  run.dir = dir;
+  run.dir = dir.lexically_normal();
+  if (run.dir.filename().empty()) run.dir = run.dir.parent_path();  // DIR/ as a shell's completion writes it
   if (!std::filesystem::is_directory(dir))
     throw Error(fmt::format("{}: no such run directory (a run holds metrics.csv and config.json)", dir.string()));
   const std::filesystem::path cfg = dir / "config.json", csv = dir / "metrics.csv";
@@ -112,12 +113,23 @@ std::vector<RunGroup> group_runs(const std::vector<Run>& runs) {
     std::map<std::string, std::string> key;
     for (const auto& [name, value] : runs[k].config)
       if (!incidental(name)) key[name] = value;
-    const auto it = std::find(keys.begin(), keys.end(), key);
-    if (it == keys.end()) {
+    // One group: the same keys and values; or, for seeds of one experiment (runs in one directory), the same
+    // value in every key both have (a run resumed by a newer version has the keys added since, its sibling
+    // not). Runs elsewhere that lack a key stay apart: the key's value in them is unknown.
+    const auto joins = [&](std::size_t g) {
+      if (keys[g] == key) return true;
+      if (runs[groups[g].runs[0]].dir.parent_path() != runs[k].dir.parent_path()) return false;
+      for (const auto& [name, value] : key)
+        if (const auto o = keys[g].find(name); o != keys[g].end() && o->second != value) return false;
+      return true;
+    };
+    std::size_t g = 0;
+    while (g < groups.size() && !joins(g)) ++g;
+    if (g == groups.size()) {
       keys.push_back(key);
       groups.push_back({"", {k}});
     } else {
-      groups[std::size_t(it - keys.begin())].runs.push_back(k);
+      groups[g].runs.push_back(k);
     }
   }
   // A label names the model and task, then every other key in which the group differs from another group of
