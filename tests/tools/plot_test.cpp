@@ -229,7 +229,7 @@ TEST_CASE("plot: runs differing only by seed are one group, a differing key is n
   CHECK(g[2].label == "matrnn copy");  // no other matrnn group to tell it from
 }
 
-TEST_CASE("plot: a key only newer runs have does not label them; groups alike in their keys are named by directory",
+TEST_CASE("plot: a key only newer runs have does not label them, and groups alike in their keys are named by directory",
           "[plot]") {
   const fs::path dir = fresh_dir("plot_versions");
   write_run(dir / "old" / "seed1", "matntm", 1, {1}, {1}, "0.0001");
