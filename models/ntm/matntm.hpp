@@ -18,9 +18,9 @@
 // every slot, every weighting stays uniform (content addressing sees identical slots, and gating, shifting
 // and sharpening a uniform weighting keep it uniform), so all slots receive the same writes forever and the
 // memory degenerates to one slot; tests/models/ntm shows both.
-// An LSTM controller's forget gates start with bias `forget_bias`, 0 by default where a MatLSTM on its own
+// An LSTM controller's forget gates start with bias `forget_bias`, -1 by default where a MatLSTM on its own
 // starts at 1: with 1 the controller keeps the sequence in its own cells early in training and, on 3 of 5
-// copy seeds, never learns to use the memory (models/README.md, "Convergence").
+// copy seeds and every recall seed, never learns to use the memory (models/README.md, "Convergence").
 // Parameters: ntm/ctrl/l<k>/…, ntm/read<k>/{key,beta,gate,shift,gamma}/…, ntm/write<k>/{…,erase,add}/…,
 // ntm/out/…, ntm/init/read<k>.
 // Exposed per step (Step::expose, for an observer such as `matmem inspect`): read<k>/weighting and
@@ -34,7 +34,7 @@ namespace matmem {
 
 struct NTMConfig {
   CellKind controller = CellKind::rnn;  // rnn or lstm
-  double forget_bias = 0.0;             // an LSTM controller's forget-gate bias at the start
+  double forget_bias = -1.0;            // an LSTM controller's forget-gate bias at the start
   std::vector<std::pair<std::int64_t, std::int64_t>> layers = {{15, 15}, {15, 15}};
   std::int64_t slots = 120, slot_rows = 6, slot_cols = 6;
   int read_heads = 1, write_heads = 1;

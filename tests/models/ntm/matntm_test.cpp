@@ -39,7 +39,7 @@ TEST_CASE("MatNTM with a MatRNN controller passes gradcheck unrolled 3 steps", "
 
 TEST_CASE("MatNTM with a MatLSTM controller and two read and two write heads passes gradcheck", "[models][ntm][gradcheck]") {
   NTMConfig c = small(CellKind::lstm, 2, 2);
-  c.forget_bias = 1;  // at the default 0 the second write key's gradient is also all but flat this early
+  c.forget_bias = 1;  // at the default -1 the second write key's gradient is also all but flat this early
   MatNTM m(c, DType::f64, 2);
   // as above: the first write head's content addressing and sharpening, and the second's β, are all but flat
   GradcheckReport r = testing::gradcheck_model(
