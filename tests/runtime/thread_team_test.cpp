@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -57,4 +58,22 @@ TEST_CASE("a thread team rethrows the lowest part's exception after all parts fi
   team.run([&](int k) { total += k; });
   CHECK(total == 0 + 1 + 2);
   CHECK_THROWS_WITH(ThreadTeam(0), Contains("0 threads"));
+}
+
+TEST_CASE("a thread team wakes parked threads: jobs further apart, and parts longer, than its spin", "[threads]") {
+  // Between these jobs the team threads outlast their 1 ms spin and park; in the second loop part 0 is
+  // quick and the caller parks while the others sleep. A lost wake-up would hang here (CTest's timeout).
+  ThreadTeam team(3);
+  std::atomic<int> total{0};
+  for (int job = 0; job < 5; ++job) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    team.run([&](int k) { total += k; });
+  }
+  CHECK(total == 5 * (0 + 1 + 2));
+  for (int job = 0; job < 5; ++job)
+    team.run([&](int k) {
+      if (k > 0) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      total += k;
+    });
+  CHECK(total == 10 * (0 + 1 + 2));
 }
