@@ -114,10 +114,10 @@ void show_example(Trainer& t) {
   const std::int64_t size = std::string(task.name()) == "copy" ? 6
                             : std::string(task.size_name()) == "pairs" ? task.eval_sizes()[0]
                                                                          : 3;
-  // As many sequences as a training pass runs (micro_batch; the whole batch with micro_batch = 0): a whole
+  // As many sequences as a training pass runs (a micro-batch; the whole batch with micro_batch = 0): a whole
   // large batch's pass would hold more memory than training did (batch 256 with 1024 slots: 0.8 GB against 0.2).
   const Sequence batch = task.sample_size(rng, size);
-  const std::int64_t micro = t.config().integer("micro_batch");
+  const std::int64_t micro = t.memory_estimate().micro_batch;
   const std::int64_t shown = micro > 0 ? std::min(task.batch(), micro) : task.batch();
   Sequence seq;
   batch_slice(batch, 0, shown, seq);

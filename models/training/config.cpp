@@ -141,6 +141,9 @@ const std::vector<ConfigKey>& config_keys() {
       {"micro_batch", "16",
        "run a step's batch (each thread's part) as micro-batches of this many sequences, gradients added (0: all "
        "at once; a batch of 256 ran 2.6x faster in micro-batches of 16; see models/training/trainer.hpp)"},
+      {"micro_batch.state_kib", "320",
+       "halve micro_batch until a micro-batch's largest state (an NTM memory: slots x rows x cols floats per "
+       "sequence) takes at most this many KiB, so it stays in the core's L2 (0: no limit)"},
       {"curriculum.threshold", "0.0",
        "curriculum: sizes (recall items, copy lengths) start at the smallest and the largest drawn grows by one each "
        "time a window's mean cost per sequence falls below this (0: no curriculum; see models/training/trainer.hpp)"},

@@ -67,6 +67,9 @@ void validate(const Config& c) {
   if (c.integer("checkpoint_every") < 0) throw Error("config: checkpoint_every must be ≥ 0");
   if (c.integer("micro_batch") < 0)
     throw Error(fmt::format("config: micro_batch = {} must be ≥ 0 (0: the whole batch at once)", c.integer("micro_batch")));
+  if (c.integer("micro_batch.state_kib") < 0)
+    throw Error(fmt::format("config: micro_batch.state_kib = {} must be ≥ 0 (0: no limit)",
+                            c.integer("micro_batch.state_kib")));
   if (c.num("clip.value") < 0 || c.num("clip.norm") < 0) throw Error("config: clip.value and clip.norm must be ≥ 0");
   if (c.str("nonfinite") != "stop" && c.str("nonfinite") != "skip")
     throw Error(fmt::format("config: nonfinite = \"{}\" must be \"stop\" or \"skip\"", c.str("nonfinite")));
@@ -249,9 +252,13 @@ double resident_bytes() {
 }  // namespace
 
 std::string MemoryEstimate::str() const {
-  return fmt::format("about {:.2f} GiB for the longest sequence ({} time steps × batch {}, {:.1f} KiB of tape per "
+  const std::string micro = micro_batch > 0 && micro_batch < batch
+                                ? fmt::format(", in micro-batches of {} ({:.0f} KiB of state)", micro_batch,
+                                              double(micro_batch) * state_bytes / 1024)
+                                : "";
+  return fmt::format("about {:.2f} GiB for the longest sequence ({} time steps × batch {}{}, {:.1f} KiB of tape per "
                      "time step and sequence); {:.1f} GiB available",
-                     bytes / kGiB, longest_frames, batch, tape_bytes_per_frame / 1024, available / kGiB);
+                     bytes / kGiB, longest_frames, batch, micro, tape_bytes_per_frame / 1024, available / kGiB);
 }
 
 MemoryEstimate Trainer::estimate_memory() {
@@ -279,9 +286,12 @@ MemoryEstimate Trainer::estimate_memory() {
   Rng rng(0);
   Sequence seq;
   double bytes[2], frames[2];
+  double state = 0;  // bytes per sequence of the largest value an op records (an NTM's memory)
   for (int k = 0; k < 2; ++k) {
     probe_task->sample_size_into(rng, smallest + (images ? 0 : 2 * k), seq, DType::f32);
     forward_backward(*model_, unroller, tape, seq);
+    for (std::uint32_t id = 0; id < tape.size(); ++id)
+      if (tape.node(id).op) state = std::max(state, 4.0 * double(tape.node(id).shape.numel()) / double(b0));
     tape.clear();
     bytes[k] = double(tape.peak_pass_bytes()) / double(b0);
     frames[k] = double(seq.inputs.size());
@@ -297,9 +307,15 @@ MemoryEstimate Trainer::estimate_memory() {
   const double data = longest * 4.0 *
                       double(task_->input_rows() * task_->input_cols() + task_->output_rows() * task_->output_cols());
   const double copies = config_.integer("threads") > 1 ? 2 : 1;  // the threads' slices of the batch
+  // Halved while a micro-batch's largest state exceeds micro_batch.state_kib.
+  const double limit = 1024.0 * double(config_.integer("micro_batch.state_kib"));
+  m.micro_batch = micro;
+  while (limit > 0 && m.micro_batch > 1 && double(m.micro_batch) * state > limit) m.micro_batch /= 2;
+  m.state_bytes = state;
   // The sequences whose tapes a pass holds at once: the batch, or each thread's micro-batch.
-  const double held = micro > 0 ? double(std::min(B, std::max<std::int64_t>(1, config_.integer("threads")) * micro))
-                                : double(B);
+  const double held =
+      micro > 0 ? double(std::min(B, std::max<std::int64_t>(1, config_.integer("threads")) * m.micro_batch))
+                : double(B);
   m.tape_bytes = held * per_sequence;
   m.bytes = resident_bytes() + m.tape_bytes + double(B) * copies * data;
   m.available = available_memory();
@@ -331,7 +347,7 @@ void Trainer::run_parallel(const Sequence& seq, std::int64_t total, StepStats& s
       for (std::size_t i = 0; i < params.size(); ++i)
         std::memcpy(p.model->params()[i].value.raw(), params[i].value.raw(), params[i].value.bytes());
   }
-  const std::int64_t micro = config_.integer("micro_batch");
+  const std::int64_t micro = memory_.micro_batch;
   team_->run([&](int k) {
     Part& p = *parts_[std::size_t(k)];
     const PartResult r = part_gradients(*p.model, *p.unroller, *p.tape, p.slice, total, micro, p.chunk, p.seed);
@@ -425,7 +441,7 @@ StepStats Trainer::step() {
       run_parallel(rank_part_, B, stats);
     } else {
       const PartResult r = part_gradients(*model_, *unroller_, tape_, rank_part_, B,
-                                          config_.integer("micro_batch"), chunk_, seed_);
+                                          memory_.micro_batch, chunk_, seed_);
       stats.loss = r.loss;
       stats.bits = r.bits;
       flops_ = r.flops;
@@ -435,7 +451,7 @@ StepStats Trainer::step() {
     run_parallel(seq, seq.inputs[0].shape().batch, stats);
   } else {
     const PartResult r = part_gradients(*model_, *unroller_, tape_, seq, seq.inputs[0].shape().batch,
-                                        config_.integer("micro_batch"), chunk_, seed_);
+                                        memory_.micro_batch, chunk_, seed_);
     stats.loss = r.loss;
     stats.bits = r.bits;
     flops_ = r.flops;

@@ -24,6 +24,13 @@
 // with its share of the batch, their gradients added up in the model's: the same gradient as the part at once
 // up to rounding (the batch's sums are split differently), in a working set of m sequences, which a core's
 // caches hold where a large batch's does not (tools/README.md, "Batch scaling"). Reproducible bit for bit.
+// m is halved (16, 8, 4, …) while m sequences' largest recorded value — an NTM memory, slots × rows × cols
+// floats per sequence, which every memory op streams — takes more than micro_batch.state_kib (default 320
+// KiB, a third of the reference machine's 1 MiB L2 per core; 0: no limit): the paper's 120 slots of 6×6 keep
+// 16 (270 KiB), 256 slots take 8, 512 slots 4 and 1024 slots 2, whose memories then stay in L2 (at batch 16,
+// three alternating runs against micro-batches of 16: 1.21–1.45× the sequences/s at 1024 slots, 1.21–1.32× at
+// 512, 1.00–1.06× at 256; tools/README.md "Scaling against PyTorch").
+// The largest value is measured on the memory estimate's probe passes (MemoryEstimate::state_bytes).
 //
 // Distributed (a Communicator of K > 1 ranks, `mpirun -np K matmem train --distributed`): every rank draws
 // the same batch from the same data Rng and takes its contiguous part, sequences ⌊B·r/K⌋ to ⌊B·(r+1)/K⌋, which
@@ -84,6 +91,8 @@ struct MemoryEstimate {
   double tape_bytes_per_frame = 0; // one sequence's tape per time step
   std::int64_t longest_frames = 0; // time steps of the longest sequence the task draws
   std::int64_t batch = 0;
+  std::int64_t micro_batch = 0;    // the sequences a pass runs (0: the whole batch), after micro_batch.state_kib
+  double state_bytes = 0;          // one sequence's largest recorded value (an NTM's memory state)
   double available = 0;            // the machine's available memory (MemAvailable, or a cgroup's limit)
   std::string str() const;         // "about X GiB for …; Y GiB available"
 };

@@ -37,14 +37,15 @@ TEST_CASE("train: a run that would exceed memory is refused up front, naming wha
 #if !defined(__SANITIZE_ADDRESS__)  // the sanitizer reserves terabytes of address space
 TEST_CASE("train: a large batch's run, its closing example included, stays within the micro-batch's memory",
           "[tools][train][memory]") {
-  // Batch 256 with 1024 slots trains in micro-batches of 16 in about 0.2 GB; the whole batch at once needs
-  // 2 GB. The closing example once ran the whole batch (0.8 GB); under a 600 MB address-space limit that
-  // ends in an allocation failure.
+  // Batch 256 with 1024 slots trains in micro-batches of 2 (a memory of 1024 × 6 × 6 floats, 144 KiB, per
+  // sequence; micro_batch.state_kib); the whole batch at once needs 2 GB. The closing example once ran the whole
+  // batch (0.8 GB); under a 600 MB address-space limit that ends in an allocation failure.
   const fs::path dir = fresh_dir("memory_large_batch");
   const CommandResult r = run_matmem("train --model matntm --task copy --steps 2 --set batch=256 "
                                      "--set ntm.slots=1024 --set log_every=2 --out run",
                                      dir, 120, "prlimit --as=629145600");
   CHECK(r.status == 0);
-  CHECK_THAT(r.output, Contains("bits wrong in 16 such sequences"));
+  CHECK_THAT(r.output, Contains("in micro-batches of 2 (288 KiB of state)"));
+  CHECK_THAT(r.output, Contains("bits wrong in 2 such sequences"));
 }
 #endif

@@ -283,6 +283,34 @@ TEST_CASE("micro-batches: a run is reproducible, a batch of at most one micro-ba
   CHECK_THROWS_WITH(Trainer(c), Contains("micro_batch = -1 must be ≥ 0"));
 }
 
+TEST_CASE("micro-batches are halved until their memory state fits micro_batch.state_kib, and a step runs them",
+          "[trainer][micro]") {
+  Config c = small("matntm");
+  c.set("ntm.slots", "64", "test");
+  c.set("ntm.slot_rows", "4", "test");
+  c.set("ntm.slot_cols", "4", "test");  // a memory of 64 × 4 × 4 floats: 4 KiB per sequence
+  c.set("batch", "16", "test");
+  c.set("micro_batch", "16", "test");
+  c.set("micro_batch.state_kib", "0", "test");
+  Trainer unlimited(c);
+  CHECK(unlimited.memory_estimate().state_bytes == 4096);
+  CHECK(unlimited.memory_estimate().micro_batch == 16);
+  c.set("micro_batch.state_kib", "64", "test");
+  CHECK(Trainer(c).memory_estimate().micro_batch == 16);  // 64 KiB fits
+  c.set("micro_batch.state_kib", "20", "test");           // 16 → 8 → 4 sequences: 16 KiB
+  Trainer halved(c);
+  CHECK(halved.memory_estimate().micro_batch == 4);
+  CHECK_THAT(halved.memory_estimate().str(), Contains("micro-batches of 4 (16 KiB of state)"));
+  c.set("micro_batch", "4", "test");
+  c.set("micro_batch.state_kib", "0", "test");
+  Trainer four(c);
+  for (int k = 0; k < 2; ++k) unlimited.step(), halved.step(), four.step();
+  CHECK(same_bits(halved.model().params(), four.model().params()));
+  CHECK_FALSE(same_bits(halved.model().params(), unlimited.model().params()));
+  c.set("micro_batch.state_kib", "-1", "test");
+  CHECK_THROWS_WITH(Trainer(c), Contains("micro_batch.state_kib = -1 must be ≥ 0"));
+}
+
 TEST_CASE("every real-valued key takes a fraction, and a step runs with it", "[trainer]") {
   // A default written as an integer would make its key integer-typed and refuse 0.5.
   Config c = small("matrnn");
