@@ -2,7 +2,8 @@
 //
 // Attach one to a tape (Tape::set_profile) and every op's forward and backward kernel is timed with the
 // steady clock and summed per op kind, together with the time the backward pass spends zeroing gradient
-// buffers, and the arena memory each op kind's outputs and saved buffers take. Detached (the default) it costs the tape one branch per op. `matmem bench train --profile`
+// buffers, the arena memory each op kind's outputs and saved buffers take, and the FLOPs it counts (so its
+// rate can be set against the machine's peak). Detached (the default) it costs the tape one branch per op. `matmem bench train --profile`
 // prints it for the bundled training steps.
 #pragma once
 #include <cstdint>
@@ -19,6 +20,7 @@ struct OpProfile {
     std::int64_t forward_calls = 0, backward_calls = 0;
     double forward_ns = 0, backward_ns = 0;
     double bytes = 0;  // arena bytes of the outputs and saved buffers of its forward calls
+    double flops = 0;  // its forward and backward FLOPs as the op counts them (OpDef::flops; re-runs not counted)
   };
   std::vector<Row> rows;  // in order of first appearance
 
@@ -28,6 +30,7 @@ struct OpProfile {
     r.forward_ns += ns;
     r.bytes += bytes;
   }
+  void add_flops(const OpDef& op, double flops) { row(op).flops += flops; }
   void add_backward(const OpDef& op, double ns) {
     Row& r = row(op);
     ++r.backward_calls;

@@ -173,6 +173,7 @@ inline void Tape::count_flops(const OpDef& op, const Shape* xs, int arity, const
   const Flops f = op.flops(xs, arity, y_shape, attrs);
   flops_.forward += f.forward;
   if (requires_grad) flops_.backward += f.backward;
+  if (profile_) profile_->add_flops(op, f.forward + (requires_grad ? f.backward : 0.0));
 }
 
 // One output: kept apart from the several-output apply below, whose generality costs tens of ns per op.

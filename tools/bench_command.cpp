@@ -227,15 +227,16 @@ void print_profile(const std::string& name, const OpProfile& p, int steps, doubl
   const double step_us = 1e3 * step_ms;
   fmt::print("\n{}: where a step's {:.0f} µs go (mean of {} profiled steps; the timer adds its own cost)\n", name,
              step_us, steps);
-  fmt::print("  {:<26} {:>10} {:>12} {:>12} {:>8} {:>10}\n", "op", "calls/step", "forward µs", "backward µs", "share",
-             "MiB/step");
+  fmt::print("  {:<26} {:>10} {:>12} {:>12} {:>8} {:>10} {:>8}\n", "op", "calls/step", "forward µs", "backward µs",
+             "share", "MiB/step", "GFLOP/s");
   double in_ops = 0;
   for (const OpProfile::Row& r : rows) {
     const double f = r.forward_ns / 1e3 / steps, b = r.backward_ns / 1e3 / steps;
     in_ops += f + b;
-    fmt::print("  {:<26} {:>10.0f} {:>12.1f} {:>12.1f} {:>7.1f}% {:>10.2f}\n", r.name,
+    const std::string rate = r.flops > 0 ? fmt::format("{:.1f}", r.flops / (r.forward_ns + r.backward_ns)) : "";
+    fmt::print("  {:<26} {:>10.0f} {:>12.1f} {:>12.1f} {:>7.1f}% {:>10.2f} {:>8}\n", r.name,
                double(std::max(r.forward_calls, r.backward_calls)) / steps, f, b, 100 * (f + b) / step_us,
-               r.bytes / steps / (1 << 20));
+               r.bytes / steps / (1 << 20), rate);
   }
   fmt::print("  {:<26} {:>10} {:>25.1f} {:>7.1f}%\n", "(outside kernels)", "", step_us - in_ops,
              100 * (step_us - in_ops) / step_us);

@@ -20,7 +20,10 @@ The last column is the median of those over the rounds, with their range.
 (matmem's keys batch, ntm.slots, task.min_length = task.max_length). --scaling times ntm-copy (or the one
 --config given) over the sizes `matmem bench scaling` sweeps, one size at a time with the others at the paper's
 values and every sequence 10 frames long unless the length is swept (as there), and adds each program's peak RSS and the
-growth exponent of the cost per step: the least-squares slope of log(ms per step) on log(size).
+growth exponent of the cost per step: the least-squares slope of log(ms per step) on log(size), over all sizes
+and over the last two (where fixed costs per step weigh least). The last three columns set matmem against the
+machine: its GFLOP/s (the ops' own FLOP counts over the step's time), the GFLOP/s it would need to run 25× as
+fast as PyTorch did, and the single-core SGEMM peak `matmem bench train` measured in the same runs.
 
 Needs Debian's python3-torch (apt-get install python3-torch).
 """
@@ -29,6 +32,7 @@ import csv
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -72,13 +76,16 @@ def torch_args(scale):
 
 
 def run_matmem(binary, config, steps, warmup, scale=None):
-    """(ms/step median, sequences/s, peak RSS MiB) of one `matmem bench train` process."""
+    """(ms/step median, sequences/s, peak RSS MiB, GFLOP/s, the run's SGEMM peak GFLOP/s) of one `matmem bench
+    train` process."""
     with tempfile.NamedTemporaryFile(suffix=".csv") as f:
-        subprocess.run([binary, "bench", "train", "--config", config, "--steps", str(steps), "--warmup",
-                        str(warmup), "--csv", f.name] + matmem_sets(scale or {}), check=True,
-                       stdout=subprocess.DEVNULL)
+        out = subprocess.run([binary, "bench", "train", "--config", config, "--steps", str(steps), "--warmup",
+                              str(warmup), "--csv", f.name] + matmem_sets(scale or {}), check=True,
+                             capture_output=True, text=True).stdout
         row = next(csv.DictReader(open(f.name)))
-    return float(row["ms_median"]), float(row["sequences_per_s"]), float(row["peak_rss_mib"])
+    peak = re.search(r"SGEMM peak \(1024\^3\) ([0-9.]+) GFLOP/s", out)
+    return (float(row["ms_median"]), float(row["sequences_per_s"]), float(row["peak_rss_mib"]),
+            float(row["gflops"]), float(peak.group(1)) if peak else math.nan)
 
 
 def run_torch(config, steps, warmup, scale=None):
@@ -120,8 +127,8 @@ def scaling(a, config):
           f"long unless swept); {a.rounds} PyTorch runs per size between {a.matmem_runs} matmem runs, {a.steps} timed "
           f"steps (after {a.warmup}); medians; peak RSS per process")
     print("| sweep | size | matmem ms/step | matmem seq/s | matmem RSS MiB | PyTorch ms/step | PyTorch seq/s "
-          "| PyTorch RSS MiB | paired speed-up, median [range] |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| PyTorch RSS MiB | paired speed-up, median [range] | matmem GFLOP/s | 25× needs GFLOP/s | SGEMM peak |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in sweeps:
         xs, mm_ms, tt_ms = [], [], []
         for n in SWEEPS[name]:
@@ -130,11 +137,17 @@ def scaling(a, config):
             xs.append(n)
             mm_ms.append(med(mm, 0))
             tt_ms.append(med(tt, 0))
+            # The step's FLOPs (the ops' own count, forward and backward) over a twenty-fifth of PyTorch's step:
+            # the rate at which matmem would run 25× PyTorch's speed, beside the SGEMM peak of the same runs.
+            batch = scale.get("batch", 16)
+            step_gflop = med(mm, 3) * batch / med(mm, 1)  # GFLOP/s × mean seconds per step
             print(f"| {name} | {n} | {med(mm, 0):.2f} | {med(mm, 1):.0f} | {max(x[2] for x in mm):.0f} "
                   f"| {med(tt, 0):.1f} | {med(tt, 1):.1f} | {max(x[2] for x in tt):.0f} "
-                  f"| {statistics.median(paired):.1f}× [{min(paired):.1f}–{max(paired):.1f}] |", flush=True)
-        print(f"| {name} | growth exponent of ms/step | {slope(xs, mm_ms):.2f} | | | {slope(xs, tt_ms):.2f} | | | |",
-              flush=True)
+                  f"| {statistics.median(paired):.1f}× [{min(paired):.1f}–{max(paired):.1f}] "
+                  f"| {med(mm, 3):.1f} | {step_gflop / (med(tt, 0) / 25e3):.1f} | {med(mm, 4):.1f} |", flush=True)
+        print(f"| {name} | growth exponent of ms/step (all sizes; last two) "
+              f"| {slope(xs, mm_ms):.2f}; {slope(xs[-2:], mm_ms[-2:]):.2f} | | "
+              f"| {slope(xs, tt_ms):.2f}; {slope(xs[-2:], tt_ms[-2:]):.2f} | | | | | | |", flush=True)
 
 
 def main():

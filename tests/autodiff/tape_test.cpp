@@ -177,6 +177,7 @@ TEST_CASE("the op profile counts every forward and backward call by op", "[tape]
   Var in = tape.input(x, true);
   Var y = sum(add(tanh(in), tanh(scale(in, 3.0))));
   tape.backward(y);
+  const double flops = tape.flops().total();
   tape.set_profile(nullptr);
   tanh(in);  // not counted
   auto row = [&](const std::string& name) {
@@ -190,6 +191,10 @@ TEST_CASE("the op profile counts every forward and backward call by op", "[tape]
   CHECK(row("scale").forward_calls == 1);
   CHECK(row("sum").backward_calls == 1);
   CHECK(row("tanh").bytes == 2.0 * 18 * 4);
+  CHECK(row("tanh").flops > 0);
+  double rows_flops = 0;
+  for (const OpProfile::Row& r : profile.rows) rows_flops += r.flops;
+  CHECK(rows_flops == flops);  // every op's FLOPs, forward and backward, in its row
   CHECK(profile.total_ns() > 0);
 }
 
