@@ -19,14 +19,25 @@ class Rng {
 
   explicit Rng(std::uint64_t seed = 0);
 
-  std::uint64_t next();
-  double uniform();                                  // [0, 1)
+  // Inline: a task draws a bit per element of every batch it samples, on the training step's serial path.
+  std::uint64_t next() {
+    const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
+    const std::uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = rotl(s_[3], 45);
+    return result;
+  }
+  double uniform() { return double(next() >> 11) * 0x1.0p-53; }  // [0, 1)
   double uniform(double lo, double hi);              // [lo, hi)
   std::uint64_t uniform_int(std::uint64_t n);        // [0, n)
   std::int64_t uniform_int(std::int64_t lo, std::int64_t hi);  // [lo, hi], inclusive
   double normal();                                   // N(0, 1)
   double normal(double mean, double stddev);
-  bool bernoulli(double p);
+  bool bernoulli(double p) { return uniform() < p; }
 
   // Independent stream derived from this one's seed and a label (e.g. one per task or per worker).
   Rng split(std::uint64_t label);
@@ -35,6 +46,7 @@ class Rng {
   void set_state(const State& s) { s_ = s; }
 
  private:
+  static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   State s_;
 };
 
