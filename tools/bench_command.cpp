@@ -20,6 +20,7 @@
 #include "ops/registry.hpp"
 #include "runtime/blas.hpp"
 #include "runtime/error.hpp"
+#include "tools/bench_machine.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
 #include "tools/csv_file.hpp"
@@ -166,18 +167,6 @@ double peak_rss_mib() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return double(u.ru_maxrss) / 1024.0;
-}
-
-// Single-core SGEMM rate on a large product, the roofline the bench reports against.
-double sgemm_peak_gflops() {
-  const std::int64_t n = 1024;
-  std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
-  blas::gemm<float>(false, false, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
-  const auto t0 = Clock::now();
-  const int reps = 5;
-  for (int k = 0; k < reps; ++k) blas::gemm<float>(false, false, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
-  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-  return 2.0 * double(n) * n * n * reps / s / 1e9;
 }
 
 struct StepTimes {
@@ -410,10 +399,13 @@ int bench_scaling(const Options& o) {
 
 void add_bench_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("bench", "Time ops or whole training steps (one thread unless --threads)");
-  cmd->add_option("what", o->what, "What to time: ops, train or scaling")
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Time ops or whole training steps (one thread unless --threads), or measure this machine's core");
+  cmd->add_option("what", o->what,
+                  "What to time: ops, train or scaling; machine: this core's caches, peak FLOP rates and bandwidth "
+                  "at each working-set size")
       ->required()
-      ->check(CLI::IsMember({"ops", "train", "scaling"}));
+      ->check(CLI::IsMember({"ops", "train", "scaling", "machine"}));
   cmd->add_option("--config", o->configs,
                   "train: configurations to time (ntm-copy, ntm-lstm-copy, ntm-recall, matrnn-copy, vector-ntm-copy, "
                   "matrnn2-fixed; default all); scaling: sweeps to run (length, slots, matrix, batch)");
@@ -444,6 +436,10 @@ void add_bench_command(CLI::App& app) {
     if (o->what == "ops") bench_ops(*o);
     if (o->what == "train") bench_train(*o);
     if (o->what == "scaling") bench_scaling(*o);
+    if (o->what == "machine") {
+      const CsvFile file(o->csv, "bench");
+      bench_machine(file.get());
+    }
   });
 }
 
