@@ -3,8 +3,8 @@
 // Attach one to a tape (Tape::set_profile) and every op's forward and backward kernel is timed with the
 // steady clock and summed per op kind, together with the time the backward pass spends zeroing gradient
 // buffers, the arena memory each op kind's outputs and saved buffers take, and the FLOPs it counts (so its
-// rate can be set against the machine's peak). Detached (the default) it costs the tape one branch per op. `matmem bench train --profile`
-// prints it for the bundled training steps.
+// rate can be set against the machine's peak). Detached (the default) it costs the tape one branch per op.
+// `matmem bench train --profile` prints it for the bundled training steps.
 #pragma once
 #include <cstdint>
 #include <string>

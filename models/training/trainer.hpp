@@ -27,9 +27,9 @@
 // m is halved (16, 8, 4, …) while m sequences' largest recorded value — an NTM memory, slots × rows × cols
 // floats per sequence, which every memory op streams — takes more than micro_batch.state_kib (default 320
 // KiB, a third of the reference machine's 1 MiB L2 per core; 0: no limit): the paper's 120 slots of 6×6 keep
-// 16 (270 KiB), 256 slots take 8, 512 slots 4 and 1024 slots 2, whose memories then stay in L2 (at batch 16,
-// three alternating runs against micro-batches of 16: 1.21–1.45× the sequences/s at 1024 slots, 1.21–1.32× at
-// 512, 1.00–1.06× at 256; tools/README.md "Scaling against PyTorch").
+// 16 (270 KiB), 256 slots take 8, 512 slots 4 and 1024 slots 2, whose memory states then fit the L2 (at batch
+// 16, three alternating runs against micro-batches of 16: 1.21–1.45× the sequences/s at 1024 slots, 1.21–1.32×
+// at 512, 1.00–1.06× at 256; tools/README.md "Batch scaling").
 // The largest value is measured on the memory estimate's probe passes (MemoryEstimate::state_bytes).
 //
 // Distributed (a Communicator of K > 1 ranks, `mpirun -np K matmem train --distributed`): every rank draws
