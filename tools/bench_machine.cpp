@@ -136,17 +136,18 @@ void bench_machine(std::FILE* csv) {
   std::vector<std::string> caches;
   for (int k = 0; k < 8; ++k)
     if (std::string t = cache_text(k); !t.empty()) caches.push_back(t);
-  fmt::print("one core of this machine\ncaches: {}\n", caches.empty() ? "not listed in /sys" : fmt::format("{}", fmt::join(caches, ", ")));
+  fmt::print("one core of this machine\ncaches: {}\n",
+             caches.empty() ? "not listed in /sys" : fmt::format("{}", fmt::join(caches, ", ")));
   fmt::print("peaks (float32): multiply-add loop {:.1f} GFLOP/s, SGEMM 1024^3 {:.1f} GFLOP/s\n", fma_peak_gflops(),
              sgemm_peak_gflops());
   fmt::print("bandwidth, GB/s of bytes read + written (best of 3 passes of ~256 MiB):\n");
   fmt::print("{:>12} {:>9} {:>9} {:>9}\n", "working set", "read", "write", "copy");
-  if (csv) std::fprintf(csv, "bytes,read_gbs,write_gbs,copy_gbs\n");
+  if (csv) fmt::print(csv, "bytes,read_gbs,write_gbs,copy_gbs\n");
   for (const std::int64_t kib : {16, 128, 512, 768, 2048, 8192, 24576, 65536, 262144}) {
     const Bandwidth b = bandwidth(kib << 10);
     fmt::print("{:>8} KiB {:>9.1f} {:>9.1f} {:>9.1f}\n", kib, b.read, b.write, b.copy);
     std::fflush(stdout);
-    if (csv) std::fprintf(csv, "%lld,%.2f,%.2f,%.2f\n", (long long)(kib << 10), b.read, b.write, b.copy);
+    if (csv) fmt::print(csv, "{},{:.2f},{:.2f},{:.2f}\n", kib << 10, b.read, b.write, b.copy);
   }
 }
 
