@@ -231,8 +231,46 @@ void print_profile(const std::string& name, const OpProfile& p, int steps, doubl
              100 * (step_us - in_ops) / step_us);
 }
 
-StepTimes time_trainer(Trainer& t, int warmup, int steps) {
-  return time_steps([&] { t.step(); }, [&] { return t.step_flops(); }, warmup, steps);
+// With threads, what each part of the timed steps took on its own thread (Trainer::part_seconds), summed.
+struct PartTimes {
+  std::vector<double> seconds;  // per part
+  double slowest = 0;           // Σ over steps of the slowest part's seconds
+  int steps = 0;
+};
+
+// `parts`, if given, gets the timed steps' part times.
+StepTimes time_trainer(Trainer& t, int warmup, int steps, PartTimes* parts = nullptr) {
+  int calls = 0;
+  auto step = [&] {
+    t.step();
+    if (!parts || ++calls <= warmup || t.part_seconds().empty()) return;
+    const std::vector<double>& s = t.part_seconds();
+    parts->seconds.resize(s.size());
+    for (std::size_t k = 0; k < s.size(); ++k) parts->seconds[k] += s[k];
+    parts->slowest += *std::max_element(s.begin(), s.end());
+    ++parts->steps;
+  };
+  return time_steps(step, [&] { return t.step_flops(); }, warmup, steps);
+}
+
+// Where a step on several threads goes: each part's mean time on its thread, the wait for the slowest, and
+// the rest of the step, which one thread does (the batch drawn, the gradients added, clipped and applied) or
+// which hands work between the threads.
+void print_parts(const std::string& name, const PartTimes& p, double step_ms) {
+  if (p.steps == 0) return;
+  std::string each;
+  double fastest = 1e300;
+  for (std::size_t k = 0; k < p.seconds.size(); ++k) {
+    const double us = 1e6 * p.seconds[k] / p.steps;
+    fastest = std::min(fastest, us);
+    each += fmt::format("{}{:.0f}", k == 0 ? "" : k + 1 == p.seconds.size() ? " and " : ", ", us);
+  }
+  const double slowest = 1e6 * p.slowest / p.steps, step_us = 1e3 * step_ms;
+  fmt::print("  {}: its {} parts took {} µs a step on their threads (means); the step waited for the slowest "
+             "part, {:.0f} µs ({:.0f}% over the fastest); the rest, {:.0f} µs ({:.1f}% of the step), ran on one "
+             "thread or between them\n",
+             name, p.seconds.size(), each, slowest, 100 * (slowest / fastest - 1), step_us - slowest,
+             100 * (step_us - slowest) / step_us);
 }
 
 // The fixed step of the C++-peer comparison: a 2-layer MatRNN (6x5 in, 15x15 x2, 5x5 out), batch 16, 21 steps
@@ -283,6 +321,7 @@ int bench_train(const Options& o) {
   fmt::print("{:<18} {:>6} {:>10} {:>9} {:>9} {:>11} {:>9} {:>9}\n", "config", "steps", "ms median", "ms min",
              "ms max", "sequences/s", "GFLOP/s", "RSS MiB");
   std::vector<std::function<void()>> profiles;  // printed after the table
+  std::vector<std::function<void()>> threaded;  // with --threads: where the parts' time went, after the table
   std::vector<std::string> notes;               // configs that run fewer threads than asked
   for (const TrainBench& b : train_benches()) {
     if (!wanted(b.name)) continue;
@@ -302,8 +341,10 @@ int bench_train(const Options& o) {
     if (t.threads() != o.threads)
       notes.push_back(fmt::format("  {}: batch {}, so {} (Trainer::kMinPart)", b.name, c.integer("batch"),
                                   threads_text(t.threads())));
-    const StepTimes times = time_trainer(t, o.warmup, o.steps);
+    PartTimes parts;
+    const StepTimes times = time_trainer(t, o.warmup, o.steps, &parts);
     report_row(b.name, times, c.integer("batch"), csv);
+    if (parts.steps > 0) threaded.push_back([=] { print_parts(b.name, parts, times.mean_ms()); });
     if (o.profile) {
       OpProfile p;
       t.tape().set_profile(&p);
@@ -319,6 +360,7 @@ int bench_train(const Options& o) {
   if (wanted("matrnn2-fixed") && !peer)
     notes.push_back(o.threads > 1 ? "  matrnn2-fixed: not timed: it runs one thread; leave out --threads"
                                   : "  matrnn2-fixed: not timed: a fixed step with no config keys; leave out --set");
+  for (auto& print : threaded) print();
   for (auto& print : profiles) print();
   for (const std::string& note : notes) fmt::print("{}\n", note);
   for (const TrainBench& b : train_benches())

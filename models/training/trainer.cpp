@@ -152,6 +152,7 @@ struct Trainer::Part {
   Sequence chunk;  // a micro-batch of them
   Tensor seed;     // [1] holding B_k / B, the loss's backward seed
   double weight = 0, loss = 0, bits = 0, flops = 0;
+  double seconds = 0;  // the last step's, on the part's thread
 };
 
 Trainer::Trainer(const Config& config, const Communicator* ranks)
@@ -350,17 +351,21 @@ void Trainer::run_parallel(const Sequence& seq, std::int64_t total, StepStats& s
   const std::int64_t micro = memory_.micro_batch;
   team_->run([&](int k) {
     Part& p = *parts_[std::size_t(k)];
+    const auto start = std::chrono::steady_clock::now();
     const PartResult r = part_gradients(*p.model, *p.unroller, *p.tape, p.slice, total, micro, p.chunk, p.seed);
     p.loss = r.loss;
     p.bits = r.bits;
     p.flops = r.flops;
+    p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   });
+  part_seconds_.resize(std::size_t(n));
   // In part order, into part 0's (the model's) gradients.
   for (std::int64_t k = 0; k < n; ++k) {
     const Part& p = *parts_[std::size_t(k)];
     stats.loss += p.loss;
     stats.bits += p.bits;
     flops_ += p.flops;
+    part_seconds_[std::size_t(k)] = p.seconds;
     if (k == 0) continue;
     for (std::size_t i = 0; i < params.size(); ++i) {
       float* g = params[i].grad.view<float>().data;

@@ -161,6 +161,9 @@ class Trainer {
   int ranks() const;    // K above: 1 when not distributed
   // The seconds the last step spent gathering and adding the ranks' gradients (0 when not distributed).
   double reduce_seconds() const { return reduce_seconds_; }
+  // With threads > 1, the seconds each part of the last step took on its thread (forward and backward of
+  // its micro-batches), in part order; the step waits for the slowest. Empty with one thread.
+  const std::vector<double>& part_seconds() const { return part_seconds_; }
   // The fewest sequences in a part. The memory ops' SIMD lanes run over the batch, and a part of 2 or 3
   // sequences leaves most of them empty: the MatNTM copy step at batch 4 took 2.5 ms with one thread and
   // 3.6 ms with two (parts of 2, then run as scalar passes; as the masked passes of ops::simd_loop since,
@@ -216,6 +219,7 @@ class Trainer {
   std::vector<float> gradients_, gathered_;
   std::vector<double> sums_, gathered_sums_;
   double reduce_seconds_ = 0;
+  std::vector<double> part_seconds_;
   double flops_ = 0;  // the last step's, over every part and micro-batch
 
   // The gradients of `seq`, a part of `total` sequences of the whole batch, over this rank's threads.

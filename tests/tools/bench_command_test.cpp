@@ -1,6 +1,9 @@
-// `matmem bench machine`: this core's caches, peaks and bandwidth, printed and written to --csv.
+// `matmem bench machine`: this core's caches, peaks and bandwidth, printed and written to --csv; `bench train
+// --threads`: where a step's time goes between its parts.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -42,4 +45,25 @@ TEST_CASE("bench machine: caches, both peaks and the bandwidth at each working s
 #if !defined(__SANITIZE_ADDRESS__)  // instrumented loads run far below any cache's bandwidth
   CHECK(rows.front()[1] > 1.5 * rows.back()[1]);  // reading from L1 beats reading from DRAM
 #endif
+}
+
+TEST_CASE("bench train --threads 2: where the step's time goes between its parts", "[tools][bench]") {
+  const fs::path dir = fresh_dir("bench_train_parts");
+  const CommandResult r = run_matmem("bench train --config ntm-copy --threads 2 --steps 3 --warmup 1", dir, 300);
+  REQUIRE(r.status == 0);
+  const auto at = r.output.find("ntm-copy: its 2 parts took ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+  INFO(line);
+  int first = 0, second = 0, slowest = 0;
+  REQUIRE(std::sscanf(line.c_str(), "ntm-copy: its 2 parts took %d and %d µs a step on their threads (means); the "
+                                    "step waited for the slowest part, %d µs", &first, &second, &slowest) == 3);
+  CHECK(first > 0);
+  CHECK(second > 0);
+  CHECK(slowest >= std::max(first, second) - 1);  // the mean of each step's slowest is at least either mean
+  CHECK_THAT(line, Contains("ran on one thread or between them"));
+  // one thread: no parts
+  const CommandResult one = run_matmem("bench train --config ntm-copy --steps 2 --warmup 0", dir, 300);
+  REQUIRE(one.status == 0);
+  CHECK(one.output.find("parts took") == std::string::npos);
 }

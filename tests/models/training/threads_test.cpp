@@ -2,6 +2,7 @@
 // batch's, and a run with threads is reproducible.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -69,4 +70,21 @@ TEST_CASE("a step runs in at most one thread per four sequences, and at least on
   CHECK(single.threads() == 1);
   single.step();
   CHECK_THROWS_WITH(Trainer(with_threads(testing::small_config("matrnn"), 0)), Contains("threads = 0"));
+}
+
+TEST_CASE("a step split over threads times each part on its thread", "[trainer][threads]") {
+  Trainer t(with_threads(testing::small_config("matntm", 4, 12), 3));
+  REQUIRE(t.threads() == 3);
+  CHECK(t.part_seconds().empty());  // no step yet
+  const auto start = std::chrono::steady_clock::now();
+  t.step();
+  const double step = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(t.part_seconds().size() == 3);
+  for (double s : t.part_seconds()) {
+    CHECK(s > 0);
+    CHECK(s < step);  // a part is inside the step
+  }
+  Trainer single(testing::small_config("matntm", 4, 12));
+  single.step();
+  CHECK(single.part_seconds().empty());
 }
