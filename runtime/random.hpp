@@ -4,6 +4,7 @@
 //   * state: xoshiro256** (Blackman & Vigna, 2018), four 64-bit words;
 //   * seeding: the four words are successive outputs of splitmix64 started at the seed;
 //   * uniform()      = (next() >> 11) * 2^-53, in [0, 1);
+//   * bernoulli(p)   = uniform() < p; coin() the same for p = 1/2, as 1 or 0;
 //   * uniform_int(n) = Lemire's multiply-shift with rejection, unbiased, in [0, n);
 //   * normal()       = Box-Muller, sqrt(-2 ln(1 - u1)) * cos(2 pi u2), one value per two uniforms (no cache,
 //                      so the whole state is the four words and a checkpoint stores exactly that).
@@ -38,6 +39,9 @@ class Rng {
   double normal();                                   // N(0, 1)
   double normal(double mean, double stddev);
   bool bernoulli(double p) { return uniform() < p; }
+  // bernoulli(0.5) without the branch: uniform() < 1/2 exactly when next()'s top bit is 0. A task draws its
+  // random bits with it (64K a batch of 256 copy sequences), as 0 or 1 with no unpredictable branch.
+  std::uint64_t coin() { return (next() >> 63) ^ 1; }
 
   // Independent stream derived from this one's seed and a label (e.g. one per task or per worker).
   Rng split(std::uint64_t label);

@@ -29,7 +29,7 @@ void DelayedRecallTask::sample_size_into(Rng& rng, std::int64_t l, Sequence& s, 
   // buffers are reused.
   for (std::int64_t t = 0; t < d + l; ++t) {
     Tensor& x = s.add_input(dtype, frame);
-    for (std::int64_t k = 0; k < x.numel(); ++k) x.set(k, rng.bernoulli(0.5) ? 1.0 : 0.0);
+    for (std::int64_t k = 0; k < x.numel(); ++k) x.set(k, double(rng.coin()));
   }
   for (std::int64_t t = d; t < d + l; ++t) {
     Tensor& y = s.add_target(dtype, frame, t);

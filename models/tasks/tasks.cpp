@@ -58,7 +58,7 @@ void put(Tensor& f, const Tensor& m) { copy_rows(m, f, m.shape().rows); }
 void random_bits(Rng& rng, Tensor& m) {
   dispatch(m.dtype(), [&](auto z) {
     using T = decltype(z);
-    for (T& v : m.view<T>()) v = rng.bernoulli(0.5) ? T(1) : T(0);
+    for (T& v : m.view<T>()) v = T(rng.coin());
   });
 }
 }  // namespace
@@ -197,7 +197,7 @@ void RecallTask::sample_size_into(Rng& rng, std::int64_t k, Sequence& s, DType d
       Tensor& x = s.add_input(dtype, frame);
       for (std::int64_t q = 0; q < item.numel(); ++q) {
         const std::int64_t j = q % c, rest = q / c, b = rest % B, i = rest / B;
-        x.set(x.shape().offset(b, 0, i, j), rng.bernoulli(0.5) ? 1.0 : 0.0);
+        x.set(x.shape().offset(b, 0, i, j), double(rng.coin()));
       }
     }
   }

@@ -49,3 +49,16 @@ TEST_CASE("state can be saved and restored", "[random]") {
   r.set_state(s);
   CHECK(r.next() == x);
 }
+
+TEST_CASE("coin() is bernoulli(0.5) draw for draw, as 1 or 0", "[random]") {
+  Rng a(7), b(7);
+  std::int64_t ones = 0;
+  for (int k = 0; k < 100000; ++k) {
+    const std::uint64_t c = a.coin();
+    REQUIRE(c == (b.bernoulli(0.5) ? 1u : 0u));
+    ones += std::int64_t(c);
+  }
+  CHECK(a.state() == b.state());
+  CHECK(ones > 49000);
+  CHECK(ones < 51000);
+}
