@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,7 @@ struct FreeDeleter {
 using Buffer = std::unique_ptr<float[], FreeDeleter>;
 Buffer buffer(std::int64_t n) {
   auto* p = static_cast<float*>(std::aligned_alloc(64, std::size_t((n * 4 + 63) / 64 * 64)));
+  if (!p) throw std::bad_alloc();
   std::fill(p, p + n, 1.0f);  // touched: no page faults in the timed passes
   return Buffer(p);
 }

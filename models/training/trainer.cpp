@@ -152,7 +152,6 @@ struct Trainer::Part {
   Sequence chunk;  // a micro-batch of them
   Tensor seed;     // [1] holding B_k / B, the loss's backward seed
   double weight = 0, loss = 0, bits = 0, flops = 0;
-  double seconds = 0;  // the last step's, on the part's thread
 };
 
 Trainer::Trainer(const Config& config, const Communicator* ranks)
@@ -292,7 +291,8 @@ MemoryEstimate Trainer::estimate_memory() {
     probe_task->sample_size_into(rng, smallest + (images ? 0 : 2 * k), seq, DType::f32);
     forward_backward(*model_, unroller, tape, seq);
     for (std::uint32_t id = 0; id < tape.size(); ++id)
-      if (tape.node(id).op) state = std::max(state, 4.0 * double(tape.node(id).shape.numel()) / double(b0));
+      if (tape.node(id).op)
+        state = std::max(state, double(size_of(tape.dtype()) * std::size_t(tape.node(id).shape.numel())) / double(b0));
     tape.clear();
     bytes[k] = double(tape.peak_pass_bytes()) / double(b0);
     frames[k] = double(seq.inputs.size());
@@ -349,6 +349,7 @@ void Trainer::run_parallel(const Sequence& seq, std::int64_t total, StepStats& s
         std::memcpy(p.model->params()[i].value.raw(), params[i].value.raw(), params[i].value.bytes());
   }
   const std::int64_t micro = memory_.micro_batch;
+  part_seconds_.resize(std::size_t(n));  // each thread writes its own part's
   team_->run([&](int k) {
     Part& p = *parts_[std::size_t(k)];
     const auto start = std::chrono::steady_clock::now();
@@ -356,16 +357,14 @@ void Trainer::run_parallel(const Sequence& seq, std::int64_t total, StepStats& s
     p.loss = r.loss;
     p.bits = r.bits;
     p.flops = r.flops;
-    p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    part_seconds_[std::size_t(k)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   });
-  part_seconds_.resize(std::size_t(n));
   // In part order, into part 0's (the model's) gradients.
   for (std::int64_t k = 0; k < n; ++k) {
     const Part& p = *parts_[std::size_t(k)];
     stats.loss += p.loss;
     stats.bits += p.bits;
     flops_ += p.flops;
-    part_seconds_[std::size_t(k)] = p.seconds;
     if (k == 0) continue;
     for (std::size_t i = 0; i < params.size(); ++i) {
       float* g = params[i].grad.view<float>().data;
