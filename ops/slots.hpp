@@ -20,9 +20,10 @@
 
 namespace matmem::ops {
 
-// dst[j·ldd + i] = src[i·lds + j] (assign) or += (accumulate), for i < rows, j < cols. With AVX-512,
-// float32 goes through 16 x 16 tiles in registers (masked loads and stores at the edges); otherwise, and
-// for float64 (gradient checks), one element at a time.
+// transpose: dst[j·ldd + i] = src[i·lds + j] (assign) or += (accumulate), for i < rows, j < cols. With
+// AVX-512, float32 goes through 16 x 16 tiles in registers, or, with 2 or 4 rows or columns (the memory ops'
+// periodic batches), through full vectors; float64 (gradient checks), small ones and builds without AVX-512
+// one element at a time.
 #if XSIMD_WITH_AVX512F
 // r[i] holds row i of a 16 x 16 tile; afterwards r[j] holds column j. Four rounds of two-input shuffles:
 // pairs of elements, then of pairs, then of 128-bit quarters twice.
@@ -48,7 +49,101 @@ inline void transpose16x16(__m512 r[16]) {
     r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
   }
 }
+
+// A transposition with one side of R ∈ {2, 4} (the memory ops' periodic batches) would fill a 16 x 16 tile an
+// eighth or a quarter. These two move it through full vectors instead, each output vector the masked
+// permutes of the R vectors it takes lanes from (lanes l of a mask k written by _mm512_mask_permutexvar_ps):
+// R permutes a vector where a tile takes 64 shuffles for 16 R values. (R = 8, half a tile, gained nothing.)
+// Lanes l ↦ l mod R = r, as a mask.
+inline __mmask16 lanes_modulo(int R, int r) {
+  unsigned m = 0;
+  for (int l = r; l < 16; l += R) m |= 1u << l;
+  return __mmask16(m);
+}
+inline __mmask16 first_lanes(std::int64_t n) {
+  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
+// R rows of src (row i at src + i·lds) interleaved into contiguous dst: dst[j·R + i] = src[i·lds + j], j < cols.
+// Output vector k of a 16-column block holds lanes l from row l mod R, column 16k/R + l div R.
+template <int R>
+void interleave_rows(const float* src, std::int64_t lds, std::int64_t cols, float* dst, bool accumulate) {
+  static_assert(R == 2 || R == 4);
+  constexpr int shift = R == 2 ? 1 : 2;
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i column = _mm512_srli_epi32(lane, unsigned(shift));
+  __mmask16 row_lanes[R];
+  for (int r = 0; r < R; ++r) row_lanes[r] = lanes_modulo(R, r);
+  for (std::int64_t j0 = 0; j0 < cols; j0 += 16) {
+    const std::int64_t nc = std::min<std::int64_t>(16, cols - j0);
+    __m512 a[R];
+    for (int r = 0; r < R; ++r) a[r] = _mm512_maskz_loadu_ps(first_lanes(nc), src + r * lds + j0);
+    const std::int64_t n = nc * R;  // values this block writes
+    for (std::int64_t k = 0; 16 * k < n; ++k) {
+      const __m512i idx = _mm512_add_epi32(column, _mm512_set1_epi32(int(k) * (16 >> shift)));
+      __m512 v = _mm512_setzero_ps();
+      for (int r = 0; r < R; ++r) v = _mm512_mask_permutexvar_ps(v, row_lanes[r], idx, a[r]);
+      float* out = dst + j0 * R + 16 * k;
+      const __mmask16 m = first_lanes(n - 16 * k);
+      if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, out), v);
+      _mm512_mask_storeu_ps(out, m, v);
+    }
+  }
+}
+
+// The inverse: contiguous src of R values per position deinterleaved into R rows (row j at dst + j·ldd):
+// dst[j·ldd + i] = src[i·R + j], i < rows. Lane m of row j is lane (m·R + j) mod 16 of input vector
+// (m·R + j) div 16, which is k for the 16/R lanes m from 16k/R on.
+template <int R>
+void deinterleave_rows(const float* src, std::int64_t rows, float* dst, std::int64_t ldd, bool accumulate) {
+  static_assert(R == 2 || R == 4);
+  constexpr int shift = R == 2 ? 1 : 2, per = 16 >> shift;
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i scaled = _mm512_slli_epi32(lane, unsigned(shift));
+  for (std::int64_t i0 = 0; i0 < rows; i0 += 16) {
+    const std::int64_t ni = std::min<std::int64_t>(16, rows - i0), n = ni * R;
+    __m512 s[R];
+    for (int k = 0; k < R; ++k) s[k] = _mm512_maskz_loadu_ps(first_lanes(n - 16 * k), src + i0 * R + 16 * k);
+    for (int j = 0; j < R; ++j) {
+      const __m512i idx = _mm512_and_si512(_mm512_add_epi32(scaled, _mm512_set1_epi32(j)), _mm512_set1_epi32(15));
+      __m512 v = _mm512_setzero_ps();
+      for (int k = 0; k < R; ++k)
+        v = _mm512_mask_permutexvar_ps(v, __mmask16(((1u << per) - 1) << (k * per)), idx, s[k]);
+      float* out = dst + j * ldd + i0;
+      const __mmask16 m = first_lanes(ni);
+      if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, out), v);
+      _mm512_mask_storeu_ps(out, m, v);
+    }
+  }
+}
+
+// Through 16 x 16 tiles in registers, masked loads and stores at the edges.
+inline void transpose_tiles(const float* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, float* dst,
+                            std::int64_t ldd, bool accumulate) {
+  for (std::int64_t i0 = 0; i0 < rows; i0 += 16) {
+    const __mmask16 row_mask = first_lanes(rows - i0);
+    for (std::int64_t j0 = 0; j0 < cols; j0 += 16) {
+      const std::int64_t nc = std::min<std::int64_t>(16, cols - j0);
+      const std::int64_t nr = std::min<std::int64_t>(16, rows - i0);
+      __m512 r[16];
+      for (std::int64_t i = 0; i < 16; ++i)
+        r[i] = i < nr ? _mm512_maskz_loadu_ps(first_lanes(nc), src + (i0 + i) * lds + j0) : _mm512_setzero_ps();
+      transpose16x16(r);
+      for (std::int64_t j = 0; j < nc; ++j) {
+        float* out = dst + (j0 + j) * ldd + i0;
+        const __m512 v = accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(row_mask, out), r[j]) : r[j];
+        _mm512_mask_storeu_ps(out, row_mask, v);
+      }
+    }
+  }
+}
 #endif
+
+// Accumulating at most this many values, masked stores cost more than one value at a time: the masked load of
+// the next output, within 64 bytes of a masked store just made, waits for that store to retire
+// (`from_batch_inner` of a 6 x 6 erase gradient at batch 4: 200–212 ns through tiles, 63–87 one at a time).
+inline constexpr std::int64_t kSmallTransposition = 64;
+
 template <class T>
 inline void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, T* dst, std::int64_t ldd,
                       bool accumulate) {
@@ -62,24 +157,13 @@ inline void transpose(const T* src, std::int64_t lds, std::int64_t rows, std::in
   }
 #if XSIMD_WITH_AVX512F
   if constexpr (std::is_same_v<T, float>) {
-    for (std::int64_t i0 = 0; i0 < rows; i0 += 16) {
-      const std::int64_t nr = std::min<std::int64_t>(16, rows - i0);
-      const auto row_mask = __mmask16((1u << nr) - 1);
-      for (std::int64_t j0 = 0; j0 < cols; j0 += 16) {
-        const std::int64_t nc = std::min<std::int64_t>(16, cols - j0);
-        const auto col_mask = __mmask16((1u << nc) - 1);
-        __m512 r[16];
-        for (std::int64_t i = 0; i < 16; ++i)
-          r[i] = i < nr ? _mm512_maskz_loadu_ps(col_mask, src + (i0 + i) * lds + j0) : _mm512_setzero_ps();
-        transpose16x16(r);
-        for (std::int64_t j = 0; j < nc; ++j) {
-          float* out = dst + (j0 + j) * ldd + i0;
-          const __m512 v = accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(row_mask, out), r[j]) : r[j];
-          _mm512_mask_storeu_ps(out, row_mask, v);
-        }
-      }
+    if (ldd == rows && rows == 2) return interleave_rows<2>(src, lds, cols, dst, accumulate);
+    if (ldd == rows && rows == 4) return interleave_rows<4>(src, lds, cols, dst, accumulate);
+    if (!accumulate || rows * cols > kSmallTransposition) {
+      if (lds == cols && cols == 2) return deinterleave_rows<2>(src, rows, dst, ldd, accumulate);
+      if (lds == cols && cols == 4) return deinterleave_rows<4>(src, rows, dst, ldd, accumulate);
+      return transpose_tiles(src, lds, rows, cols, dst, ldd, accumulate);
     }
-    return;
   }
 #endif
   for (std::int64_t i = 0; i < rows; ++i)

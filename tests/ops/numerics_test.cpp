@@ -1,6 +1,7 @@
 // Values of the ops where naive formulas overflow, divide by zero or lose precision.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <span>
@@ -156,13 +157,19 @@ TEST_CASE("cosine similarity of several keys equals one call per key and passes 
 }
 
 TEST_CASE("batch-innermost transposition puts each element where a memory's layout does, and back", "[ops]") {
-  // float32 goes through 16 x 16 tiles: whole tiles, edges in both directions, several tiles per block
-  for (std::int64_t B : {1, 3, 16, 17, 33})
-  for (std::int64_t c : {5, 16, 37}) {
+  // float32 goes through 16 x 16 tiles (whole tiles, edges in both directions, several tiles per block),
+  // through full vectors at batches 2 and 4, and one value at a time when small and accumulated; nothing
+  // is written past the end (sentinels)
+  constexpr float kSentinel = -7.0f;
+  constexpr std::size_t kPast = 40;
+  for (std::int64_t B : {1, 2, 3, 4, 8, 16, 17, 33})
+  for (std::int64_t c : {3, 5, 6, 16, 37, 120}) {
     const std::int64_t r = 2;
     const Shape x = matrices(B, r, c), mem = memory(B, 2, r, c);
-    std::vector<float> v(static_cast<std::size_t>(x.numel())), t(v.size()), back(v.size(), 1.0f);
-    for (std::size_t k = 0; k < v.size(); ++k) v[k] = float(k);
+    const auto n = static_cast<std::size_t>(x.numel());
+    std::vector<float> v(n), t(n + kPast, kSentinel), back(n + kPast, 1.0f);
+    std::fill(back.begin() + std::ptrdiff_t(n), back.end(), kSentinel);
+    for (std::size_t k = 0; k < n; ++k) v[k] = float(k);
     ops::to_batch_inner(v.data(), B, r, c, t.data());
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t i = 0; i < r; ++i)
@@ -171,10 +178,13 @@ TEST_CASE("batch-innermost transposition puts each element where a memory's layo
           // slot 0 of a memory holds element (b, i, j) at the same place as the transposed key
           CHECK(t[std::size_t(mem.offset(b, 0, i, j))] == v[std::size_t(x.offset(b, 0, i, j))]);
         }
+    INFO("B " << B << " c " << c);
+    CHECK(std::all_of(t.begin() + std::ptrdiff_t(n), t.end(), [&](float f) { return f == kSentinel; }));
     ops::from_batch_inner(t.data(), B, r, c, back.data(), /*accumulate=*/true);
-    for (std::size_t k = 0; k < v.size(); ++k) CHECK(back[k] == 1.0f + v[k]);
+    for (std::size_t k = 0; k < n; ++k) CHECK(back[k] == 1.0f + v[k]);
     ops::from_batch_inner(t.data(), B, r, c, back.data(), /*accumulate=*/false);
-    CHECK(back == v);
+    CHECK(std::equal(v.begin(), v.end(), back.begin()));
+    CHECK(std::all_of(back.begin() + std::ptrdiff_t(n), back.end(), [&](float f) { return f == kSentinel; }));
   }
 }
 
