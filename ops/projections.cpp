@@ -42,13 +42,15 @@ std::int64_t scratch_size(const Dims& d, std::int64_t max_cols) {
 
 template <class T>
 struct ProjectionsKernel {
-  // U_s = [U_1 | … | U_K] (r x R')
+  // U_s = [U_1 | … | U_K] (r x R'), a column at a time: a row of U_k is 1 to 6 values in the NTM's heads,
+  // and a library copy per row (r K calls per op) cost more than the values it moved.
   static void stack_u(const OpCall<T>& c, const Dims& d, T* us) {
     std::int64_t off = 0;
     for (std::int64_t k = 0; k < d.K; ++k) {
       const std::int64_t rk = c.x_shape[1 + 3 * k].cols;
       const T* u = c.x[1 + 3 * k];
-      for (std::int64_t i = 0; i < d.r; ++i) std::copy_n(u + i * rk, rk, us + i * d.R + off);
+      for (std::int64_t j = 0; j < rk; ++j)
+        for (std::int64_t i = 0; i < d.r; ++i) us[i * d.R + off + j] = u[i * rk + j];
       off += rk;
     }
   }
