@@ -1,5 +1,9 @@
 #include "runtime/tensor.hpp"
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "runtime/error.hpp"
@@ -40,6 +44,26 @@ void Tensor::set(std::int64_t k, double v) {
 
 void Tensor::fill(double v) {
   dispatch(dtype_, [&](auto z) { view<decltype(z)>().fill(decltype(z)(v)); });
+}
+
+namespace {
+// Whether no element's exponent field is all ones (Inf or NaN). An integer max over the fields vectorises;
+// a test of each value that stops at the first bad one does not.
+template <class U>
+bool exponents_finite(const std::byte* data, std::int64_t n, U exponent) {
+  U top = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    U bits;
+    std::memcpy(&bits, data + std::size_t(k) * sizeof(U), sizeof(U));
+    top = std::max(top, U(bits & exponent));
+  }
+  return top != exponent;
+}
+}  // namespace
+
+bool Tensor::all_finite() const {
+  if (dtype_ == DType::f32) return exponents_finite<std::uint32_t>(data_.get(), numel(), 0x7f800000u);
+  return exponents_finite<std::uint64_t>(data_.get(), numel(), 0x7ff0000000000000ull);
 }
 
 Tensor Tensor::to(DType t) const {

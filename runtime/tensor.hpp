@@ -56,6 +56,7 @@ class Tensor {
   void set(std::int64_t k, double v);
   double at(std::int64_t b, std::int64_t i, std::int64_t j) const { return get(shape_.offset(b, 0, i, j)); }
   void fill(double v);
+  bool all_finite() const;   // no NaN or Inf
   Tensor to(DType t) const;  // converted copy
 
  private:
