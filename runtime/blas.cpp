@@ -5,13 +5,15 @@
 // (JIT, once per shape) kernels for small matrices; on the NTM's shapes they measured, hot, per call:
 // 240x15x15 NN 1.07 µs against OpenBLAS's 1.72, 15x15x240 TN (β = 1) 1.07 against 2.02, 96x6x15 NN 0.39
 // against 0.67, 96x15x6 NN 0.16 against 0.31. LIBXSMM 1.17 is column-major and generates no kernel when B
-// is transposed (row-major NT and TT); those, alpha ≠ 1, β other than 0 or 1, and products of more than
+// is transposed (row-major NT and TT): an NT product with k < 32 gets B transposed into scratch first
+// (kTransposeBelowK, below); other NT and TT products, alpha ≠ 1, β other than 0 or 1, and products of more than
 // LIBXSMM's own small-matrix bound (64³ multiply-adds: its kernels do not block for the caches, and the
 // bench's 1024³ peak measurement ran at 28 GFLOP/s through one, ~90 through OpenBLAS) stay with OpenBLAS.
 // float64 (gradient checks) always goes to OpenBLAS.
 #include "runtime/blas.hpp"
 
 #include <array>
+#include <vector>
 
 #include <cblas.h>
 #include <libxsmm.h>
@@ -45,14 +47,35 @@ libxsmm_smmfunction xsmm_kernel(const XsmmKey& key) {
   }
   return e.kernel;
 }
+
+// A row-major NT product with k below this goes to LIBXSMM with B transposed first (scratch, k x n).
+// OpenBLAS 0.3 takes its small-matrix kernel for such a product only from k = 32 on, and below it packs
+// both operands for its general kernel: per call, hot, 30x15x15 (the U gradients of a batch-1 step) took
+// 660-1,310 ns through OpenBLAS and 240-280 through the transposition and LIBXSMM, 15x32x30 (batch 2)
+// 920-1,320 against 820-980; from k = 48 on OpenBLAS was the faster.
+constexpr std::int64_t kTransposeBelowK = 32;
+
+bool xsmm_gemm(bool ta, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, std::int64_t lda,
+               const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  const int flags = (ta ? LIBXSMM_GEMM_FLAG_TRANS_B : 0) | (beta == 0.0f ? LIBXSMM_GEMM_FLAG_BETA_0 : 0);
+  const libxsmm_smmfunction f = xsmm_kernel({m, n, k, lda, ldb, ldc, flags});
+  if (f) f(b, a, c);
+  return f != nullptr;
+}
 }  // namespace
 
 template <>
 void gemm<float>(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
                  std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
-  if (!tb && alpha == 1.0f && (beta == 0.0f || beta == 1.0f) && m * n * k <= LIBXSMM_CONFIG_MAX_MNK) {
-    const int flags = (ta ? LIBXSMM_GEMM_FLAG_TRANS_B : 0) | (beta == 0.0f ? LIBXSMM_GEMM_FLAG_BETA_0 : 0);
-    if (const libxsmm_smmfunction f = xsmm_kernel({m, n, k, lda, ldb, ldc, flags})) return f(b, a, c);
+  if (alpha == 1.0f && (beta == 0.0f || beta == 1.0f) && m * n * k <= LIBXSMM_CONFIG_MAX_MNK) {
+    if (!tb && xsmm_gemm(ta, m, n, k, a, lda, b, ldb, beta, c, ldc)) return;
+    if (tb && !ta && k < kTransposeBelowK) {  // B is n x k: bt = Bᵀ, k x n
+      thread_local std::vector<float> bt;
+      bt.resize(std::size_t(k * n));
+      for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t q = 0; q < k; ++q) bt[std::size_t(q * n + j)] = b[j * ldb + q];
+      if (xsmm_gemm(false, m, n, k, a, lda, bt.data(), n, beta, c, ldc)) return;
+    }
   }
   cblas_sgemm(CblasRowMajor, tr(ta), tr(tb), int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c,
               int(ldc));

@@ -46,13 +46,15 @@ void check_gemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k
 }
 }  // namespace
 
-// float32 GEMMs go through LIBXSMM's kernels where it has them (no transposed B, alpha 1, beta 0 or 1, at
-// most 64³ multiply-adds) and OpenBLAS otherwise; float64 through OpenBLAS. Every case against a float64 reference, with padded leading
-// dimensions and the shapes of an NTM step (batched bilinear maps of 15x15 states, scalar projections).
+// float32 GEMMs go through LIBXSMM's kernels where it has them (no transposed B, or a transposed B with k < 32
+// transposed first; alpha 1, beta 0 or 1, at most 64³ multiply-adds) and OpenBLAS otherwise; float64 through
+// OpenBLAS. Every case against a float64 reference, with padded leading dimensions and the shapes of an NTM
+// step (batched bilinear maps of 15x15 states, scalar projections, U gradients at batches 1 and 2).
 TEST_CASE("gemm matches a reference for every transposition, alpha, beta and padding", "[runtime][blas]") {
   struct Shape3 { std::int64_t m, n, k; };
   for (Shape3 s : {Shape3{240, 15, 15}, Shape3{15, 15, 240}, Shape3{96, 6, 15}, Shape3{16, 1, 15}, Shape3{3, 5, 7},
-                   Shape3{1, 1, 1}, Shape3{33, 17, 65}, Shape3{70, 65, 66}})
+                   Shape3{1, 1, 1}, Shape3{33, 17, 65}, Shape3{70, 65, 66}, Shape3{30, 15, 15},
+                   Shape3{15, 32, 30}, Shape3{6, 5, 31}})
     for (bool ta : {false, true})
       for (bool tb : {false, true})
         for (float alpha : {1.0f, 2.0f})
