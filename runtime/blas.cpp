@@ -6,8 +6,8 @@
 // 240x15x15 NN 1.07 µs against OpenBLAS's 1.72, 15x15x240 TN (β = 1) 1.07 against 2.02, 96x6x15 NN 0.39
 // against 0.67, 96x15x6 NN 0.16 against 0.31. LIBXSMM 1.17 is column-major and generates no kernel when B
 // is transposed (row-major NT and TT): an NT product with k < 32 gets B transposed into scratch first
-// (kTransposeBelowK, below); other NT and TT products, alpha ≠ 1, β other than 0 or 1, and products of more than
-// LIBXSMM's own small-matrix bound (64³ multiply-adds: its kernels do not block for the caches, and the
+// (kTransposeBelowK, below); other NT and TT products, alpha ≠ 1, β other than 0 or 1, and products of more
+// than LIBXSMM's own small-matrix bound (64³ multiply-adds: its kernels do not block for the caches, and the
 // bench's 1024³ peak measurement ran at 28 GFLOP/s through one, ~90 through OpenBLAS) stay with OpenBLAS.
 // float64 (gradient checks) always goes to OpenBLAS.
 #include "runtime/blas.hpp"
