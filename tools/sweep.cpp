@@ -16,6 +16,7 @@
 #include "models/training/trainer.hpp"
 #include "runtime/error.hpp"
 #include "runtime/safetensors.hpp"
+#include "tools/files.hpp"
 #include "tools/plot/runs.hpp"
 
 namespace matmem::tools::sweep {
@@ -93,16 +94,6 @@ std::string last_line(const fs::path& path) {
   while (std::getline(in, line))
     if (!line.empty()) last = line;
   return last;
-}
-
-void write_atomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << text;
-    if (!f.flush()) throw Error(fmt::format("cannot write {}", tmp.string()));
-  }
-  fs::rename(tmp, path);
 }
 
 }  // namespace
@@ -323,8 +314,8 @@ std::string csv_table(const std::vector<RunResult>& results) {
 
 void write_tables(const Plan& plan, const std::vector<RunResult>& results) {
   fs::create_directories(plan.out);
-  write_atomically(plan.out / "results.md", markdown_table(results));
-  write_atomically(plan.out / "results.csv", csv_table(results));
+  write_file_atomically(plan.out / "results.md", markdown_table(results));
+  write_file_atomically(plan.out / "results.csv", csv_table(results));
 }
 
 }  // namespace matmem::tools::sweep

@@ -16,6 +16,7 @@
 #include "models/training/trainer.hpp"
 #include "runtime/communicator.hpp"
 #include "tools/commands.hpp"
+#include "tools/files.hpp"
 #include "tools/options.hpp"
 #include "tools/plot/commands.hpp"
 #include "tools/progress.hpp"
@@ -172,7 +173,7 @@ void drop_rows_after(const std::string& path, std::int64_t step) {
     header = false;
   }
   in.close();
-  std::ofstream(path, std::ios::trunc) << kept;
+  write_file_atomically(path, kept);  // killed here, the run keeps its rows: they are dropped again on resume
 }
 
 void run(const Options& o) {
@@ -220,10 +221,8 @@ void run(const Options& o) {
     std::getline(std::ifstream(metrics_path), header);
     skipped_column = header.ends_with(",skipped");
   }
-  {
-    std::ofstream cfg((std::filesystem::path(out) / "config.json").string());
-    cfg << c.dump() << "\n";
-  }
+  // Atomically: a run killed here must not leave an empty config.json for `sweep` to trip on.
+  write_file_atomically(std::filesystem::path(out) / "config.json", c.dump() + "\n");
   if (!o.json)
     fmt::print("training {} on {} ({} parameters), steps {}..{}, seed {}{}, into {}\n", c.str("model"),
                c.str("task"), trainer->model().params().element_count(), trainer->steps_done() + 1, total,
