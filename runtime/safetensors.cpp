@@ -1,22 +1,15 @@
 #include "runtime/safetensors.hpp"
 
 #include <bit>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
-#include <initializer_list>
-#include <span>
 #include <vector>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "runtime/error.hpp"
+#include "runtime/files.hpp"
 
 namespace matmem {
 
@@ -54,52 +47,6 @@ void from_logical(const std::byte* in, Tensor& t) {
         for (std::int64_t j = 0; j < s.cols; ++j, ++k) std::memcpy(out + s.offset(b, n, i, j) * es, in + k * es, es);
 }
 
-// Writes `parts` to path.tmp, fsyncs it, renames it over `path` and fsyncs the directory, so that after a
-// crash or a power cut `path` holds either its old bytes or all of the new ones. On any failure the
-// temporary file is removed, `path` is untouched, and the Error names the file and the reason.
-void write_file_durably(const std::string& path, std::initializer_list<std::span<const std::byte>> parts) {
-  const std::string tmp = path + ".tmp";
-  auto failed = [&](const char* what, int err) {
-    std::remove(tmp.c_str());
-    return Error(fmt::format("checkpoint {}: {} {} failed ({}); the previous checkpoint is untouched", path, what, tmp,
-                             std::strerror(err)));
-  };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    const int err = errno;
-    throw Error(fmt::format("checkpoint {}: cannot create {} ({}); the previous checkpoint is untouched", path, tmp,
-                            std::strerror(err)));
-  }
-  for (std::span<const std::byte> part : parts) {
-    std::size_t done = 0;
-    while (done < part.size()) {
-      const ssize_t w = ::write(fd, part.data() + done, part.size() - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        const int err = w < 0 ? errno : EIO;
-        ::close(fd);
-        throw failed("writing", err);
-      }
-      done += std::size_t(w);
-    }
-  }
-  if (::fsync(fd) != 0) {
-    const int err = errno;
-    ::close(fd);
-    throw failed("flushing", err);
-  }
-  if (::close(fd) != 0) throw failed("closing", errno);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw failed("renaming over it", errno);
-  // The rename is itself durable only once the directory is on disk.
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0 || ::fsync(dfd) != 0) {
-    const int err = errno;
-    if (dfd >= 0) ::close(dfd);
-    throw Error(fmt::format("checkpoint {}: written, but flushing its directory failed ({})", path, std::strerror(err)));
-  }
-  ::close(dfd);
-}
 }  // namespace
 
 void write_safetensors(const std::string& path, const TensorFile& file) {
@@ -121,9 +68,11 @@ void write_safetensors(const std::string& path, const TensorFile& file) {
     to_logical(t, data.data() + offset);
     offset += t.bytes();
   }
-  write_file_durably(path, {{reinterpret_cast<const std::byte*>(&n_header), 8},
-                             {reinterpret_cast<const std::byte*>(text.data()), text.size()},
-                             {data.data(), data.size()}});
+  write_file_durably(path,
+                     {{reinterpret_cast<const std::byte*>(&n_header), 8},
+                      {reinterpret_cast<const std::byte*>(text.data()), text.size()},
+                      {data.data(), data.size()}},
+                     "checkpoint");
 }
 
 TensorFile read_safetensors(const std::string& path) {

@@ -15,8 +15,8 @@
 #include "models/training/config.hpp"
 #include "models/training/trainer.hpp"
 #include "runtime/error.hpp"
+#include "runtime/files.hpp"
 #include "runtime/safetensors.hpp"
-#include "tools/files.hpp"
 #include "tools/plot/runs.hpp"
 
 namespace matmem::tools::sweep {
@@ -314,8 +314,8 @@ std::string csv_table(const std::vector<RunResult>& results) {
 
 void write_tables(const Plan& plan, const std::vector<RunResult>& results) {
   fs::create_directories(plan.out);
-  write_file_atomically(plan.out / "results.md", markdown_table(results));
-  write_file_atomically(plan.out / "results.csv", csv_table(results));
+  write_file_durably((plan.out / "results.md").string(), markdown_table(results));
+  write_file_durably((plan.out / "results.csv").string(), csv_table(results));
 }
 
 }  // namespace matmem::tools::sweep

@@ -76,7 +76,7 @@ RunResult run_result(const PlannedRun& run);
 // The table as Markdown and as CSV.
 std::string markdown_table(const std::vector<RunResult>& results);
 std::string csv_table(const std::vector<RunResult>& results);
-// Writes OUT/results.md and OUT/results.csv, each atomically (a temporary file renamed over it).
+// Writes OUT/results.md and OUT/results.csv, each whole (write_file_durably, runtime/files.hpp).
 void write_tables(const Plan& plan, const std::vector<RunResult>& results);
 
 }  // namespace matmem::tools::sweep

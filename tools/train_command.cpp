@@ -15,8 +15,8 @@
 
 #include "models/training/trainer.hpp"
 #include "runtime/communicator.hpp"
+#include "runtime/files.hpp"
 #include "tools/commands.hpp"
-#include "tools/files.hpp"
 #include "tools/options.hpp"
 #include "tools/plot/commands.hpp"
 #include "tools/progress.hpp"
@@ -173,7 +173,7 @@ void drop_rows_after(const std::string& path, std::int64_t step) {
     header = false;
   }
   in.close();
-  write_file_atomically(path, kept);  // killed here, the run keeps its rows: they are dropped again on resume
+  write_file_durably(path, kept);  // killed here, the run keeps its rows: they are dropped again on resume
 }
 
 void run(const Options& o) {
@@ -221,8 +221,8 @@ void run(const Options& o) {
     std::getline(std::ifstream(metrics_path), header);
     skipped_column = header.ends_with(",skipped");
   }
-  // Atomically: a run killed here must not leave an empty config.json for `sweep` to trip on.
-  write_file_atomically(std::filesystem::path(out) / "config.json", c.dump() + "\n");
+  // Whole or not at all: a run killed here must not leave an empty config.json for `sweep` to trip on.
+  write_file_durably((std::filesystem::path(out) / "config.json").string(), c.dump() + "\n");
   if (!o.json)
     fmt::print("training {} on {} ({} parameters), steps {}..{}, seed {}{}, into {}\n", c.str("model"),
                c.str("task"), trainer->model().params().element_count(), trainer->steps_done() + 1, total,

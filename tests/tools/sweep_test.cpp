@@ -15,9 +15,9 @@
 #include <thread>
 
 #include "runtime/error.hpp"
+#include "runtime/files.hpp"
 #include "runtime/safetensors.hpp"
 #include "tests/tools/command.hpp"
-#include "tools/files.hpp"
 #include "tools/sweep.hpp"
 
 using namespace matmem;
@@ -290,20 +290,20 @@ TEST_CASE("sweep: every shipped plan reads, from the repository's root as its pa
   CHECK(plans >= 3);
 }
 
-// A run's config.json and a sweep's results are written through a temporary file renamed over the target: a
-// process killed midway left an empty config.json that `sweep --status` could not read.
-TEST_CASE("write_file_atomically replaces a file whole and, when it cannot write, leaves the old one as it was",
+// Checkpoints, a run's config.json and a sweep's results go through write_file_durably (a temporary file renamed
+// over the target): a process killed midway had left an empty config.json that `sweep --status` could not read.
+TEST_CASE("write_file_durably replaces a file whole and, when it cannot write, leaves the old one as it was",
           "[tools][sweep][files]") {
   const fs::path dir = fresh_dir("atomic_write");
   std::ofstream(dir / "a.txt") << "old";
-  tools::write_file_atomically(dir / "a.txt", "new text\n");
+  write_file_durably((dir / "a.txt").string(), "new text\n");
   CHECK(read_file(dir / "a.txt") == "new text\n");
   CHECK_FALSE(fs::exists(dir / "a.txt.tmp"));
   // The temporary cannot be made (a directory stands in its place): refused naming it, the file untouched.
   std::ofstream(dir / "b.txt") << "kept";
   fs::create_directory(dir / "b.txt.tmp");
-  CHECK_THROWS_WITH(tools::write_file_atomically(dir / "b.txt", "lost"), Contains("b.txt.tmp"));
+  CHECK_THROWS_WITH(write_file_durably((dir / "b.txt").string(), "lost"), Contains("b.txt.tmp"));
   CHECK(read_file(dir / "b.txt") == "kept");
-  CHECK_THROWS_WITH(tools::write_file_atomically(dir / "missing" / "c.txt", "x"), Contains("missing/c.txt.tmp"));
+  CHECK_THROWS_WITH(write_file_durably((dir / "missing" / "c.txt").string(), "x"), Contains("missing/c.txt.tmp"));
   CHECK_FALSE(fs::exists(dir / "missing" / "c.txt"));
 }
