@@ -121,10 +121,10 @@ void deinterleave_rows(const float* src, std::int64_t rows, float* dst, std::int
 inline void transpose_tiles(const float* src, std::int64_t lds, std::int64_t rows, std::int64_t cols, float* dst,
                             std::int64_t ldd, bool accumulate) {
   for (std::int64_t i0 = 0; i0 < rows; i0 += 16) {
-    const __mmask16 row_mask = first_lanes(rows - i0);
+    const std::int64_t nr = std::min<std::int64_t>(16, rows - i0);
+    const __mmask16 row_mask = first_lanes(nr);
     for (std::int64_t j0 = 0; j0 < cols; j0 += 16) {
       const std::int64_t nc = std::min<std::int64_t>(16, cols - j0);
-      const std::int64_t nr = std::min<std::int64_t>(16, rows - i0);
       __m512 r[16];
       for (std::int64_t i = 0; i < 16; ++i)
         r[i] = i < nr ? _mm512_maskz_loadu_ps(first_lanes(nc), src + (i0 + i) * lds + j0) : _mm512_setzero_ps();
