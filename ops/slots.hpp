@@ -60,9 +60,12 @@ inline __mmask16 lanes_modulo(int R, int r) {
   for (int l = r; l < 16; l += R) m |= 1u << l;
   return __mmask16(m);
 }
-inline __mmask16 first_lanes(std::int64_t n) {
-  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+// Lanes [0, n) of a W-lane mask (none for n ≤ 0, all for n ≥ W).
+template <class Mask, std::int64_t W>
+Mask lanes_below(std::int64_t n) {
+  return n >= W ? Mask(~Mask(0)) : n <= 0 ? Mask(0) : Mask((1u << n) - 1);
 }
+inline __mmask16 first_lanes(std::int64_t n) { return lanes_below<__mmask16, 16>(n); }
 
 // R rows of src (row i at src + i·lds) interleaved into contiguous dst: dst[j·R + i] = src[i·lds + j], j < cols.
 // Output vector k of a 16-column block holds lanes l from row l mod R, column 16k/R + l div R.
@@ -289,7 +292,7 @@ struct Periodic {
   static constexpr std::int64_t W = V::size;
   using Mask = std::conditional_t<sizeof(T) == 4, __mmask16, __mmask8>;
   static constexpr Mask kFull = Mask(~Mask(0));
-  static Mask first(std::int64_t m) { return m >= W ? kFull : Mask((1u << m) - 1); }  // lanes [0, m)
+  static Mask first(std::int64_t m) { return lanes_below<Mask, W>(m); }  // lanes [0, m)
   static V load(const T* p) { return V::load_unaligned(p); }
   static V load(const T* p, Mask k) {
     if constexpr (sizeof(T) == 4) return V(_mm512_maskz_loadu_ps(k, p));
