@@ -408,7 +408,7 @@ int bench_scaling(const Options& o) {
          return std::vector<std::string>{fmt::format("model.layers=\"{0}x{0},{0}x{0}\"", n),
                                          fmt::format("ntm.slot_rows={}", n), fmt::format("ntm.slot_cols={}", n)};
        }},
-      {"batch", {1, 4, 16, 64, 256}, [](std::int64_t n) { return std::vector<std::string>{fmt::format("batch={}", n)}; }},
+      {"batch", {1, 2, 4, 8, 16, 64, 256}, [](std::int64_t n) { return std::vector<std::string>{fmt::format("batch={}", n)}; }},
   };
   fmt::print("MatNTM copy (paper config, sequences of fixed length 10 unless swept), float32, {}, {} steps each{}\n",
              threads_text(o.threads), o.steps, sets_text(o));

@@ -14,14 +14,18 @@ The last column is the median of those over the rounds, with their range.
     /usr/bin/python3 tools/compare_train.py [--matmem build/matmem] [--config ntm-copy ...]
                                             [--steps 50] [--warmup 5] [--rounds 3] [--matmem-runs 3]
                                             [--batch B] [--slots N] [--length L]
-    /usr/bin/python3 tools/compare_train.py --scaling [batch,slots,length] [--steps 20] ...
+    /usr/bin/python3 tools/compare_train.py --scaling [batch,slots,length] [--steps 20]
+                                            [--matmem-frames 64000] ...
 
 --batch, --slots and --length (every sequence L frames long) change ntm-copy and ntm-lstm-copy on both sides
 (matmem's keys batch, ntm.slots, task.min_length = task.max_length). --scaling times ntm-copy (or the one
 --config given) over the sizes `matmem bench scaling` sweeps, one size at a time with the others at the paper's
 values and every sequence 10 frames long unless the length is swept (as there), and adds each program's peak RSS and the
 growth exponent of the cost per step: the least-squares slope of log(ms per step) on log(size), over all sizes
-and over the last two (where fixed costs per step weigh least). The last three columns set matmem against the
+and over the last two (where fixed costs per step weigh least). A matmem run there times at least
+--matmem-frames sequence frames, steps × batch × length (more steps than --steps at small batches and short
+lengths: twenty steps of batch 4 take 20 ms, too short a sample to set batches against each other), and the
+batch sweep ends with each batch's matmem sequences/s over the best batch's. The last three columns set matmem against the
 machine: its GFLOP/s (the ops' own FLOP counts over the step's time), the GFLOP/s it would need to run 25× as
 fast as PyTorch did, and the single-core SGEMM peak `matmem bench train` measured in the same runs.
 
@@ -46,7 +50,7 @@ TORCH_NAME = {"matrnn2-fixed": "matrnn2-dynet"}
 SCALABLE = {"ntm-copy", "ntm-lstm-copy"}
 # The sizes `matmem bench scaling` sweeps (tools/bench_command.cpp), each with the others at the paper's values.
 SWEEPS = {
-    "batch": [1, 4, 16, 64, 256],
+    "batch": [1, 2, 4, 8, 16, 64, 256],
     "slots": [32, 64, 128, 256, 512, 1024],
     "length": [10, 20, 50, 100, 200],
 }
@@ -103,11 +107,12 @@ def slope(xs, ys):
     return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
 
 
-def compare(a, config, scale):
+def compare(a, config, scale, matmem_steps=None):
     """Alternating runs of one configuration: (matmem runs, PyTorch runs, paired speed-ups)."""
     groups, tt = [], []  # groups[i]: the matmem runs before PyTorch run i (groups[rounds]: after the last one)
     for i in range(a.rounds + 1):
-        groups.append([run_matmem(a.matmem, config, a.steps, a.warmup, scale) for _ in range(a.matmem_runs)])
+        groups.append([run_matmem(a.matmem, config, matmem_steps or a.steps, a.warmup, scale)
+                       for _ in range(a.matmem_runs)])
         if i < a.rounds:
             tt.append(run_torch(config, a.steps, a.warmup, scale))
     paired = [t[0] / statistics.median(x[0] for x in groups[i] + groups[i + 1]) for i, t in enumerate(tt)]
@@ -124,22 +129,24 @@ def scaling(a, config):
         if name not in SWEEPS:
             sys.exit(f"compare_train.py: --scaling {name}: not one of {', '.join(SWEEPS)}")
     print(f"{config}: one size at a time, the others at the paper's values (every sequence 10 frames "
-          f"long unless swept); {a.rounds} PyTorch runs per size between {a.matmem_runs} matmem runs, {a.steps} timed "
-          f"steps (after {a.warmup}); medians; peak RSS per process")
+          f"long unless swept); {a.rounds} PyTorch runs per size between {a.matmem_runs} matmem runs; {a.steps} timed "
+          f"steps (after {a.warmup}), matmem's at least {a.matmem_frames} frames; medians; peak RSS per process")
     print("| sweep | size | matmem ms/step | matmem seq/s | matmem RSS MiB | PyTorch ms/step | PyTorch seq/s "
           "| PyTorch RSS MiB | paired speed-up, median [range] | matmem GFLOP/s | 25× needs GFLOP/s | SGEMM peak |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in sweeps:
-        xs, mm_ms, tt_ms = [], [], []
+        xs, mm_ms, tt_ms, mm_sps = [], [], [], []
         for n in SWEEPS[name]:
             scale = dict({"length": 10}, **{name: n})  # as `matmem bench scaling`: fixed lengths, alike steps
-            mm, tt, paired = compare(a, config, scale)
+            batch = scale.get("batch", 16)
+            frames = batch * scale["length"]
+            mm, tt, paired = compare(a, config, scale, max(a.steps, -(-a.matmem_frames // frames)))
             xs.append(n)
             mm_ms.append(med(mm, 0))
             tt_ms.append(med(tt, 0))
+            mm_sps.append(med(mm, 1))
             # The step's FLOPs (the ops' own count, forward and backward) over a twenty-fifth of PyTorch's step:
             # the rate at which matmem would run 25× PyTorch's speed, beside the SGEMM peak of the same runs.
-            batch = scale.get("batch", 16)
             step_gflop = med(mm, 3) * batch / med(mm, 1)  # GFLOP/s × mean seconds per step
             print(f"| {name} | {n} | {med(mm, 0):.2f} | {med(mm, 1):.0f} | {max(x[2] for x in mm):.0f} "
                   f"| {med(tt, 0):.1f} | {med(tt, 1):.1f} | {max(x[2] for x in tt):.0f} "
@@ -148,6 +155,11 @@ def scaling(a, config):
         print(f"| {name} | growth exponent of ms/step (all sizes; last two) "
               f"| {slope(xs, mm_ms):.2f}; {slope(xs[-2:], mm_ms[-2:]):.2f} | | "
               f"| {slope(xs, tt_ms):.2f}; {slope(xs[-2:], tt_ms[-2:]):.2f} | | | | | | |", flush=True)
+        if name == "batch":
+            best = max(range(len(xs)), key=lambda i: mm_sps[i])
+            print(f"| batch | matmem seq/s over the best batch's ({xs[best]}) | "
+                  + ", ".join(f"{n}: {s / mm_sps[best]:.2f}" for n, s in zip(xs, mm_sps)) + " | | | | | | | | | |",
+                  flush=True)
 
 
 def main():
@@ -159,6 +171,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="PyTorch runs per configuration")
     ap.add_argument("--matmem-runs", type=int, default=3,
                     help="matmem runs between consecutive PyTorch runs (and before the first, after the last)")
+    ap.add_argument("--matmem-frames", type=int, default=64000,
+                    help="--scaling: each matmem run times at least this many frames (steps × batch × length)")
     ap.add_argument("--batch", type=int, help="ntm-copy, ntm-lstm-copy: sequences per step (default 16)")
     ap.add_argument("--slots", type=int, help="ntm-copy, ntm-lstm-copy: memory slots (default 120)")
     ap.add_argument("--length", type=int, help="ntm-copy, ntm-lstm-copy: every sequence this long "
@@ -176,8 +190,8 @@ def main():
         ap.error("--scaling takes one --config and sets the sizes itself")
     if not os.path.exists(a.matmem):
         ap.error(f"{a.matmem} not found; build first (tools/setup.sh) or pass --matmem")
-    if a.rounds < 1 or a.matmem_runs < 1:
-        ap.error("--rounds and --matmem-runs must be at least 1")
+    if a.rounds < 1 or a.matmem_runs < 1 or a.matmem_frames < 1:
+        ap.error("--rounds, --matmem-runs and --matmem-frames must be at least 1")
     if a.scaling:
         scaling(a, configs[0])
         return 0
