@@ -3,6 +3,7 @@
 // reshape (runtime/shape.hpp); a parameter [r,c] is a plain row-major matrix.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "runtime/blas.hpp"
 
@@ -17,6 +18,34 @@ template <class T>
 void transpose(const T* v, std::int64_t rows, std::int64_t cols, T* vt) {
   for (std::int64_t i = 0; i < rows; ++i)
     for (std::int64_t j = 0; j < cols; ++j) vt[j * rows + i] = v[i * cols + j];
+}
+
+// dst[i·ldd + j] = src[i·lds + j] (or += with Add), i < rows, j < cols: a block of a few columns (the NTM heads'
+// 1 to 6) moved between a matrix and its place in a wider one, row by row. Widths up to 8 are compile-time
+// constants, so each row's moves are unrolled: a loop of 1 to 6 moves per row spent more on its control than
+// on the moves (the projections' backward at batch 1, alternating runs).
+template <bool Add, class T, class Width>
+void move_rows(const T* src, std::int64_t lds, T* dst, std::int64_t ldd, std::int64_t rows, Width cols) {
+  for (std::int64_t i = 0; i < rows; ++i, src += lds, dst += ldd)
+    for (std::int64_t j = 0; j < std::int64_t(cols); ++j) {
+      if constexpr (Add) dst[j] += src[j];
+      else dst[j] = src[j];
+    }
+}
+template <bool Add, class T>
+void move_columns(const T* src, std::int64_t lds, T* dst, std::int64_t ldd, std::int64_t rows, std::int64_t cols) {
+  const auto fixed = [&](auto width) { move_rows<Add>(src, lds, dst, ldd, rows, width); };
+  switch (cols) {
+    case 1: return fixed(std::integral_constant<int, 1>{});
+    case 2: return fixed(std::integral_constant<int, 2>{});
+    case 3: return fixed(std::integral_constant<int, 3>{});
+    case 4: return fixed(std::integral_constant<int, 4>{});
+    case 5: return fixed(std::integral_constant<int, 5>{});
+    case 6: return fixed(std::integral_constant<int, 6>{});
+    case 7: return fixed(std::integral_constant<int, 7>{});
+    case 8: return fixed(std::integral_constant<int, 8>{});
+    default: return move_rows<Add>(src, lds, dst, ldd, rows, cols);
+  }
 }
 
 // out = A Vᵀ (assigned), A: m x c', V: c x c' -> m x c; vt: c·c' of scratch, used when V is small.

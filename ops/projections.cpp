@@ -42,15 +42,12 @@ std::int64_t scratch_size(const Dims& d, std::int64_t max_cols) {
 
 template <class T>
 struct ProjectionsKernel {
-  // U_s = [U_1 | … | U_K] (r x R'), a column at a time: a row of U_k is 1 to 6 values in the NTM's heads,
-  // and a library copy per row (r K calls per op) cost more than the values it moved.
+  // U_s = [U_1 | … | U_K] (r x R'): a row of U_k is 1 to 6 values in the NTM's heads (ops::move_columns).
   static void stack_u(const OpCall<T>& c, const Dims& d, T* us) {
     std::int64_t off = 0;
     for (std::int64_t k = 0; k < d.K; ++k) {
       const std::int64_t rk = c.x_shape[1 + 3 * k].cols;
-      const T* u = c.x[1 + 3 * k];
-      for (std::int64_t j = 0; j < rk; ++j)
-        for (std::int64_t i = 0; i < d.r; ++i) us[i * d.R + off + j] = u[i * rk + j];
+      ops::move_columns<false>(c.x[1 + 3 * k], rk, us + off, d.R, d.r, rk);
       off += rk;
     }
   }
@@ -105,9 +102,7 @@ struct ProjectionsKernel {
     off = 0;
     for (std::int64_t k = 0; k < d.K; ++k) {
       const std::int64_t rk = c.x_shape[1 + 3 * k].cols;
-      if (T* gu = c.grad_x[1 + 3 * k])
-        for (std::int64_t i = 0; i < d.r; ++i)
-          for (std::int64_t j = 0; j < rk; ++j) gu[i * rk + j] += gus[i * d.R + off + j];
+      if (T* gu = c.grad_x[1 + 3 * k]) ops::move_columns<true>(gus + off, d.R, gu, rk, d.r, rk);
       off += rk;
     }
     // grad_X̂ += U_s Ĥ, with β = 0 (into a fresh gradient, or into scratch and then added)
