@@ -41,3 +41,37 @@ TEST_CASE("centered RMSprop without momentum matches a hand-computed step", "[op
   // v = 0.5*4 = 2, m = 0.5*2 = 1, d = √(2 − 1) + 1e-6
   CHECK(p.value.get(0) == Approx(0.5 - 0.1 * 2.0 / (1.0 + 1e-6)).epsilon(1e-6));
 }
+
+TEST_CASE("plain RMSprop and centered RMSprop with momentum match hand-computed steps", "[optim]") {
+  // One parameter of two values and one of one (the update runs per parameter), g = (1, -2) and 4.
+  for (const bool centered : {false, true}) {
+    INFO((centered ? "centered, momentum 0.5" : "plain"));
+    ParameterStore params(DType::f64);
+    Parameter& a = params.add("a", matrices(1, 1, 2));
+    Parameter& c = params.add("c", matrices(1, 1, 1));
+    a.value.set(0, 1.0);
+    a.value.set(1, 2.0);
+    c.value.set(0, -1.0);
+    const double lr = 0.1, alpha = 0.75, eps = 1e-6, mu = centered ? 0.5 : 0.0;
+    RMSprop opt(params, {.lr = lr, .alpha = alpha, .momentum = mu, .eps = eps, .centered = centered});
+    const double g[3] = {1.0, -2.0, 4.0}, x[3] = {1.0, 2.0, -1.0};
+    a.grad.set(0, g[0]);
+    a.grad.set(1, g[1]);
+    c.grad.set(0, g[2]);
+    for (int step = 1; step <= 2; ++step) {
+      opt.step();
+      double want[3];
+      for (int k = 0; k < 3; ++k) {
+        // the same g both steps: v_1 = (1−α) g², v_2 = α v_1 + (1−α) g² (m likewise with g), d = √(v − m²) + ε
+        const double v1 = (1 - alpha) * g[k] * g[k], m1 = centered ? (1 - alpha) * g[k] : 0.0;
+        const double v2 = alpha * v1 + (1 - alpha) * g[k] * g[k], m2 = centered ? alpha * m1 + (1 - alpha) * g[k] : 0.0;
+        const double s1 = g[k] / (std::sqrt(v1 - m1 * m1) + eps), s2 = g[k] / (std::sqrt(v2 - m2 * m2) + eps);
+        // momentum: b_1 = s_1, b_2 = μ b_1 + s_2; without it each step moves by its own s
+        want[k] = step == 1 ? x[k] - lr * s1 : x[k] - lr * s1 - lr * (mu * s1 + s2);
+      }
+      CHECK(a.value.get(0) == Approx(want[0]).epsilon(1e-12));
+      CHECK(a.value.get(1) == Approx(want[1]).epsilon(1e-12));
+      CHECK(c.value.get(0) == Approx(want[2]).epsilon(1e-12));
+    }
+  }
+}
