@@ -25,9 +25,9 @@ growth exponent of the cost per step: the least-squares slope of log(ms per step
 and over the last two (where fixed costs per step weigh least). A matmem run there times at least
 --matmem-frames sequence frames, steps × batch × length (more steps than --steps at small batches and short
 lengths: twenty steps of batch 4 take 20 ms, too short a sample to set batches against each other), and the
-batch sweep ends with each batch's matmem sequences/s over the best batch's. The last three columns set matmem against the
-machine: its GFLOP/s (the ops' own FLOP counts over the step's time), the GFLOP/s it would need to run 25× as
-fast as PyTorch did, and the single-core SGEMM peak `matmem bench train` measured in the same runs.
+batch sweep ends with each batch's matmem sequences/s over the best batch's. The last three columns set matmem
+against the machine: its GFLOP/s (the ops' own FLOP counts over the step's time), the GFLOP/s it would need to
+run 25× as fast as PyTorch did, and the single-core SGEMM peak `matmem bench train` measured in the same runs.
 
 Needs Debian's python3-torch (apt-get install python3-torch).
 """
