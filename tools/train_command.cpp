@@ -149,17 +149,18 @@ void show_example(Trainer& t) {
 // A run resumed into a directory of its own (a branch) starts its metrics.csv with the rows of the run it
 // continues, up to the checkpoint's step (with their seconds, and an empty skipped column if the source has
 // none), so its learning curve is whole.
-void copy_history(const std::string& from, std::int64_t step, std::ofstream& metrics) {
+std::string history(const std::string& from, std::int64_t step) {
   std::ifstream in((std::filesystem::path(from) / "metrics.csv").string());
-  std::string line;
-  if (!std::getline(in, line)) return;
+  std::string line, rows;
+  if (!std::getline(in, line)) return rows;
   const bool skipped = line.ends_with(",skipped");
   while (std::getline(in, line)) {
     char* end = nullptr;
     const long long at = std::strtoll(line.c_str(), &end, 10);
     if (end == line.c_str() || *end != ',' || at > step) break;
-    metrics << line << (skipped ? "" : ",0") << "\n";
+    rows += line + (skipped ? "" : ",0") + "\n";
   }
+  return rows;
 }
 
 // A resumed run repeats the steps after its checkpoint: drop the rows an interrupted run wrote past it.
@@ -211,10 +212,13 @@ void run(const Options& o) {
   const std::string metrics_path = (std::filesystem::path(out) / "metrics.csv").string();
   const bool fresh = !std::filesystem::exists(metrics_path) || !continues_in_place(o, out);
   if (!fresh) drop_rows_after(metrics_path, trainer->steps_done());
-  std::ofstream metrics(metrics_path, fresh ? std::ios::trunc : std::ios::app);
+  // A new metrics.csv gets its header (and a branch's history) whole or not at all: a run killed as it starts
+  // must not leave an empty file for `sweep --status` or `plot` to trip on.
+  if (fresh)
+    write_file_durably(metrics_path, "step,seconds,loss,bits_per_sequence,grad_norm,frames,skipped\n" +
+                                         (o.resume.empty() ? std::string() : history(o.resume, trainer->steps_done())));
+  std::ofstream metrics(metrics_path, std::ios::app);
   if (!metrics) throw Error(fmt::format("cannot write {}", metrics_path));
-  if (fresh) metrics << "step,seconds,loss,bits_per_sequence,grad_norm,frames,skipped\n";
-  if (fresh && !o.resume.empty()) copy_history(o.resume, trainer->steps_done(), metrics);
   bool skipped_column = fresh;  // a run from before the column was added keeps its header
   if (!fresh) {
     std::string header;

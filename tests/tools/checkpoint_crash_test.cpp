@@ -45,6 +45,22 @@ pid_t start_resume(const fs::path& cwd, const std::string& dir) {
   return pid;
 }
 
+// `matmem ARGS` (shell words, as run_matmem takes them) in `cwd`, started in a child process with its output
+// discarded; the shell execs matmem, so the pid is matmem's.
+pid_t start_matmem(const fs::path& cwd, const std::string& args) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::chdir(cwd.c_str()) != 0) ::_exit(127);
+    ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    std::freopen("/dev/null", "w", stdout);
+    std::freopen("/dev/null", "w", stderr);
+    const std::string line = "exec '" MATMEM_BINARY "' " + args;
+    ::execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
 // run_matmem's `matmem ARGS` after the shell commands `prefix` (limits, traps).
 CommandResult run_matmem_after(const std::string& prefix, const std::string& args, const fs::path& dir) {
   const std::string line = "cd '" + dir.string() + "' && " + prefix + " OPENBLAS_NUM_THREADS=1 timeout 60 '" MATMEM_BINARY
@@ -120,6 +136,30 @@ TEST_CASE("train: killed at random moments while checkpointing, a run always lea
   CHECK(done.status == 0);
   CHECK(checkpoint_step(run) == last_step + 3);
   CHECK_FALSE(fs::exists(run / "checkpoint.safetensors.tmp"));
+}
+
+TEST_CASE("train: killed as it starts, a run leaves metrics.csv with its header or none, never an empty one",
+          "[tools][train][checkpoint]") {
+  // The first row comes after 1,000 steps (about a second of this small model), so a metrics.csv created empty
+  // with its header still buffered would stay empty that long; the kill lands as soon as the file is there.
+  const fs::path dir = fresh_dir("start_kill");
+  for (int k = 0; k < 3; ++k) {
+    const fs::path run = dir / ("run" + std::to_string(k));
+    const pid_t pid =
+        start_matmem(dir, "train " + kSmallMatNTM + " --set log_every=1000 --steps 100000 --out " + run.string());
+    REQUIRE(pid > 0);
+    bool seen = false;
+    for (int polls = 0; polls < 300'000 && !seen; ++polls) {
+      seen = fs::exists(run / "metrics.csv");
+      if (!seen) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    REQUIRE(::kill(pid, SIGKILL) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(seen);
+    INFO("kill " << k);
+    CHECK(read_file(run / "metrics.csv").starts_with("step,seconds,loss,bits_per_sequence,"));
+  }
 }
 
 TEST_CASE("train: a checkpoint write past the file-size limit stops the run, names the file, keeps the old one",
