@@ -163,6 +163,16 @@ std::string history(const std::string& from, std::int64_t step) {
   return rows;
 }
 
+// A CSV file a run appends rows to (metrics.csv, validation.csv). A new one is created whole with its first
+// lines (write_file_durably): opened empty with its header still in the stream's buffer, a run killed as it
+// started left an empty file, which `sweep --status` and `plot` refuse and a resume never gave a header.
+std::ofstream open_rows(const std::string& path, bool fresh, const std::string& first_lines) {
+  if (fresh) write_file_durably(path, first_lines);
+  std::ofstream rows(path, std::ios::app);
+  if (!rows) throw Error(fmt::format("cannot write {}", path));
+  return rows;
+}
+
 // A resumed run repeats the steps after its checkpoint: drop the rows an interrupted run wrote past it.
 void drop_rows_after(const std::string& path, std::int64_t step) {
   std::ifstream in(path);
@@ -212,13 +222,10 @@ void run(const Options& o) {
   const std::string metrics_path = (std::filesystem::path(out) / "metrics.csv").string();
   const bool fresh = !std::filesystem::exists(metrics_path) || !continues_in_place(o, out);
   if (!fresh) drop_rows_after(metrics_path, trainer->steps_done());
-  // A new metrics.csv gets its header (and a branch's history) whole or not at all: a run killed as it starts
-  // must not leave an empty file for `sweep --status` or `plot` to trip on.
-  if (fresh)
-    write_file_durably(metrics_path, "step,seconds,loss,bits_per_sequence,grad_norm,frames,skipped\n" +
-                                         (o.resume.empty() ? std::string() : history(o.resume, trainer->steps_done())));
-  std::ofstream metrics(metrics_path, std::ios::app);
-  if (!metrics) throw Error(fmt::format("cannot write {}", metrics_path));
+  std::ofstream metrics = open_rows(
+      metrics_path, fresh,
+      "step,seconds,loss,bits_per_sequence,grad_norm,frames,skipped\n" +
+          (fresh && !o.resume.empty() ? history(o.resume, trainer->steps_done()) : std::string()));
   bool skipped_column = fresh;  // a run from before the column was added keeps its header
   if (!fresh) {
     std::string header;
@@ -256,9 +263,7 @@ void run(const Options& o) {
     const std::string path = (std::filesystem::path(out) / "validation.csv").string();
     const bool fresh_validation = fresh || !std::filesystem::exists(path);
     if (!fresh_validation) drop_rows_after(path, trainer->steps_done());
-    validation.open(path, fresh_validation ? std::ios::trunc : std::ios::app);
-    if (!validation) throw Error(fmt::format("cannot write {}", path));
-    if (fresh_validation) validation << "step,epoch,loss,error,accuracy,best,best_step\n";
+    validation = open_rows(path, fresh_validation, "step,epoch,loss,error,accuracy,best,best_step\n");
   }
   while (trainer->steps_done() < total && !trainer->stopped()) {
     const StepStats s = trainer->step();
