@@ -163,16 +163,6 @@ std::string history(const std::string& from, std::int64_t step) {
   return rows;
 }
 
-// A CSV file a run appends rows to (metrics.csv, validation.csv). A new one is created whole with its first
-// lines (write_file_durably): opened empty with its header still in the stream's buffer, a run killed as it
-// started left an empty file, which `sweep --status` and `plot` refuse and a resume never gave a header.
-std::ofstream open_rows(const std::string& path, bool fresh, const std::string& first_lines) {
-  if (fresh) write_file_durably(path, first_lines);
-  std::ofstream rows(path, std::ios::app);
-  if (!rows) throw Error(fmt::format("cannot write {}", path));
-  return rows;
-}
-
 // A resumed run repeats the steps after its checkpoint: drop the rows an interrupted run wrote past it.
 void drop_rows_after(const std::string& path, std::int64_t step) {
   std::ifstream in(path);
@@ -185,6 +175,18 @@ void drop_rows_after(const std::string& path, std::int64_t step) {
   }
   in.close();
   write_file_durably(path, kept);  // killed here, the run keeps its rows: they are dropped again on resume
+}
+
+// A CSV file a run appends rows to (metrics.csv, validation.csv), opened to append. A new one is created whole
+// with its first lines (write_file_durably): opened empty with its header still in the stream's buffer, a run
+// killed as it started left an empty file, which `sweep --status` and `plot` refuse and a resume never gave a
+// header. An existing one (a resume in place) first loses the rows an interrupted run wrote past `step`.
+std::ofstream open_rows(const std::string& path, bool fresh, const std::string& first_lines, std::int64_t step) {
+  if (fresh) write_file_durably(path, first_lines);
+  else drop_rows_after(path, step);
+  std::ofstream rows(path, std::ios::app);
+  if (!rows) throw Error(fmt::format("cannot write {}", path));
+  return rows;
 }
 
 void run(const Options& o) {
@@ -221,11 +223,11 @@ void run(const Options& o) {
                      ckpt_every = c.integer("checkpoint_every");
   const std::string metrics_path = (std::filesystem::path(out) / "metrics.csv").string();
   const bool fresh = !std::filesystem::exists(metrics_path) || !continues_in_place(o, out);
-  if (!fresh) drop_rows_after(metrics_path, trainer->steps_done());
   std::ofstream metrics = open_rows(
       metrics_path, fresh,
       "step,seconds,loss,bits_per_sequence,grad_norm,frames,skipped\n" +
-          (fresh && !o.resume.empty() ? history(o.resume, trainer->steps_done()) : std::string()));
+          (fresh && !o.resume.empty() ? history(o.resume, trainer->steps_done()) : std::string()),
+      trainer->steps_done());
   bool skipped_column = fresh;  // a run from before the column was added keeps its header
   if (!fresh) {
     std::string header;
@@ -262,8 +264,8 @@ void run(const Options& o) {
   if (trainer->split_task() && c.integer("eval.interval") > 0) {
     const std::string path = (std::filesystem::path(out) / "validation.csv").string();
     const bool fresh_validation = fresh || !std::filesystem::exists(path);
-    if (!fresh_validation) drop_rows_after(path, trainer->steps_done());
-    validation = open_rows(path, fresh_validation, "step,epoch,loss,error,accuracy,best,best_step\n");
+    validation =
+        open_rows(path, fresh_validation, "step,epoch,loss,error,accuracy,best,best_step\n", trainer->steps_done());
   }
   while (trainer->steps_done() < total && !trainer->stopped()) {
     const StepStats s = trainer->step();
