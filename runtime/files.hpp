@@ -1,5 +1,6 @@
-// Files written whole: checkpoints (runtime/safetensors.cpp), a run's config.json and trimmed metrics.csv
-// (tools/train_command.cpp), a sweep's results (tools/sweep.cpp).
+// Files written whole: checkpoints (runtime/safetensors.cpp), a run's config.json and the first lines of its
+// metrics.csv and validation.csv, or the rows a resume keeps (tools/train_command.cpp), a sweep's results
+// (tools/sweep.cpp).
 // write_file_durably writes PATH.tmp, fsyncs it, renames it over PATH and fsyncs the directory, so that a
 // process killed midway, a crash or a power cut leaves PATH with its old bytes or all of the new ones. On any
 // failure the temporary file is removed, PATH is untouched, and the Error names `what` ("checkpoint",

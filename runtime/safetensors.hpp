@@ -7,8 +7,8 @@
 // write_safetensors writes through write_file_durably (runtime/files.hpp): PATH.tmp, fsynced, renamed over
 // PATH, the directory fsynced, so a crash (or a power cut) leaves either the old file or the new one, never a
 // torn one; a write that fails (a full disk, a file-size limit, a directory it cannot write) throws an Error
-// naming the file and the reason and leaves the old file as it was. read_safetensors checks every offset, size and type and names the file
-// and the entry when something is wrong.
+// naming the file and the reason and leaves the old file as it was. read_safetensors checks every offset, size
+// and type and names the file and the entry when something is wrong.
 #pragma once
 #include <map>
 #include <string>

@@ -29,22 +29,6 @@ namespace {
 // A checkpoint after every step of a small MatNTM: one is written all the time.
 const std::string kSmall = kSmallMatNTM + " --set log_every=1 --set checkpoint_every=1";
 
-// `matmem train --resume DIR --steps 1000000000` in `cwd`, started in a child process with its output
-// discarded.
-pid_t start_resume(const fs::path& cwd, const std::string& dir) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (::chdir(cwd.c_str()) != 0) ::_exit(127);
-    ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
-    std::freopen("/dev/null", "w", stdout);
-    std::freopen("/dev/null", "w", stderr);
-    ::execl(MATMEM_BINARY, MATMEM_BINARY, "train", "--resume", dir.c_str(), "--steps", "1000000000", "--json",
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
-}
-
 // `matmem ARGS` (shell words, as run_matmem takes them) in `cwd`, started in a child process with its output
 // discarded; the shell execs matmem, so the pid is matmem's.
 pid_t start_matmem(const fs::path& cwd, const std::string& args) {
@@ -59,6 +43,11 @@ pid_t start_matmem(const fs::path& cwd, const std::string& args) {
     ::_exit(127);
   }
   return pid;
+}
+
+// `matmem train --resume DIR --steps 1000000000` in `cwd`, started as start_matmem does.
+pid_t start_resume(const fs::path& cwd, const std::string& dir) {
+  return start_matmem(cwd, "train --resume '" + dir + "' --steps 1000000000 --json");
 }
 
 // run_matmem's `matmem ARGS` after the shell commands `prefix` (limits, traps).
