@@ -415,7 +415,9 @@ inline bool use_periodic_lanes(std::int64_t B) {
 // stores those reads overlap the work. (A prefetch never faults: p may lie past the buffer's end.)
 // Measured in the ntm-copy step, memory_read_write's forward with its re-runs: 0.78–0.86 of their time at
 // 3 slots ahead, 0.82 at 2, 0.89 at 4 and 6, the step 0.967 (16 alternating runs). Its backward writes
-// grad_M into a recycled gradient buffer, already in cache, and ran 1.11 of its time with it.
+// grad_M into a recycled gradient buffer, already in cache, and ran 1.11 of its time with it; asking for its
+// two read streams (the memory and grad_M') 3 slots ahead made it 1.06–1.26 as slow (batch 16, 4 alternating
+// profiled runs), so neither is there.
 constexpr std::int64_t kPrefetchSlots = 3;
 inline void prefetch_for_write(const void* p) { __builtin_prefetch(p, 1, 3); }
 
