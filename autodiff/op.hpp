@@ -70,12 +70,22 @@ struct Flops {
 };
 using FlopsFn = Flops (*)(const Shape* x_shape, int arity, const Shape& y_shape, const OpAttrs& attrs);
 
+// The values (floats or doubles) one forward and one backward must read or write at least, for an op whose
+// speed memory traffic sets: the memory ops, each pass of which streams whole memory states. The bench sets
+// their time against the core's streaming rate (`matmem bench train --profile`, its "limit" column).
+struct Traffic {
+  double forward = 0, backward = 0;
+};
+using TrafficFn = Traffic (*)(const Shape* x_shape, int arity, const Shape& y_shape, const OpAttrs& attrs);
+
 struct OpDef {
   const char* name;
   Kernel<float> forward_f32, backward_f32;
   Kernel<double> forward_f64, backward_f64;
   FlopsFn flops = nullptr;
   bool assigns_fresh = false;  // backward honours OpCall::fresh (see above)
+  TrafficFn traffic = nullptr;  // declared by the memory ops (see Traffic)
+  bool gemm = false;            // its FLOPs are matrix products: the bench sets them against the SGEMM peak
 
   template <class T>
   Kernel<T> forward() const {
@@ -91,6 +101,15 @@ template <template <class> class K>
 constexpr OpDef make_op(const char* name, FlopsFn flops = nullptr, bool assigns_fresh = false) {
   return {name, &K<float>::forward, &K<float>::backward, &K<double>::forward, &K<double>::backward, flops,
           assigns_fresh};
+}
+// The same op with its traffic declared, or marked as made of matrix products (both only inform the bench).
+constexpr OpDef with_traffic(OpDef op, TrafficFn traffic) {
+  op.traffic = traffic;
+  return op;
+}
+constexpr OpDef as_gemm(OpDef op) {
+  op.gemm = true;
+  return op;
 }
 
 }  // namespace matmem

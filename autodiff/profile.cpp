@@ -9,6 +9,7 @@ OpProfile::Row& OpProfile::row(const OpDef& op) {
     if (ops_[k] == &op) return rows[k];
   ops_.push_back(&op);
   rows.push_back({op.name});
+  rows.back().gemm = op.gemm;
   return rows.back();
 }
 

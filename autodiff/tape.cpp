@@ -169,11 +169,16 @@ inline Shape* Tape::gather_inputs(const OpDef& op, std::span<const Var> in, cons
 
 inline void Tape::count_flops(const OpDef& op, const Shape* xs, int arity, const Shape& y_shape, OpAttrs attrs,
                               bool requires_grad) {
-  if (!op.flops) return;
-  const Flops f = op.flops(xs, arity, y_shape, attrs);
-  flops_.forward += f.forward;
-  if (requires_grad) flops_.backward += f.backward;
-  if (profile_) profile_->add_flops(op, f.forward + (requires_grad ? f.backward : 0.0));
+  if (op.flops) {
+    const Flops f = op.flops(xs, arity, y_shape, attrs);
+    flops_.forward += f.forward;
+    if (requires_grad) flops_.backward += f.backward;
+    if (profile_) profile_->add_flops(op, f.forward + (requires_grad ? f.backward : 0.0));
+  }
+  if (profile_ && op.traffic) {
+    const Traffic t = op.traffic(xs, arity, y_shape, attrs);
+    profile_->add_traffic(op, double(size_of(dtype_)) * (t.forward + (requires_grad ? t.backward : 0.0)));
+  }
 }
 
 // One output: kept apart from the several-output apply below, whose generality costs tens of ns per op.

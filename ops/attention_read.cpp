@@ -62,7 +62,7 @@ Flops flops(const Shape* x, int, const Shape&, const OpAttrs&) {
   const double B = double(x[0].batch), k = double(x[0].rows), d = double(x[0].cols), m = double(x[1].rows);
   return {B * (4 * k * m * d + 4 * k * m), B * (8 * k * m * d + 4 * k * m)};
 }
-constexpr OpDef kOp = make_op<AttentionReadKernel>("attention_read", flops);
+constexpr OpDef kOp = as_gemm(make_op<AttentionReadKernel>("attention_read", flops));
 }  // namespace
 
 Var attention_read(Var queries, Var rows) {

@@ -319,8 +319,8 @@ Flops flops(const Shape* x, int arity, const Shape& y, const OpAttrs& attrs) {
   return {f, 2.0 * f + (attrs.i[0] ? first : 0.0)};
 }
 
-constexpr OpDef kBilinear = make_op<BilinearKernel>("bilinear", flops, /*assigns_fresh=*/true);
-constexpr OpDef kMat = make_op<BilinearKernel>("mat", flops, /*assigns_fresh=*/true);
+constexpr OpDef kBilinear = as_gemm(make_op<BilinearKernel>("bilinear", flops, /*assigns_fresh=*/true));
+constexpr OpDef kMat = as_gemm(make_op<BilinearKernel>("mat", flops, /*assigns_fresh=*/true));
 
 bool is_parameter_matrix(const Shape& s) { return s.batch == 1 && s.slots == 1; }
 

@@ -392,7 +392,12 @@ Flops flops(const Shape* x, int arity, const Shape&, const OpAttrs&) {
   const double mem = double(x[arity - 1].numel()), heads = double(arity - 1);
   return {(2.0 * heads + 2.0) * mem, (4.0 * heads + 2.0) * mem};
 }
-constexpr OpDef kOp = make_op<CosineSimilarityKernel>("cosine_similarity", flops);
+// At least: forward reads M; backward reads M and reads and writes grad_M.
+Traffic traffic(const Shape* x, int arity, const Shape&, const OpAttrs&) {
+  const double m = double(x[arity - 1].numel());
+  return {m, 3.0 * m};
+}
+constexpr OpDef kOp = with_traffic(make_op<CosineSimilarityKernel>("cosine_similarity", flops), traffic);
 }  // namespace
 
 Var cosine_similarity(std::span<const Var> keys, Var memory) {

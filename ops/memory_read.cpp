@@ -65,7 +65,12 @@ Flops flops(const Shape* x, int, const Shape&, const OpAttrs&) {
   const double f = 2.0 * double(x[0].numel());
   return {f, 2.0 * f};
 }
-constexpr OpDef kOp = make_op<MemoryReadKernel>("memory_read", flops);
+// At least: forward reads M; backward reads M and reads and writes grad_M.
+Traffic traffic(const Shape* x, int, const Shape&, const OpAttrs&) {
+  const double m = double(x[0].numel());
+  return {m, 3.0 * m};
+}
+constexpr OpDef kOp = with_traffic(make_op<MemoryReadKernel>("memory_read", flops), traffic);
 }  // namespace
 
 Var memory_read(Var memory, Var w) {

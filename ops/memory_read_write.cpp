@@ -32,7 +32,9 @@ Flops flops(const Shape* x, int arity, const Shape&, const OpAttrs&) {
   const double mem = double(x[0].numel()), reads = double(arity - 4);
   return {(4.0 + 2.0 * reads) * mem, (10.0 + 4.0 * reads) * mem};
 }
-constexpr OpDef kOp = make_op<ops::MemoryReadWriteKernel>("memory_read_write", flops, /*assigns_fresh=*/true);
+constexpr OpDef kOp =
+    with_traffic(make_op<ops::MemoryReadWriteKernel>("memory_read_write", flops, /*assigns_fresh=*/true),
+                 ops::memory_write_traffic);
 }  // namespace
 
 void memory_read_write(Var memory, std::span<const Var> read_weights, Var w, Var erase, Var add, std::span<Var> out) {

@@ -18,6 +18,13 @@ inline std::int64_t memory_read_write_scratch(std::int64_t R, const Shape& m) {
   return 2 * (N * B + 2 * E * B + R * N * B) + R * E * B;
 }
 
+// The values a call must move at least (OpDef::traffic), with or without reads: forward reads M and writes M';
+// backward reads M and grad_M' and writes grad_M.
+inline Traffic memory_write_traffic(const Shape* x, int, const Shape&, const OpAttrs&) {
+  const double m = double(x[0].numel());
+  return {2.0 * m, 3.0 * m};
+}
+
 // R = arity - 4 reads: memory_read_write has R ≥ 1, memory_write R = 0.
 template <class T>
 struct MemoryReadWriteKernel {

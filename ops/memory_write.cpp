@@ -19,7 +19,9 @@ Flops flops(const Shape* x, int, const Shape&, const OpAttrs&) {
   const double f = 4.0 * double(x[0].numel());
   return {f, 2.5 * f};
 }
-constexpr OpDef kOp = make_op<ops::MemoryReadWriteKernel>("memory_write", flops, /*assigns_fresh=*/true);
+constexpr OpDef kOp =
+    with_traffic(make_op<ops::MemoryReadWriteKernel>("memory_write", flops, /*assigns_fresh=*/true),
+                 ops::memory_write_traffic);
 }  // namespace
 
 Var memory_write(Var memory, Var w, Var erase, Var add) {

@@ -124,7 +124,7 @@ Flops flops(const Shape* x, int arity, const Shape&, const OpAttrs& attrs) {
   }
   return {f, 2.0 * f + (attrs.i[0] ? t_hat : 0.0)};
 }
-constexpr OpDef kOp = make_op<ProjectionsKernel>("projections", flops, /*assigns_fresh=*/true);
+constexpr OpDef kOp = as_gemm(make_op<ProjectionsKernel>("projections", flops, /*assigns_fresh=*/true));
 }  // namespace
 
 void projections(Var x, std::span<const Projection> p, std::span<Var> out) {

@@ -207,8 +207,21 @@ void report_row(const std::string& name, const StepTimes& t, std::int64_t batch,
                1e3 * double(batch) / mean, gflops, peak_rss_mib());
 }
 
-// Per-op table of `steps` profiled training steps: calls, forward and backward µs per step, share of the step.
-void print_profile(const std::string& name, const OpProfile& p, int steps, double step_ms) {
+// What the core allows an op kind, the profile's "limit": a GEMM op's FLOPs at the SGEMM peak; an op that
+// declares its traffic (the memory ops), those bytes at the L2 streaming rate or its FLOPs at the multiply-add
+// peak, whichever takes longer; none (0) for the others.
+struct CoreLimits {
+  double sgemm_gflops = 0, fma_gflops = 0, stream_gbps = 0;
+};
+double limit_ns(const OpProfile::Row& r, const CoreLimits& c) {
+  if (r.gemm) return r.flops / c.sgemm_gflops;
+  if (r.traffic > 0) return std::max(r.traffic / c.stream_gbps, r.flops / c.fma_gflops);
+  return 0;
+}
+
+// Per-op table of `steps` profiled training steps: calls, forward and backward µs per step, share of the step,
+// and for the op kinds with a limit, that limit and how close to it they run.
+void print_profile(const std::string& name, const OpProfile& p, int steps, double step_ms, const CoreLimits& c) {
   std::vector<OpProfile::Row> rows = p.rows;
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
     return a.forward_ns + a.backward_ns > b.forward_ns + b.backward_ns;
@@ -216,19 +229,33 @@ void print_profile(const std::string& name, const OpProfile& p, int steps, doubl
   const double step_us = 1e3 * step_ms;
   fmt::print("\n{}: where a step's {:.0f} µs go (mean of {} profiled steps; the timer adds its own cost)\n", name,
              step_us, steps);
-  fmt::print("  {:<26} {:>10} {:>12} {:>12} {:>8} {:>10} {:>8}\n", "op", "calls/step", "forward µs", "backward µs",
-             "share", "MiB/step", "GFLOP/s");
-  double in_ops = 0;
+  fmt::print("  {:<26} {:>10} {:>12} {:>12} {:>8} {:>10} {:>8} {:>9} {:>11}\n", "op", "calls/step", "forward µs",
+             "backward µs", "share", "MiB/step", "GFLOP/s", "limit µs", "limit/time");
+  double in_ops = 0, limited = 0, at_limits = 0;
   for (const OpProfile::Row& r : rows) {
     const double f = r.forward_ns / 1e3 / steps, b = r.backward_ns / 1e3 / steps;
     in_ops += f + b;
     const std::string rate = r.flops > 0 ? fmt::format("{:.1f}", r.flops / (r.forward_ns + r.backward_ns)) : "";
-    fmt::print("  {:<26} {:>10.0f} {:>12.1f} {:>12.1f} {:>7.1f}% {:>10.2f} {:>8}\n", r.name,
+    const double limit = limit_ns(r, c) / 1e3 / steps;
+    std::string limit_text, ratio_text;
+    if (limit > 0) {
+      limited += f + b;
+      at_limits += limit;
+      limit_text = fmt::format("{:.1f}", limit);
+      ratio_text = fmt::format("{:.0f}%", 100 * limit / (f + b));
+    }
+    fmt::print("  {:<26} {:>10.0f} {:>12.1f} {:>12.1f} {:>7.1f}% {:>10.2f} {:>8} {:>9} {:>11}\n", r.name,
                double(std::max(r.forward_calls, r.backward_calls)) / steps, f, b, 100 * (f + b) / step_us,
-               r.bytes / steps / (1 << 20), rate);
+               r.bytes / steps / (1 << 20), rate, limit_text, ratio_text);
   }
   fmt::print("  {:<26} {:>10} {:>25.1f} {:>7.1f}%\n", "(outside kernels)", "", step_us - in_ops,
              100 * (step_us - in_ops) / step_us);
+  if (limited == 0) return;
+  fmt::print("  op kinds with a limit: {:.0f} µs a step, {:.0f} at their limits ({:.0f}%)\n", limited, at_limits,
+             100 * at_limits / limited);
+  fmt::print("  limits: GEMM ops' FLOPs at the SGEMM peak ({:.1f} GFLOP/s); memory ops' traffic at the best streaming "
+             "rate within the L2 ({:.1f} GB/s) or their FLOPs at the multiply-add peak ({:.1f} GFLOP/s)\n",
+             c.sgemm_gflops, c.stream_gbps, c.fma_gflops);
 }
 
 // With threads, what each part of the timed steps took on its own thread (Trainer::part_seconds), summed.
@@ -316,6 +343,8 @@ int bench_train(const Options& o) {
   Config probe;
   apply_sets(probe, o);  // a bad --set is refused before anything runs
   const double peak = sgemm_peak_gflops();
+  CoreLimits limits;
+  if (o.profile) limits = {peak, fma_peak_gflops(), l2_stream_gbps()};
   fmt::print("training steps (forward, backward, clip, optimiser), float32, {}{}; single-core SGEMM peak "
              "(1024^3) {:.1f} GFLOP/s\n", threads_text(o.threads), sets_text(o), peak);
   fmt::print("{:<18} {:>6} {:>10} {:>9} {:>9} {:>11} {:>9} {:>9}\n", "config", "steps", "ms median", "ms min",
@@ -350,7 +379,7 @@ int bench_train(const Options& o) {
       t.tape().set_profile(&p);
       const double ms = time_trainer(t, 0, o.steps).mean_ms();
       t.tape().set_profile(nullptr);
-      profiles.push_back([=] { print_profile(b.name, p, o.steps, ms); });
+      profiles.push_back([=] { print_profile(b.name, p, o.steps, ms, limits); });
     }
   }
   // The C++-peer step is its own loop on one tape, not a Trainer: one thread whatever --threads says.

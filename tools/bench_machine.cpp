@@ -40,6 +40,16 @@ std::string cache_text(int index) {
   return fmt::format("L{}{} {} KiB (cpus {})", l, t == "Data" ? "d" : "", cache_bytes(index) >> 10, cpus);
 }
 
+// The L2's size per core, or 1 MiB where /sys does not list it.
+std::int64_t l2_bytes() {
+  for (int k = 0; k < 8; ++k) {
+    std::ifstream level(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/level", k));
+    int l = 0;
+    if (level >> l && l == 2 && cache_bytes(k) > 0) return cache_bytes(k);
+  }
+  return std::int64_t(1) << 20;
+}
+
 // Independent multiply-add chains on the widest vectors the build targets, enough of them (12, each in its
 // own register) to cover the FMA latency on both FMA ports.
 #if defined(__AVX512F__)
@@ -49,7 +59,7 @@ constexpr int kLanes = 8;
 #else
 constexpr int kLanes = 4;
 #endif
-double fma_peak_gflops() {
+double fma_loop_gflops() {
   typedef float v16 __attribute__((vector_size(4 * kLanes)));
   const v16 a = v16{} + 0.999999f, b = v16{} + 1e-7f;
   v16 c0 = a, c1 = a + 1, c2 = a + 2, c3 = a + 3, c4 = a + 4, c5 = a + 5, c6 = a + 6, c7 = a + 7, c8 = a + 8,
@@ -124,6 +134,18 @@ Bandwidth bandwidth(std::int64_t bytes) {
 }
 }  // namespace
 
+double fma_peak_gflops() { return fma_loop_gflops(); }
+
+double l2_stream_gbps() {
+  const std::int64_t l2 = l2_bytes();
+  double best = 0;
+  for (std::int64_t kib = 128; (kib << 10) <= l2; kib *= 2) {
+    const Bandwidth b = bandwidth(kib << 10);
+    best = std::max({best, b.read, b.write, b.copy});
+  }
+  return best;
+}
+
 double sgemm_peak_gflops() {
   const std::int64_t n = 1024;
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);
@@ -140,7 +162,7 @@ void bench_machine(std::FILE* csv) {
     if (std::string t = cache_text(k); !t.empty()) caches.push_back(t);
   fmt::print("one core of this machine\ncaches: {}\n",
              caches.empty() ? "not listed in /sys" : fmt::format("{}", fmt::join(caches, ", ")));
-  fmt::print("peaks (float32): multiply-add loop {:.1f} GFLOP/s, SGEMM 1024^3 {:.1f} GFLOP/s\n", fma_peak_gflops(),
+  fmt::print("peaks (float32): multiply-add loop {:.1f} GFLOP/s, SGEMM 1024^3 {:.1f} GFLOP/s\n", fma_loop_gflops(),
              sgemm_peak_gflops());
   fmt::print("bandwidth, GB/s of bytes read + written (best of 3 passes of ~256 MiB):\n");
   fmt::print("{:>12} {:>9} {:>9} {:>9}\n", "working set", "read", "write", "copy");

@@ -15,6 +15,10 @@
 namespace matmem::tools {
 
 double sgemm_peak_gflops();  // one core, a 1024³ float32 product
+double fma_peak_gflops();    // one core, independent float32 multiply-adds on the widest vectors
+// The best of read, write and copy (GB/s of bytes read + written) over working sets from 128 KiB to the core's
+// L2: the most a memory op can stream when its state stays in the L2, as the micro-batches keep it.
+double l2_stream_gbps();
 void bench_machine(std::FILE* csv);
 
 }  // namespace matmem::tools

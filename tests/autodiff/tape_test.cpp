@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
 
 #include "autodiff/parameters.hpp"
@@ -166,6 +167,47 @@ TEST_CASE("a second backward on the same tape gives the same gradients as the fi
   tape.backward(y);
   const Tensor second = in.grad_copy();
   for (std::int64_t k = 0; k < x.numel(); ++k) CHECK(second.get(k) == first.get(k));
+}
+
+TEST_CASE("the op profile keeps the memory ops' traffic and which ops are matrix products", "[tape][profile]") {
+  // A memory of B = 2, N = 3 slots of 2 x 2: 24 values, 96 bytes in float32.
+  Rng rng(3);
+  auto random = [&](Shape s) {
+    Tensor t(DType::f32, s);
+    for (std::int64_t k = 0; k < t.numel(); ++k) t.set(k, 0.1 + 0.8 * rng.uniform());
+    return t;
+  };
+  const Tensor m = random(memory(2, 3, 2, 2)), w = random(weighting(2, 3)), e = random(matrices(2, 2, 2)),
+               a = random(matrices(2, 2, 2)), k = random(matrices(2, 2, 2)), u = random(parameter(2, 2));
+  Tape tape(DType::f32);
+  OpProfile profile;
+  tape.set_profile(&profile);
+  Var mv = tape.input(m, true), wv = tape.input(w, true), ev = tape.input(e, true), av = tape.input(a, true);
+  std::array<Var, 2> out;
+  memory_read_write(mv, std::span<const Var>(&wv, 1), wv, ev, av, out);
+  Var sim = cosine_similarity(tape.input(k, true), out[0]);
+  Var prod = bilinear(out[1], tape.input(u, true), tape.input(u, true));
+  tape.backward(add(sum(sim), sum(tanh(prod))));
+  {
+    NoGrad no_grad(tape);
+    memory_read(out[0], wv);  // forward only: its forward's traffic alone
+  }
+  tape.set_profile(nullptr);
+  auto row = [&](const std::string& name) {
+    for (const OpProfile::Row& r : profile.rows)
+      if (r.name == name) return r;
+    FAIL("no row " << name);
+    return OpProfile::Row{};
+  };
+  const double state = 24 * 4;
+  CHECK(row("memory_read_write").traffic == (2 + 3) * state);  // M read, M' written; M, grad M' read, grad M written
+  CHECK(row("cosine_similarity").traffic == (1 + 3) * state);  // M read; M read, grad M read and written
+  CHECK(row("memory_read").traffic == 1 * state);
+  CHECK(row("bilinear").gemm);
+  CHECK(row("bilinear").traffic == 0);
+  CHECK_FALSE(row("memory_read_write").gemm);
+  CHECK_FALSE(row("tanh").gemm);
+  CHECK(row("tanh").traffic == 0);
 }
 
 TEST_CASE("the op profile counts every forward and backward call by op", "[tape][profile]") {

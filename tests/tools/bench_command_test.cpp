@@ -67,3 +67,49 @@ TEST_CASE("bench train --threads 2: where the step's time goes between its parts
   REQUIRE(one.status == 0);
   CHECK(one.output.find("parts took") == std::string::npos);
 }
+
+TEST_CASE("bench train --profile: the GEMM and memory ops set against the core's limits", "[tools][bench]") {
+  const fs::path dir = fresh_dir("bench_train_profile");
+  const CommandResult r = run_matmem("bench train --config ntm-copy --steps 3 --warmup 1 --profile", dir, 300);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("limit µs") && Contains("limit/time"));
+  // Each row's cells from the op's name on: calls/step, forward, backward, share, MiB/step, GFLOP/s[, limit, ratio].
+  auto cells = [&](const std::string& op) {
+    const auto at = r.output.find("\n  " + op + " ");
+    REQUIRE(at != std::string::npos);
+    std::istringstream in(r.output.substr(at + 1, r.output.find('\n', at + 1) - at - 1));
+    std::vector<std::string> out;
+    for (std::string c; in >> c;) out.push_back(c);
+    return out;
+  };
+  const auto at = r.output.find("  op kinds with a limit: ");
+  REQUIRE(at != std::string::npos);
+  double limited = 0, at_limits = 0, sgemm = 0, stream = 0, fma = 0;
+  REQUIRE(std::sscanf(r.output.c_str() + at,
+                      "  op kinds with a limit: %lf µs a step, %lf at their limits (%*d%%)\n  limits: GEMM ops' FLOPs "
+                      "at the SGEMM peak (%lf GFLOP/s); memory ops' traffic at the best streaming rate within the "
+                      "L2 (%lf GB/s) or their FLOPs at the multiply-add peak (%lf GFLOP/s)",
+                      &limited, &at_limits, &sgemm, &stream, &fma) == 5);
+  CHECK(stream > 0);
+  // The step's op kinds with a limit are these four; the total sums their rows. (No check that a kernel stays
+  // under its limit: a peak measured on a busy machine can come out low.)
+  double times = 0, limits = 0;
+  for (const std::string op : {"mat", "projections", "memory_read_write", "cosine_similarity"}) {
+    const std::vector<std::string> c = cells(op);
+    INFO(op);
+    REQUIRE(c.size() == 9);
+    const double time = std::stod(c[2]) + std::stod(c[3]), rate = std::stod(c[6]), limit = std::stod(c[7]);
+    times += time;
+    limits += limit;
+    CHECK(std::stod(c[8]) == Approx(100 * limit / time).margin(1.5));  // the printed ratio, in percent
+    // The FLOPs (time × rate) at the SGEMM peak for a GEMM op; for a memory op at least at the multiply-add peak.
+    const double at_peak = time * rate / (op == "mat" || op == "projections" ? sgemm : fma);
+    if (op == "mat" || op == "projections")
+      CHECK(limit == Approx(at_peak).epsilon(0.02).margin(0.2));
+    else
+      CHECK(limit >= at_peak * 0.98 - 0.2);
+  }
+  CHECK(limited == Approx(times).margin(1));
+  CHECK(at_limits == Approx(limits).margin(1));
+  CHECK(cells("ntm_addressing").size() == 7);  // no limit set
+}
