@@ -244,9 +244,11 @@ void print_profile(const std::string& name, const OpProfile& p, int steps, doubl
       limit_text = fmt::format("{:.1f}", limit);
       ratio_text = fmt::format("{:.0f}%", 100 * limit / (f + b));
     }
-    fmt::print("  {:<26} {:>10.0f} {:>12.1f} {:>12.1f} {:>7.1f}% {:>10.2f} {:>8} {:>9} {:>11}\n", r.name,
-               double(std::max(r.forward_calls, r.backward_calls)) / steps, f, b, 100 * (f + b) / step_us,
-               r.bytes / steps / (1 << 20), rate, limit_text, ratio_text);
+    std::string line = fmt::format("  {:<26} {:>10.0f} {:>12.1f} {:>12.1f} {:>7.1f}% {:>10.2f} {:>8} {:>9} {:>11}",
+                                   r.name, double(std::max(r.forward_calls, r.backward_calls)) / steps, f, b,
+                                   100 * (f + b) / step_us, r.bytes / steps / (1 << 20), rate, limit_text, ratio_text);
+    line.erase(line.find_last_not_of(' ') + 1);  // no blanks after the last filled column
+    fmt::print("{}\n", line);
   }
   fmt::print("  {:<26} {:>10} {:>25.1f} {:>7.1f}%\n", "(outside kernels)", "", step_us - in_ops,
              100 * (step_us - in_ops) / step_us);
