@@ -59,7 +59,9 @@ constexpr int kLanes = 8;
 #else
 constexpr int kLanes = 4;
 #endif
-double fma_loop_gflops() {
+}  // namespace
+
+double fma_peak_gflops() {
   typedef float v16 __attribute__((vector_size(4 * kLanes)));
   const v16 a = v16{} + 0.999999f, b = v16{} + 1e-7f;
   v16 c0 = a, c1 = a + 1, c2 = a + 2, c3 = a + 3, c4 = a + 4, c5 = a + 5, c6 = a + 6, c7 = a + 7, c8 = a + 8,
@@ -78,6 +80,8 @@ double fma_loop_gflops() {
   }
   return best;
 }
+
+namespace {
 
 struct FreeDeleter {
   void operator()(float* p) const { std::free(p); }
@@ -134,8 +138,6 @@ Bandwidth bandwidth(std::int64_t bytes) {
 }
 }  // namespace
 
-double fma_peak_gflops() { return fma_loop_gflops(); }
-
 double l2_stream_gbps() {
   const std::int64_t l2 = l2_bytes();
   double best = 0;
@@ -162,7 +164,7 @@ void bench_machine(std::FILE* csv) {
     if (std::string t = cache_text(k); !t.empty()) caches.push_back(t);
   fmt::print("one core of this machine\ncaches: {}\n",
              caches.empty() ? "not listed in /sys" : fmt::format("{}", fmt::join(caches, ", ")));
-  fmt::print("peaks (float32): multiply-add loop {:.1f} GFLOP/s, SGEMM 1024^3 {:.1f} GFLOP/s\n", fma_loop_gflops(),
+  fmt::print("peaks (float32): multiply-add loop {:.1f} GFLOP/s, SGEMM 1024^3 {:.1f} GFLOP/s\n", fma_peak_gflops(),
              sgemm_peak_gflops());
   fmt::print("bandwidth, GB/s of bytes read + written (best of 3 passes of ~256 MiB):\n");
   fmt::print("{:>12} {:>9} {:>9} {:>9}\n", "working set", "read", "write", "copy");
