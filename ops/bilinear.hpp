@@ -3,8 +3,8 @@
 // reshape (runtime/shape.hpp); a parameter [r,c] is a plain row-major matrix.
 #pragma once
 #include <cstdint>
-#include <type_traits>
 
+#include "ops/fixed.hpp"
 #include "runtime/blas.hpp"
 
 namespace matmem::ops {
@@ -34,18 +34,9 @@ void move_rows(const T* src, std::int64_t lds, T* dst, std::int64_t ldd, std::in
 }
 template <bool Add, class T>
 void move_columns(const T* src, std::int64_t lds, T* dst, std::int64_t ldd, std::int64_t rows, std::int64_t cols) {
-  const auto fixed = [&](auto width) { move_rows<Add>(src, lds, dst, ldd, rows, width); };
-  switch (cols) {
-    case 1: return fixed(std::integral_constant<int, 1>{});
-    case 2: return fixed(std::integral_constant<int, 2>{});
-    case 3: return fixed(std::integral_constant<int, 3>{});
-    case 4: return fixed(std::integral_constant<int, 4>{});
-    case 5: return fixed(std::integral_constant<int, 5>{});
-    case 6: return fixed(std::integral_constant<int, 6>{});
-    case 7: return fixed(std::integral_constant<int, 7>{});
-    case 8: return fixed(std::integral_constant<int, 8>{});
-    default: return move_rows<Add>(src, lds, dst, ldd, rows, cols);
-  }
+  with_fixed<1, 8>(
+      cols, [&](auto width) { move_rows<Add>(src, lds, dst, ldd, rows, width); },
+      [&] { move_rows<Add>(src, lds, dst, ldd, rows, cols); });
 }
 
 // out = A Vᵀ (assigned), A: m x c', V: c x c' -> m x c; vt: c·c' of scratch, used when V is small.

@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "ops/check.hpp"
+#include "ops/fixed.hpp"
 #include "ops/ops.hpp"
 #include "ops/registry.hpp"
 #include "ops/slots.hpp"
@@ -39,13 +40,7 @@ std::int64_t scratch_size(std::int64_t H, const Shape& m) {
 // f(std::integral_constant<int, K>{}) with K = H for 1 ≤ H ≤ 4 keys, else K = 0 (H at run time).
 template <class F>
 void with_keys(int H, F&& f) {
-  switch (H) {
-    case 1: return f(std::integral_constant<int, 1>{});
-    case 2: return f(std::integral_constant<int, 2>{});
-    case 3: return f(std::integral_constant<int, 3>{});
-    case 4: return f(std::integral_constant<int, 4>{});
-    default: return f(std::integral_constant<int, 0>{});
-  }
+  ops::with_fixed<1, 4>(H, f, [&] { f(std::integral_constant<int, 0>{}); });
 }
 
 template <class T>

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "autodiff/tape.hpp"
+#include "ops/fixed.hpp"
 #include "ops/slots.hpp"
 
 namespace matmem::ops {
@@ -34,12 +35,7 @@ struct MemoryReadWriteKernel {
   // f(std::integral_constant<int, RK>{}) with RK = R for R ≤ 2 reads, else kAnyReads.
   template <class F>
   static void with_reads(std::int64_t R, F&& f) {
-    switch (R) {
-      case 0: return f(std::integral_constant<int, 0>{});
-      case 1: return f(std::integral_constant<int, 1>{});
-      case 2: return f(std::integral_constant<int, 2>{});
-      default: return f(std::integral_constant<int, kAnyReads>{});
-    }
+    ops::with_fixed<0, 2>(R, f, [&] { f(std::integral_constant<int, kAnyReads>{}); });
   }
   // Pointers into scratch, and the small operands transposed.
   struct Work {
@@ -226,14 +222,7 @@ struct MemoryReadWriteKernel {
   // f(std::integral_constant<int, J>{}) for J = jb in 1 .. 6.
   template <class F>
   static void with_chunks(std::int64_t jb, F&& f) {
-    switch (jb) {
-      case 1: return f(std::integral_constant<int, 1>{});
-      case 2: return f(std::integral_constant<int, 2>{});
-      case 3: return f(std::integral_constant<int, 3>{});
-      case 4: return f(std::integral_constant<int, 4>{});
-      case 5: return f(std::integral_constant<int, 5>{});
-      default: return f(std::integral_constant<int, 6>{});
-    }
+    ops::with_fixed<1, 5>(jb, f, [&] { f(std::integral_constant<int, 6>{}); });
   }
   // Calls block(i0, jb, last, first) for the blocks of at most JB chunks of a slot of L values.
   template <class F>
