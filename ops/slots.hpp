@@ -202,7 +202,12 @@ inline void from_batch_inner(const T* xt, std::int64_t B, std::int64_t r, std::i
 // argument-dependent lookup, an aligned store.
 // simd_loop is always inlined and flattens f's body into itself. A kernel's body is a lambda capturing by
 // reference; left out of line, every SIMD store (a may-alias store) made the compiler reload each
-// captured pointer and size through the closure, two dependent loads per use.
+// captured pointer and size through the closure, two dependent loads per use. Flattening does not reach
+// every body: GCC 12 kept memory_read_write's out of line, so those lambdas are declared
+// `[&](std::int64_t q, auto x) __attribute__((always_inline)) {` (GCC and clang honour the attribute there,
+// not `[[gnu::always_inline]]`, which would apply to the lambda's type). Where that was measured, see
+// ops/memory_read_write.hpp; in cosine_similarity's forward the same made the op slower, so it is not
+// applied everywhere.
 template <class X>
 constexpr bool is_partial = false;
 #if defined(__AVX512VL__) && XSIMD_WITH_SSE2
