@@ -29,12 +29,18 @@ std::int64_t cache_bytes(int index) {
   const std::int64_t n = std::atoll(s.c_str());
   return unit == 'K' ? n << 10 : unit == 'M' ? n << 20 : n;
 }
+// 1, 2, 3 from sysfs; 0 when absent.
+int cache_level(int index) {
+  std::ifstream f(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/level", index));
+  int l = 0;
+  return f >> l ? l : 0;
+}
 std::string cache_text(int index) {
-  std::ifstream level(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/level", index)),
-      type(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/type", index)),
+  std::ifstream type(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/type", index)),
       shared(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/shared_cpu_list", index));
-  std::string l, t, cpus;
-  if (!(level >> l) || !(type >> t)) return "";
+  const int l = cache_level(index);
+  std::string t, cpus;
+  if (l == 0 || !(type >> t)) return "";
   shared >> cpus;
   if (t == "Instruction") return "";
   return fmt::format("L{}{} {} KiB (cpus {})", l, t == "Data" ? "d" : "", cache_bytes(index) >> 10, cpus);
@@ -42,11 +48,8 @@ std::string cache_text(int index) {
 
 // The L2's size per core, or 1 MiB where /sys does not list it.
 std::int64_t l2_bytes() {
-  for (int k = 0; k < 8; ++k) {
-    std::ifstream level(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/level", k));
-    int l = 0;
-    if (level >> l && l == 2 && cache_bytes(k) > 0) return cache_bytes(k);
-  }
+  for (int k = 0; k < 8; ++k)
+    if (cache_level(k) == 2 && cache_bytes(k) > 0) return cache_bytes(k);
   return std::int64_t(1) << 20;
 }
 
