@@ -1,0 +1,141 @@
+// MatAttention (models/layers/cells.hpp, 001 §2.1 eqs. 3–4) by value inside a recurrent model: two steps of
+// H_t = MatAttention(P = X_t, context H_{t−1}), logits_t = U_oᵀ H_t V_o + B_o, against the header's formulas
+// written out as plain loops over std::vector matrices with the model's own parameter values:
+//   Q = tanh(U_Pᵀ P V_P + U_hᵀ H V_h + B_q)  [k × d],   s_j = Σ_i softmax_i(⟨q_j, p_i⟩) p_i,
+//   H_t = tanh(U_Sᵀ S V_S + B_S).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../model_gradcheck.hpp"
+#include "models/layers/cells.hpp"
+
+using namespace matmem;
+
+namespace {
+constexpr std::int64_t kRows = 4, kCols = 3, kHeads = 3, kStateRows = 2, kStateCols = 3, kOut = 2;
+
+class AttentionModel : public Model {
+ public:
+  AttentionModel() : Model("attend", DType::f64, 5), read_("attend/read", kHeads, kStateRows, kStateCols, Activation::tanh) {
+    set_io(kRows, kCols, kOut, kOut);
+    declare_state({"h", parameter(kStateRows, kStateCols)});
+  }
+  void step(Step& s) override {
+    Var h = read_(s, s.input(), {{"h", s.state("h")}});
+    s.next("h", h);
+    s.output(s.mat("attend/out", {{"h", h}}, kOut, kOut));
+  }
+
+ private:
+  MatAttention read_;
+};
+
+// A dense matrix, row-major, independent of the library's layout.
+struct Mat {
+  std::int64_t rows = 0, cols = 0;
+  std::vector<double> v;
+  Mat() = default;
+  Mat(std::int64_t r, std::int64_t c) : rows(r), cols(c), v(std::size_t(r * c), 0.0) {}
+  double& operator()(std::int64_t i, std::int64_t j) { return v[std::size_t(i * cols + j)]; }
+  double operator()(std::int64_t i, std::int64_t j) const { return v[std::size_t(i * cols + j)]; }
+};
+
+Mat param(const Model& m, const std::string& name) {
+  const Tensor& t = m.params().at(name).value;
+  Mat y(t.shape().rows, t.shape().cols);
+  for (std::int64_t i = 0; i < y.rows; ++i)
+    for (std::int64_t j = 0; j < y.cols; ++j) y(i, j) = t.at(0, i, j);
+  return y;
+}
+
+// U_termᵀ X V_term + (the caller adds B): y(a, b) = Σ_p Σ_q U(p, a) X(p, q) V(q, b).
+Mat term(const Model& m, const std::string& path, const std::string& name, const Mat& x) {
+  const Mat u = param(m, path + "/" + name + "/U"), v = param(m, path + "/" + name + "/V");
+  REQUIRE(u.rows == x.rows);
+  REQUIRE(v.rows == x.cols);
+  Mat y(u.cols, v.cols);
+  for (std::int64_t a = 0; a < y.rows; ++a)
+    for (std::int64_t b = 0; b < y.cols; ++b)
+      for (std::int64_t p = 0; p < x.rows; ++p)
+        for (std::int64_t q = 0; q < x.cols; ++q) y(a, b) += u(p, a) * x(p, q) * v(q, b);
+  return y;
+}
+
+Mat add(Mat x, const Mat& y) {
+  for (std::size_t k = 0; k < x.v.size(); ++k) x.v[k] += y.v[k];
+  return x;
+}
+
+Mat tanh_of(Mat x) {
+  for (double& e : x.v) e = std::tanh(e);
+  return x;
+}
+
+double input(std::int64_t t, std::int64_t b, std::int64_t i, std::int64_t j) {
+  return std::sin(0.8 * double(t) + 1.9 * double(b) + 0.6 * double(i) + 1.1 * double(j) + 0.1 * double(i * j));
+}
+}  // namespace
+
+TEST_CASE("MatAttention forward: k tanh queries of P and the context, each a softmax read of P's rows, then a map",
+          "[models][attention]") {
+  AttentionModel m;
+  m.build();
+  testing::perturb_parameters(m, 0.5, 23);
+  const std::int64_t B = 2, T = 2;
+  Sequence seq;
+  seq.kind = TargetKind::reals;
+  for (std::int64_t t = 0; t < T; ++t) {
+    Tensor& x = seq.add_input(DType::f64, matrices(B, kRows, kCols));
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t i = 0; i < kRows; ++i)
+        for (std::int64_t j = 0; j < kCols; ++j) x.set(x.shape().offset(b, 0, i, j), 1.5 * input(t, b, i, j));
+    seq.add_target(DType::f64, matrices(B, kOut, kOut), t);
+  }
+  Tape tape(DType::f64);
+  Unroller u(m, tape);
+  const SequenceResult& r = u.run(seq);
+  REQUIRE(r.logits.size() == std::size_t(T));
+
+  double spread = 0;  // the largest gap between two weights of one query: the reads must not be plain means
+  for (std::int64_t b = 0; b < B; ++b) {
+    Mat h(kStateRows, kStateCols);  // the zero start
+    for (std::int64_t t = 0; t < T; ++t) {
+      Mat p(kRows, kCols);
+      for (std::int64_t i = 0; i < kRows; ++i)
+        for (std::int64_t j = 0; j < kCols; ++j) p(i, j) = 1.5 * input(t, b, i, j);
+      const Mat q = tanh_of(add(add(term(m, "attend/read/query", "P", p), term(m, "attend/read/query", "h", h)),
+                                param(m, "attend/read/query/B")));
+      REQUIRE(q.rows == kHeads);
+      REQUIRE(q.cols == kCols);
+      Mat s(kHeads, kCols);
+      for (std::int64_t j = 0; j < kHeads; ++j) {  // query j's weights over the rows i of P
+        std::vector<double> w(static_cast<std::size_t>(kRows));
+        double z = 0;
+        for (std::int64_t i = 0; i < kRows; ++i) {
+          double dot = 0;
+          for (std::int64_t c = 0; c < kCols; ++c) dot += q(j, c) * p(i, c);
+          z += w[std::size_t(i)] = std::exp(dot);
+        }
+        for (std::int64_t i = 0; i < kRows; ++i) {
+          for (std::int64_t i2 = 0; i2 < kRows; ++i2)
+            spread = std::max(spread, std::abs(w[std::size_t(i)] - w[std::size_t(i2)]) / z);
+          for (std::int64_t c = 0; c < kCols; ++c) s(j, c) += w[std::size_t(i)] / z * p(i, c);
+        }
+      }
+      h = tanh_of(add(term(m, "attend/read/read", "S", s), param(m, "attend/read/read/B")));
+      const Mat want = add(term(m, "attend/out", "h", h), param(m, "attend/out/B"));
+      const Tensor y = r.logits[std::size_t(t)].value_copy();
+      for (std::int64_t a = 0; a < kOut; ++a)
+        for (std::int64_t c = 0; c < kOut; ++c) {
+          INFO("sample " << b << ", step " << t << ", element (" << a << "," << c << ")");
+          CHECK(y.at(b, a, c) == Approx(want(a, c)).epsilon(1e-10).margin(1e-12));
+        }
+    }
+  }
+  CHECK(spread > 0.1);
+}
