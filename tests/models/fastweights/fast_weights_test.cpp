@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../model_gradcheck.hpp"
+#include "../reference_math.hpp"
 #include "models/fastweights/fast_weights.hpp"
 #include "models/registry.hpp"
 #include "models/training/config.hpp"
@@ -302,4 +303,95 @@ TEST_CASE("fw.form, fw.learn_lambda and fw.learn_eta from the config, and auto f
   c.set("fw.lambda", "0.9", "--set");
   c.set("fw.eta", "0", "--set");
   CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Contains("fw.eta = 0"));
+}
+
+namespace {
+using testing::ref::Mat;
+
+// The fast-weights model's logits for sample b at every step of `seq`, from Ba et al.'s form with the fast-weight
+// matrix kept explicitly over vec(H) (n = rows·cols): A_t = λ A_{t−1} + η vec(H_t) vec(H_t)ᵀ, A_{−1} = 0, and
+//   Z_t = U_hᵀ H_{t−1} V_h + U_xᵀ X_t V_x + B,  H⁰ = ReLU(Z_t),
+//   Hˢ⁺¹ = ReLU(N(Z_t + A_{t−1} Hˢ)) (LN over the sum), ReLU(N(Z_t) + A_{t−1} Hˢ) (over the slow part),
+//          ReLU(Z_t + A_{t−1} Hˢ) (none),  s = 0 … S−1,   H_t = Hˢ,   Y_t = U_oᵀ H_t V_o + B_o,
+// N(Z) = G ⊙ LN(Z) + Bₙ; λ = σ(θ_λ), η = softplus(θ_η) when learned.
+std::vector<Mat> reference_fast_weights(const FastWeightsRNN& m, const Sequence& seq, std::int64_t b) {
+  using testing::ref::param;
+  using Norm = FastWeightsConfig::Norm;
+  const FastWeightsConfig& c = m.config();
+  const std::int64_t n = c.rows * c.cols;
+  const double lambda = c.learn_lambda ? testing::ref::sigmoid(testing::ref::scalar(m, "fastweights/fast/lambda_logit")) : c.lambda;
+  const double eta = c.learn_eta ? testing::ref::softplus(testing::ref::scalar(m, "fastweights/fast/eta_raw")) : c.eta;
+  const Mat Uh = param(m, "fastweights/slow/h/U"), Vh = param(m, "fastweights/slow/h/V"),
+            Ux = param(m, "fastweights/slow/x/U"), Vx = param(m, "fastweights/slow/x/V"), B = param(m, "fastweights/slow/B"),
+            Uo = param(m, "fastweights/out/h/U"), Vo = param(m, "fastweights/out/h/V"), Bo = param(m, "fastweights/out/B");
+  const bool normalised = c.norm != Norm::none;
+  const Mat G = normalised ? param(m, "fastweights/ln/G") : Mat(), Bn = normalised ? param(m, "fastweights/ln/B") : Mat();
+  auto N = [&](const Mat& z) { return testing::ref::hadamard(G, testing::ref::layer_norm(z)) + Bn; };
+  auto vec = [&](const Mat& h) {  // H as an n × 1 column, row by row
+    Mat v(n, 1);
+    v.a = h.a;
+    return v;
+  };
+  auto unvec = [&](const Mat& v) {
+    Mat h(c.rows, c.cols);
+    h.a = v.a;
+    return h;
+  };
+  Mat A(n, n), h(c.rows, c.cols);
+  std::vector<Mat> y;
+  for (const Tensor& frame : seq.inputs) {
+    const Mat x = testing::ref::frame(frame, b);
+    const Mat z = testing::ref::bilinear(h, Uh, Vh) + testing::ref::bilinear(x, Ux, Vx) + B;
+    Mat hs = testing::ref::relu(z);
+    for (int s = 0; s < c.inner_steps; ++s) {
+      const Mat fast = unvec(testing::ref::matmul(A, vec(hs)));
+      switch (c.norm) {
+        case Norm::sum: hs = testing::ref::relu(N(z + fast)); break;
+        case Norm::slow: hs = testing::ref::relu(N(z) + fast); break;
+        case Norm::none: hs = testing::ref::relu(z + fast); break;
+      }
+    }
+    h = hs;
+    A = lambda * A + eta * testing::ref::matmul(vec(h), testing::ref::transpose(vec(h)));
+    y.push_back(testing::ref::bilinear(h, Uo, Vo) + Bo);
+  }
+  return y;
+}
+}  // namespace
+
+TEST_CASE("fast weights' logits equal Ba et al.'s inner loop with A kept as a matrix, every LN placement, S = 3",
+          "[models][fastweights]") {
+  // Six steps, three inner steps, every parameter moved off its initial value (LN's gain and bias, λ and η when
+  // learned); vector (1×4) and matrix (2×3) states, both forms of the fast term, logits read at steps 0, 2, 3, 5.
+  // Without LN over the sum the fast term is not normalised and grows as H³ (at η = 0.2 the LN-over-the-slow-part
+  // states reach 1e105 by step 4 and then overflow): a smaller η there keeps |H| within 10.
+  using Form = FastWeightsConfig::Form;
+  using Norm = FastWeightsConfig::Norm;
+  const char* norm_names[] = {"LN over the sum", "LN over the slow part", "no LN"};
+  for (Norm norm : {Norm::sum, Norm::slow, Norm::none})
+    for (std::int64_t rows : {1, 2})
+      for (Form form : {Form::sum, Form::matrix})
+        for (bool learn : {false, true}) {
+          SECTION(std::string(norm_names[int(norm)]) + (rows == 1 ? ", vector 1x4" : ", matrix 2x3") +
+                  (form == Form::sum ? ", past states' sum" : ", A as a matrix") + (learn ? ", learned λ and η" : "")) {
+            FastWeightsConfig c = small(true, rows, rows == 1 ? 4 : 3, 3, norm);
+            c.eta = norm == Norm::sum ? 0.2 : norm == Norm::none ? 0.05 : 0.01, c.form = form, c.learn_lambda = c.learn_eta = learn;
+            FastWeightsRNN m(c, DType::f64, 3);
+            m.build();
+            testing::perturb_parameters(m, 0.3, 5);
+            const std::vector<int> read = {0, 2, 3, 5};
+            const Sequence seq = testing::ref::frames_with_targets(m, 2, 6, read, 23);
+            Tape tape(DType::f64);
+            Unroller u(m, tape);
+            const SequenceResult& r = u.run(seq);
+            REQUIRE(r.logits.size() == read.size());
+            for (std::int64_t b = 0; b < 2; ++b) {
+              const std::vector<Mat> y = reference_fast_weights(m, seq, b);
+              for (std::size_t k = 0; k < read.size(); ++k) {
+                INFO("step " << read[k]);
+                testing::ref::check_equal(r.logits[k].value_copy(), b, y[std::size_t(read[k])]);
+              }
+            }
+          }
+        }
 }
