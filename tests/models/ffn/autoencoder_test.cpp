@@ -1,6 +1,7 @@
 // The tied-weight auto-encoder (models/ffn/autoencoder.hpp): gradient-checked whole in float64 (matrix and
-// vector), its decoder checked against the formula by hand (the encoder's U and V, transposed), and its
-// parameters counted.
+// vector), its decoder checked against the formula by hand (the encoder's U and V, transposed), a stack of
+// three encoder layers checked by value against the formula and by the model gradcheck that refuses negligible
+// gradients, and its parameters counted.
 #include "models/ffn/autoencoder.hpp"
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "runtime/error.hpp"
 
 #include "../model_gradcheck.hpp"
+#include "../reference_math.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;
@@ -100,4 +102,88 @@ TEST_CASE("the autoencoder from config: parameter count, and impossible values r
   CHECK_THROWS_WITH(make_model(c, *task), Contains("reconstructs its input"));
   c.set("ffn.depth", "3", "test");
   CHECK_THROWS_WITH(make_model(c, *task), Contains("ffn.depth = 3"));
+}
+
+namespace {
+using testing::ref::Mat;
+
+Mat activate_ref(Activation a, const Mat& z) {
+  switch (a) {
+    case Activation::linear: return z;
+    case Activation::sigmoid: return testing::ref::sigmoid(z);
+    case Activation::tanh: return testing::ref::tanh(z);
+    case Activation::relu: return testing::ref::relu(z);
+  }
+  return z;
+}
+
+// The tied auto-encoder's reconstruction of sample b of `x`, by the formula of autoencoder.hpp:
+//   H_0 = X,  H_l = σ(U_lᵀ H_{l−1} V_l + B_l),  l = 1..K;   G_K = H_K,  G_{l−1} = σ(U_l G_l V_lᵀ + C_l),  l = K..2;
+//   Y = sigmoid(U_1 G_1 V_1ᵀ + C_1).
+Mat reference_autoencoder(const MatAutoencoder& m, const Tensor& x, std::int64_t b) {
+  using testing::ref::matmul;
+  using testing::ref::param;
+  const AutoencoderConfig& c = m.config();
+  const auto path = [](std::int64_t l) { return "autoencoder/l" + std::to_string(l); };
+  Mat h = testing::ref::frame(x, b);
+  for (std::int64_t l = 1; l <= c.encoder_layers; ++l)
+    h = activate_ref(c.activation, testing::ref::bilinear(h, param(m, path(l) + "/h/U"), param(m, path(l) + "/h/V")) +
+                                       param(m, path(l) + "/B"));
+  Mat g = h;
+  for (std::int64_t l = c.encoder_layers; l >= 1; --l) {
+    const Mat z = matmul(matmul(param(m, path(l) + "/h/U"), g), testing::ref::transpose(param(m, path(l) + "/h/V"))) +
+                  param(m, path(l) + "/C");
+    g = l == 1 ? testing::ref::sigmoid(z) : activate_ref(c.activation, z);
+  }
+  return g;
+}
+
+struct Stack {
+  const char* name;
+  AutoencoderConfig config;
+};
+AutoencoderConfig with(AutoencoderConfig c, Activation a) {
+  c.activation = a;
+  return c;
+}
+// Stacks of three encoder layers (six in all): matrix and vector, each hidden activation.
+const Stack stacks[] = {{"matrix 2x3 of 3x4, tanh", tiny(2, 3, 3, 4, 3)},
+                        {"matrix 3x2 of 3x4, sigmoid", with(tiny(3, 2, 3, 4, 3), Activation::sigmoid)},
+                        {"matrix 2x2 of 3x4, relu", with(tiny(2, 2, 3, 4, 3), Activation::relu)},
+                        {"vector 1x4 of 1x6, sigmoid", with(tiny(1, 4, 1, 6, 3), Activation::sigmoid)},
+                        {"vector 1x4 of 1x6, tanh", tiny(1, 4, 1, 6, 3)}};
+// The gradcheck's stacks: six sigmoid layers (σ' ≤ 1/4 each) leave the first layer's bias a gradient of 7e-8
+// (matrix) and 1.4e-6 (vector) of the loss at the gradcheck's point, below its floor of 1e-5: the tanh and relu
+// stacks.
+const Stack gradcheck_stacks[] = {stacks[0], stacks[2], stacks[4]};
+}  // namespace
+
+TEST_CASE("the stacked autoencoder's reconstruction equals the tied-weight formula, every layer", "[models][autoencoder]") {
+  for (const Stack& k : stacks) {
+    SECTION(k.name) {
+      MatAutoencoder m(k.config, DType::f64, 3);
+      m.build();
+      testing::perturb_parameters(m, 0.3, 5);
+      CHECK(m.params().size() == 4 * std::size_t(k.config.encoder_layers));  // U, V, B, C a layer
+      const Sequence seq = reconstruction(m, 2, 4);
+      Tape tape(DType::f64);
+      Unroller u(m, tape);
+      const Tensor y = u.run(seq).logits[0].value_copy();
+      for (std::int64_t b = 0; b < 2; ++b) testing::ref::check_equal(y, b, reference_autoencoder(m, seq.inputs[0], b));
+    }
+  }
+}
+
+TEST_CASE("the stacked autoencoder passes the model gradcheck, every layer's gradient non-negligible", "[models][autoencoder][gradcheck]") {
+  for (const Stack& k : gradcheck_stacks) {
+    SECTION(k.name) {
+      MatAutoencoder m(k.config, DType::f64, 3);
+      const GradcheckReport r = testing::gradcheck_model(m, 2, 3);
+      INFO(r.str());
+      CHECK(r.passed);
+      for (std::int64_t l = 1; l <= k.config.encoder_layers; ++l)
+        for (const char* leaf : {"/h/U", "/h/V", "/B", "/C"})
+          CHECK(m.params().contains("autoencoder/l" + std::to_string(l) + leaf));
+    }
+  }
 }
