@@ -286,3 +286,64 @@ TEST_CASE("plot: capacity curves put eq. 12 and the exact curve side by side, a 
                  {n, {4, 9}, v, v, {0, 0}, v, v});
   CHECK(png_header(dir / "sweep.png").width == 800);
 }
+
+TEST_CASE("plot: a window onto a circular memory goes on from the last slot to slot 0, numbered every tick step", "[plot]") {
+  std::vector<std::int64_t> slots;
+  for (std::int64_t r = 0; r < 25; ++r) slots.push_back(window_slot(99, r, 120));
+  std::vector<std::int64_t> want;
+  for (std::int64_t s = 99; s < 120; ++s) want.push_back(s);
+  for (std::int64_t s = 0; s <= 3; ++s) want.push_back(s);
+  CHECK(slots == want);
+  CHECK(window_slot(5, 3, 120) == 8);  // a window that does not wrap is numbered as it is
+  CHECK(tick_step(25) == 5);
+  CHECK(tick_step(10) == 1);
+  CHECK(tick_step(16) == 2);
+  CHECK(tick_step(120) == 20);
+  CHECK(tick_step(101) == 20);
+  CHECK(window_ticks(99, 25, 120) == std::vector<Tick>{{1, 100}, {6, 105}, {11, 110}, {16, 115}, {21, 0}});
+  CHECK(window_ticks(10, 6, 12) == std::vector<Tick>{{0, 10}, {1, 11}, {2, 0}, {3, 1}, {4, 2}, {5, 3}});
+}
+
+TEST_CASE("plot: a wrapped heatmap numbers its rows with their slots, never past the last", "[plot]") {
+  const fs::path dir = fresh_dir("plot_wrapped");
+  Heatmap m;
+  m.rows = 25, m.cols = 4;
+  m.values.assign(100, 0.5);
+  m.y_first = 99, m.y_wrap = 120;
+  m.x_first = 1000;  // the columns' numbers stay apart from the rows'
+  m.y_label = "memory slot";
+  {
+    Figure f(dir / "wrapped.svg", 600, 500);
+    f.heatmap({0, 1, 0, 1}, m);
+    f.finish();
+  }
+  const std::vector<std::string> texts = svg_texts(file_bytes(dir / "wrapped.svg"));
+  std::vector<std::string> numbers;  // the rows' numbers: those below the columns' 1000…
+  for (const std::string& t : texts)
+    if (!t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; }) && std::stol(t) < 1000)
+      numbers.push_back(t);
+  CHECK(numbers == std::vector<std::string>{"100", "105", "110", "115", "0"});  // from the top, as window_ticks
+}
+
+TEST_CASE("plot: the inspect sheet draws a window past the last slot with the slots' own numbers", "[plot]") {
+  const fs::path dir = fresh_dir("plot_inspect_wrapped");
+  InspectData d;
+  d.title = "wrapped";
+  const Matrix frame{2, 2, {0, 1, 1, 0}};
+  d.inputs.assign(3, frame);
+  d.target_steps = {2};
+  d.targets = d.outputs = {frame};
+  InspectData::Weighting w{"write1/weighting", std::vector<std::vector<double>>(3, std::vector<double>(120, 0.0))};
+  w.w[0][119] = 1, w.w[1][0] = 1, w.w[2][0] = 1;  // the head moves from the last slot to the first
+  d.weightings.push_back(w);
+  d.memory.assign(3, std::vector<Matrix>(120, frame));
+  inspect_sheet(dir / "sheet.svg", d);
+  const std::string svg = file_bytes(dir / "sheet.svg");
+  REQUIRE(svg_well_formed(svg));
+  // Slots 119 and 0, seven more each side: 112–7, numbered every second slot.
+  CHECK(svg_has_text(svg, "write head 1 weighting (slots 112–7 of 120)"));
+  const std::vector<std::string> texts = svg_texts(svg);
+  for (const char* number : {"112", "114", "116", "118", "4", "6"})  // (2 also numbers a time step)
+    CHECK(std::count(texts.begin(), texts.end(), std::string(number)) == 1);
+  for (int past = 120; past <= 127; ++past) CHECK(std::count(texts.begin(), texts.end(), std::to_string(past)) == 0);
+}

@@ -282,16 +282,17 @@ std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const Insp
       h.values.resize(std::size_t(h.rows * h.cols));
       for (std::int64_t r = 0; r < count; ++r)
         for (std::int64_t t = 0; t < T && t < std::int64_t(wt.w.size()); ++t)
-          h.values[std::size_t(r * T + t)] = wt.w[std::size_t(t)][std::size_t((first + r) % slots)];
+          h.values[std::size_t(r * T + t)] = wt.w[std::size_t(t)][std::size_t(window_slot(first, r, slots))];
       h.v_min = 0, h.v_max = 1;
-      // A wrapped window is numbered on from the last slot (N, N+1, … stand for 0, 1, …; the title says so).
+      // Rows are numbered with their slots, a wrapped window's going on from N−1 to 0 (window_slot).
       h.y_first = double(first);
+      h.y_wrap = slots;
       std::string head = wt.name.substr(0, wt.name.find('/'));
       if (head.rfind("read", 0) == 0) head = "read head " + head.substr(4);
       else if (head.rfind("write", 0) == 0) head = "write head " + head.substr(5);
       h.title = fmt::format("{} weighting (slots {}–{} of {})", head, first, last, slots);  // the tests look for this
       h.x_label = "time step";
-      h.y_label = first > last ? fmt::format("memory slot (mod {})", slots) : "memory slot";
+      h.y_label = "memory slot";
       h.colour_bar = true;
       areas.push_back(fig.heatmap({nx(10 + w * double(k)), nx(10 + w * double(k + 1)), ny(y + heat_h), ny(y)}, h));
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -121,6 +122,11 @@ std::vector<std::pair<std::size_t, std::size_t>> runs_where(std::size_t n, Ok ok
   return out;
 }
 
+// A circular axis for slot_label: row r is slot (first + r) mod slots.
+struct WrapAxis {
+  std::int64_t first, slots;
+};
+
 }  // namespace
 
 Format format_of(const std::filesystem::path& path, const std::string& option) {
@@ -130,6 +136,36 @@ Format format_of(const std::filesystem::path& path, const std::string& option) {
   if (ext == ".svg") return Format::svg;
   throw Error(fmt::format("{} {}: the picture's format comes from its extension, .png or .svg{}", option,
                           path.string(), ext.empty() ? " (it has none)" : fmt::format(" ({} is neither)", ext)));
+}
+
+std::int64_t window_slot(std::int64_t first, std::int64_t r, std::int64_t slots) {
+  if (slots <= 0) return first + r;
+  const std::int64_t s = (first + r) % slots;
+  return s < 0 ? s + slots : s;
+}
+
+namespace {
+// PLplot's label function for a circular axis (plslabelfunc): the slot at the tick's unwrapped value.
+void slot_label(PLINT, PLFLT value, char* label, PLINT length, PLPointer data) {
+  const WrapAxis* w = static_cast<const WrapAxis*>(data);
+  const std::int64_t at = std::llround(value);
+  std::snprintf(label, std::size_t(length), "%lld", static_cast<long long>(window_slot(w->first, at - w->first, w->slots)));
+}
+}  // namespace
+
+std::int64_t tick_step(std::int64_t count, int most) {
+  most = std::max(most, 1);
+  for (std::int64_t decade = 1;; decade *= 10)
+    for (std::int64_t m : {1, 2, 5})
+      if ((count + m * decade - 1) / (m * decade) <= most) return m * decade;  // at most ⌈count/step⌉ multiples
+}
+
+std::vector<Tick> window_ticks(std::int64_t first, std::int64_t count, std::int64_t slots) {
+  const std::int64_t step = tick_step(count);
+  std::vector<Tick> out;
+  for (std::int64_t r = 0; r < count; ++r)
+    if ((first + r) % step == 0) out.push_back({r, window_slot(first, r, slots)});
+  return out;
 }
 
 Rgb line_colour(int k) { return kOkabeIto[std::size_t(((k % kPalette) + kPalette) % kPalette)]; }
@@ -370,7 +406,7 @@ PlotArea Figure::heatmap(Box box, const Heatmap& m) {
   const auto [cw, ch] = char_size();
   const double left = m.axes ? 5.5 : (m.y_label.empty() ? 0.0 : 1.6),
                bottom = m.axes ? (m.x_label.empty() ? 2.2 : 4.2) : (m.x_label.empty() ? 0.0 : 1.6),
-               top = m.title.empty() ? (m.axes ? 0.6 : 0.0) : 1.8, right = m.colour_bar ? 6.0 : (m.axes ? 0.8 : 0.0);
+               top = m.title.empty() ? (m.axes ? 0.6 : 0.0) : (m.axes ? 2.5 : 1.8), right = m.colour_bar ? 6.0 : (m.axes ? 0.8 : 0.0);
   plvpor(box.x0 + left * cw, box.x1 - right * cw, box.y0 + bottom * ch, box.y1 - top * ch);
   double lo = m.v_min, hi = m.v_max;
   if (std::isnan(lo) || std::isnan(hi)) {
@@ -408,10 +444,22 @@ PlotArea Figure::heatmap(Box box, const Heatmap& m) {
   plimagefr(columns.data(), PLINT(m.cols), PLINT(m.rows), x0, x1, y0, y1, lo, hi, lo, hi, corner, &grid);
   plcol0(kInk);
   plwidth(1.0);
-  plbox(m.axes ? "bcnst" : "bc", 0, 0, m.axes ? "bcnstv" : "bc", 0, 0);
+  if (m.axes) {
+    // Whole cells are numbered (never 2.5), and a circular window by its slots: PLplot puts a tick at every
+    // multiple of the step of y_first + r and asks slot_label for its number.
+    WrapAxis wrap{std::llround(m.y_first), m.y_wrap};
+    if (m.y_wrap > 0) plslabelfunc(slot_label, &wrap);
+    const std::int64_t x_step = tick_step(m.cols), y_step = tick_step(m.rows);  // minor ticks: whole cells
+    plbox("bcnst", double(x_step), PLINT(std::min<std::int64_t>(x_step, 5)), m.y_wrap > 0 ? "bcnstvo" : "bcnstv",
+          double(y_step), PLINT(std::min<std::int64_t>(y_step, 5)));
+    plslabelfunc(nullptr, nullptr);
+  } else {
+    plbox("bc", 0, 0, "bc", 0, 0);
+  }
   if (!m.x_label.empty()) plmtex("b", m.axes ? 3.0 : 1.2, 0.5, 0.5, escaped(m.x_label).c_str());
   if (!m.y_label.empty()) plmtex("l", m.axes ? 4.2 : 0.8, 0.5, 0.5, escaped(m.y_label).c_str());
-  if (!m.title.empty()) plmtex("t", 0.6, 0.5, 0.5, escaped(m.title).c_str());
+  // The title clears the top numbers of the y axis and of the colour bar, which stand half a line above the plot.
+  if (!m.title.empty()) plmtex("t", m.axes ? 1.3 : 0.6, 0.5, 0.5, escaped(m.title).c_str());
   if (m.colour_bar) {
     PLFLT w = 0, h = 0;
     const char* axis_opts[] = {"bcvtm"};
@@ -421,9 +469,11 @@ PlotArea Figure::heatmap(Box box, const Heatmap& m) {
     const PLFLT range[] = {lo, hi};
     const PLFLT* values[] = {range};
     plschr(0, 0.8 * text_scale_);
+    plsmaj(0, 0.5);  // the ticks point out at the numbers: at full length one reads as a minus sign
     plcolorbar(&w, &h, PL_COLORBAR_IMAGE, PL_POSITION_RIGHT | PL_POSITION_OUTSIDE | PL_POSITION_VIEWPORT, 0.015, 0.0,
                0.025, 1.0, 0, kInk, 1, 0, 0, 0, 0, 0, nullptr, nullptr, 1, axis_opts, ticks, sub_ticks, n_values,
                values);
+    plsmaj(0, 1);
     plschr(0, text_scale_);
   }
   PLFLT vx0, vx1, vy0, vy1;

@@ -52,9 +52,27 @@ struct Heatmap {
   std::vector<double> values;
   double v_min = NAN, v_max = NAN;  // NaN: the data's range
   double x_first = 0, y_first = 0;  // the axis value of column 0 and of row 0 (e.g. a first slot index)
+  // > 0: the rows are a window onto a circular memory of y_wrap slots, row r showing slot
+  // (y_first + r) mod y_wrap (window_slot); the y axis is numbered with those slots, every tick_step(rows).
+  std::int64_t y_wrap = 0;
   bool axes = true;                 // numbered axes; false: a plain frame (small matrix pictures)
   bool colour_bar = false;          // a bar at the right mapping colours to values
 };
+
+// A window of consecutive positions 0, 1, … onto a circular memory of `slots` slots (a ring: slot slots−1 is
+// followed by slot 0), position 0 at slot `first`: the slot at position r, (first + r) mod slots.
+std::int64_t window_slot(std::int64_t first, std::int64_t r, std::int64_t slots);
+// The spacing of numbered ticks on an axis of `count` unit cells: the smallest of 1, 2, 5, 10, 20, 50, … that
+// numbers at most `most` of them.
+std::int64_t tick_step(std::int64_t count, int most = 10);
+// The numbered positions of a window of `count` positions (window_slot): those whose unwrapped index
+// first + r is a multiple of tick_step(count), each with the slot it shows; e.g. first 99, count 25 of 120
+// slots: positions 1, 6, 11, 16, 21 showing slots 100, 105, 110, 115, 0.
+struct Tick {
+  std::int64_t position, slot;
+  bool operator==(const Tick&) const = default;
+};
+std::vector<Tick> window_ticks(std::int64_t first, std::int64_t count, std::int64_t slots);
 
 // The sRGB colour of palette entry k (cycled): eight line colours that stay apart for colour-blind readers
 // (Okabe and Ito's set, black first).
