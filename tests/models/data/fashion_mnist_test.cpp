@@ -227,15 +227,26 @@ TEST_CASE("the best evaluation's parameters go to best.safetensors and come back
   c.set("epochs", "3", "test");
   c.set("eval.metric", "loss", "test");
   Trainer t(c);
-  std::vector<Tensor> at_best;  // the parameters after the step of the best validation loss so far
+  // Each evaluation's step, validation loss and parameters, as the test sees them.
+  std::vector<std::int64_t> steps;
+  std::vector<double> losses;
+  std::vector<std::vector<Tensor>> params;
   while (t.steps_done() < t.steps_total()) {
     t.step();
-    if (t.evaluated() && t.early_stopping().best_step() == t.steps_done()) {
-      at_best.clear();
-      for (const auto& p : t.model().params()) at_best.push_back(p->value);
-    }
+    if (!t.evaluated()) continue;
+    steps.push_back(t.steps_done());
+    losses.push_back(t.last_validation().loss);
+    params.emplace_back();
+    for (const auto& p : t.model().params()) params.back().push_back(p->value);
   }
-  REQUIRE(!at_best.empty());
+  // The first lowest loss, strictly inside the curve: neither the first, the last nor the current parameters.
+  const std::size_t argmin = std::size_t(std::min_element(losses.begin(), losses.end()) - losses.begin());
+  INFO("validation losses " << Catch::Detail::stringify(losses));
+  REQUIRE(argmin > 0);
+  REQUIRE(argmin + 1 < losses.size());
+  CHECK(t.early_stopping().best_step() == steps[argmin]);
+  CHECK(t.early_stopping().best() == losses[argmin]);
+  const std::vector<Tensor>& at_best = params[argmin];
   const std::string dir = testing::temp_dir("fashion-best");
   t.save(dir);
   REQUIRE(std::filesystem::exists(std::filesystem::path(dir) / "best.safetensors"));
@@ -245,7 +256,7 @@ TEST_CASE("the best evaluation's parameters go to best.safetensors and come back
     INFO(r->model().params()[i].name);
     CHECK(std::memcmp(at_best[i].raw(), r->model().params()[i].value.raw(), at_best[i].bytes()) == 0);
   }
-  CHECK(r->evaluate(Split::validation).loss == t.early_stopping().best());
+  CHECK(r->evaluate(Split::validation).loss == losses[argmin]);
   // A run resumed into another directory (a branch) writes the best parameters there too.
   const std::string branch = testing::temp_dir("fashion-best-branch");
   Trainer::resume(dir)->save(branch);
