@@ -111,16 +111,17 @@ TEST_CASE("presets: each trains a few small steps from the command line, its los
     // One step, and three from the same seed: the same first step, then two more.
     const CommandResult one = run_matmem(args + " --steps 1 --out " + name + "-1", dir);
     INFO(one.output);
-    REQUIRE(one.status == 0);
     const CommandResult three = run_matmem(args + " --steps 3 --out " + name + "-3", dir);
     INFO(three.output);
-    REQUIRE(three.status == 0);
+    CHECK(one.status == 0);
+    CHECK(three.status == 0);
+    if (one.status != 0 || three.status != 0) continue;  // on to the next preset
     const std::vector<double> losses = logged_losses(dir / (name + "-3"));
     CHECK(losses.size() == 3);
     for (double loss : losses) CHECK(std::isfinite(loss));
     const auto after_one = parameters_in(dir / (name + "-1") / "checkpoint.safetensors");
     const auto after_three = parameters_in(dir / (name + "-3") / "checkpoint.safetensors");
-    REQUIRE(!after_one.empty());
+    CHECK(!after_one.empty());
     CHECK(after_one.size() == after_three.size());
     // Every parameter moved in steps 2 and 3 (each has a gradient at these sizes).
     std::vector<std::string> unchanged;
