@@ -9,7 +9,7 @@ namespace matmem {
 namespace {
 struct ReluDef {
   template <class T>
-  static T f(T x) { return x > 0 ? x : T(0); }
+  static T f(T x) { return x < 0 ? T(0) : x; }  // a NaN passes on, to be caught as non-finite
   template <class T>
   static T df(T x, T) { return x > 0 ? T(1) : T(0); }
 };

@@ -39,6 +39,22 @@ TEST_CASE("softplus and sigmoid do not overflow for large inputs in float32", "[
   for (int k = 0; k < 4; ++k) CHECK(std::isfinite(in.grad<float>()[k]));
 }
 
+TEST_CASE("activations pass a NaN on, so a diverged state reaches the loss and is caught", "[ops][numerics]") {
+  const double nan = std::nan("");
+  for (DType t : {DType::f32, DType::f64}) {
+    Tape tape(t);
+    const Tensor x = filled(matrices(1, 1, 3), {nan, -1.0, 2.0}, t);
+    Var in = tape.input(x);
+    for (Var y : {relu(in), tanh(in), sigmoid(in), softplus(in)}) {
+      CHECK(std::isnan(y.value_copy().get(0)));
+      CHECK(std::isfinite(y.value_copy().get(1)));
+      CHECK(std::isfinite(y.value_copy().get(2)));
+    }
+    CHECK(relu(in).value_copy().get(1) == 0.0);
+    CHECK(relu(in).value_copy().get(2) == 2.0);
+  }
+}
+
 TEST_CASE("bce_with_logits is exact and finite for large logits", "[ops][numerics]") {
   Tape tape(DType::f32);
   Tensor x = filled(matrices(1, 1, 2), {100.0, -100.0});
