@@ -19,7 +19,7 @@ namespace {
 const std::string& kSmall = kSmallMatNTM;
 
 // The repository's root, from this file's path (tests/tools/config_test.cpp).
-const fs::path kSourceDir = fs::path(__FILE__).parent_path().parent_path().parent_path();
+const fs::path kSourceDir = MATMEM_SOURCE_DIR;
 
 void write(const fs::path& path, const std::string& text) {
   std::ofstream out(path);

@@ -269,7 +269,7 @@ TEST_CASE("sweep: a run that fails is named, the others still train, and a secon
 }
 
 TEST_CASE("sweep: every shipped plan reads, from the repository's root as its paths assume", "[tools][sweep]") {
-  const fs::path source = fs::path(__FILE__).parent_path().parent_path().parent_path();
+  const fs::path source = MATMEM_SOURCE_DIR;
   const fs::path here = fs::current_path();
   fs::current_path(source);
   int plans = 0;
