@@ -8,10 +8,12 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <sys/resource.h>
 
 #include "autodiff/profile.hpp"
+#include "models/registry.hpp"
 #include "models/rnn/recurrent.hpp"
 #include "models/training/clip.hpp"
 #include "models/training/rmsprop.hpp"
@@ -20,6 +22,8 @@
 #include "ops/registry.hpp"
 #include "runtime/blas.hpp"
 #include "runtime/error.hpp"
+#include "runtime/safetensors.hpp"
+#include "tools/bench_configs_json.hpp"
 #include "tools/bench_machine.hpp"
 #include "tools/commands.hpp"
 #include "tools/options.hpp"
@@ -40,6 +44,7 @@ struct Options {
   bool profile = false;
   int threads = 1;
   std::vector<std::string> sets;  // --set key=value, on top of each configuration
+  std::string safetensors;        // model: write the initial parameters here
 };
 
 // --set on top of a configuration. Its model and task are the configuration's, and threads is --threads.
@@ -143,24 +148,72 @@ int bench_ops(const Options& o) {
   return 0;
 }
 // --- bench train ---------------------------------------------------------------------------------------------
+// The configurations of tools/bench_configs.json (compiled in; tools/bench_train_torch.py reads the same file):
+// each one's settings are config keys set on top of the defaults, with no preset, so that neither a preset nor
+// a default of a key the file gives can change what a benchmark times.
 struct TrainBench {
-  std::string name, about;
-  std::vector<std::string> sets;  // config overrides on top of the model/task preset
+  std::string name, note;
+  nlohmann::json settings;  // config keys
+  std::int64_t parameters = 0;
 };
 
 const std::vector<TrainBench>& train_benches() {
-  static const std::vector<TrainBench> all = {
-      {"ntm-copy", "MatNTM copy, Table 1: batch 16, 6x5 in, MatRNN 2x15x15, 120 slots of 6x6, 1R+1W, l in 1..20",
-       {"model=matntm", "task=copy"}},
-      {"ntm-lstm-copy", "the same with a MatLSTM controller", {"model=matntm", "task=copy", "ntm.controller=lstm"}},
-      {"ntm-recall", "MatNTM associative recall, Table 1: batch 16, 7x5 in, MatRNN 3x20x20, 120 slots of 6x6",
-       {"model=matntm", "task=recall"}},
-      {"matrnn-copy", "MatRNN copy: batch 16, 2x15x15", {"model=matrnn", "task=copy"}},
-      {"vector-ntm-copy", "vector NTM, pytorch-ntm copy settings: batch 1, 8 bits, LSTM 100, 128x20 memory",
-       {"model=matntm", "task=copy", "task.rows=1", "task.cols=8", "model.layers=\"1x100\"", "ntm.controller=lstm",
-        "ntm.slots=128", "ntm.slot_rows=1", "ntm.slot_cols=20", "batch=1"}},
-  };
+  static const std::vector<TrainBench> all = [] {
+    std::vector<TrainBench> out;
+    const nlohmann::json file = nlohmann::json::parse(kBenchConfigsJson);
+    for (const nlohmann::json& c : file.at("configurations"))
+      out.push_back({c.at("name"), c.at("note"), c.at("settings"), c.at("parameters")});
+    return out;
+  }();
   return all;
+}
+
+// The configuration's config: the defaults, then its settings (seed and batch included).
+Config bench_config(const TrainBench& b) {
+  Config c;
+  for (const auto& [key, value] : b.settings.items()) {
+    if (key == "threads") throw Error(fmt::format("tools/bench_configs.json {}: threads is --threads", b.name));
+    c.set_json(key, value, "tools/bench_configs.json " + b.name);
+  }
+  return c;
+}
+
+// What a configuration trains, from its resolved config: "MatNTM recall: batch 16, frames 7x5 -> 5x5, …".
+std::string describe(const Config& c) {
+  const std::unique_ptr<Task> task = make_task(c);
+  const std::string model = c.str("model"), task_name = c.str("task");
+  std::string layers;
+  for (const auto& [r, k] : c.sizes("model.layers")) layers += fmt::format("{}{}x{}", layers.empty() ? "" : ",", r, k);
+  std::string out = fmt::format("{} {}: batch {}, frames {}x{} -> {}x{}", model == "matntm" ? "MatNTM" : model,
+                                task_name, c.integer("batch"), task->input_rows(), task->input_cols(),
+                                task->output_rows(), task->output_cols());
+  if (task_name == "copy")
+    out += fmt::format(", lengths {}..{}", c.integer("task.min_length"), c.integer("task.max_length"));
+  if (task_name == "recall")
+    out += fmt::format(", {}..{} items of {} matrices", c.integer("task.min_items"), c.integer("task.max_items"),
+                       c.integer("task.item_matrices"));
+  if (model == "matntm") {
+    const bool lstm = c.str("ntm.controller") == "lstm";
+    out += fmt::format(", Mat{} controller {}{}, {} slots of {}x{}, {}R+{}W heads, shifts -{}..{}", lstm ? "LSTM" : "RNN",
+                       layers, lstm ? fmt::format(" (forget bias {})", c.num("ntm.forget_bias")) : "",
+                       c.integer("ntm.slots"), c.integer("ntm.slot_rows"), c.integer("ntm.slot_cols"),
+                       c.integer("ntm.read_heads"), c.integer("ntm.write_heads"), c.integer("ntm.shift"),
+                       c.integer("ntm.shift"));
+  } else {
+    out += fmt::format(", layers {}", layers);
+  }
+  out += fmt::format("; {} lr {}", c.str("optimizer"), c.num("lr"));
+  if (c.str("optimizer") == "rmsprop")
+    out += fmt::format(" (alpha {}, momentum {})", c.num("rmsprop.alpha"), c.num("rmsprop.momentum"));
+  if (c.num("clip.value") > 0) out += fmt::format(", clip by value {}", c.num("clip.value"));
+  if (c.num("clip.norm") > 0) out += fmt::format(", clip by norm {}", c.num("clip.norm"));
+  return out;
+}
+
+std::vector<std::string> bench_names() {
+  std::vector<std::string> names;
+  for (const TrainBench& b : train_benches()) names.push_back(b.name);
+  return names;
 }
 
 double peak_rss_mib() {
@@ -334,6 +387,55 @@ StepTimes time_matrnn_fixed(int warmup, int steps) {
   return time_steps(step, [&] { return tape.flops().total(); }, warmup, steps);
 }
 
+// Refuses a --config that names no configuration of tools/bench_configs.json (nor one of `extra`).
+void check_names(const Options& o, const char* what, const std::vector<std::string>& extra) {
+  std::vector<std::string> known = bench_names();
+  known.insert(known.end(), extra.begin(), extra.end());
+  for (const std::string& name : o.configs)
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      throw Error(fmt::format("bench {} --config {}: not a configuration ({})", what, name, fmt::join(known, ", ")));
+}
+
+// `bench model`: each configuration's model as matmem builds it, in float64 from the configuration's seed: its
+// parameters (name and shape, in creation order) and their count, and the loss of the first batch the Trainer
+// draws (step 0 of the data stream Rng(seed ^ 0x5eed5eed5eed5eed), models/training/trainer.cpp) before any
+// update; with --safetensors, those initial parameters written to a file (float64, matmem's names), from which
+// tools/bench_train_torch.py --check-loss computes the same loss in PyTorch.
+int bench_model(const Options& o) {
+  check_names(o, "model", {});
+  if (!o.safetensors.empty() && o.configs.size() != 1)
+    throw Error("bench model --safetensors: name one --config");
+  for (const TrainBench& b : train_benches()) {
+    if (!o.configs.empty() && std::find(o.configs.begin(), o.configs.end(), b.name) == o.configs.end()) continue;
+    Config c = bench_config(b);
+    apply_sets(c, o);
+    const std::unique_ptr<Task> task = make_task(c);
+    const std::unique_ptr<Model> model = make_model(c, *task, DType::f64);
+    Rng data(std::uint64_t(c.integer("seed")) ^ 0x5eed5eed5eed5eedULL);
+    Sequence seq;
+    task->sample_step_into(0, data, seq, DType::f64);
+    Tape tape(DType::f64);
+    Unroller unroller(*model, tape);
+    const double loss = unroller.run(seq).loss.item();
+    fmt::print("{}: {} ({}){}\n", b.name, describe(c), b.note, sets_text(o));
+    fmt::print("  parameters: {} values in {} tensors (tools/bench_configs.json: {})\n", model->params().element_count(),
+               model->params().size(), b.parameters);
+    TensorFile file;
+    for (const auto& p : model->params()) {
+      fmt::print("  parameter {} [{},{}]\n", p->name, p->value.shape().rows, p->value.shape().cols);
+      file.tensors.emplace(p->name, p->value);
+    }
+    fmt::print("  float64 loss of the first batch ({} frames), initial parameters: {:.17g}\n", seq.inputs.size(),
+               loss);
+    if (!o.safetensors.empty()) {
+      file.metadata["config"] = b.name;
+      file.metadata["loss"] = fmt::format("{:.17g}", loss);
+      write_safetensors(o.safetensors, file);
+    }
+  }
+  return 0;
+}
+
 int bench_train(const Options& o) {
   const CsvFile file(o.csv, "bench");
   std::FILE* csv = file.get();
@@ -341,6 +443,7 @@ int bench_train(const Options& o) {
   auto wanted = [&](const std::string& name) {
     return o.configs.empty() || std::find(o.configs.begin(), o.configs.end(), name) != o.configs.end();
   };
+  check_names(o, "train", {"matrnn2-fixed"});
   if (o.profile && o.threads > 1) throw Error("bench train: --profile times one thread; leave out --threads");
   Config probe;
   apply_sets(probe, o);  // a bad --set is refused before anything runs
@@ -356,16 +459,7 @@ int bench_train(const Options& o) {
   std::vector<std::string> notes;               // configs that run fewer threads than asked
   for (const TrainBench& b : train_benches()) {
     if (!wanted(b.name)) continue;
-    Config c;
-    std::string model, task;
-    for (const std::string& kv : b.sets) {
-      const auto eq = kv.find('=');
-      if (kv.substr(0, eq) == "model") model = kv.substr(eq + 1);
-      if (kv.substr(0, eq) == "task") task = kv.substr(eq + 1);
-    }
-    c.apply_preset(model, task);
-    for (const std::string& kv : b.sets) c.assign(kv, b.name);
-    c.set("seed", "1", b.name);
+    Config c = bench_config(b);
     apply_sets(c, o);
     c.set("threads", std::to_string(o.threads), "--threads");
     Trainer t(c);
@@ -395,7 +489,7 @@ int bench_train(const Options& o) {
   for (auto& print : profiles) print();
   for (const std::string& note : notes) fmt::print("{}\n", note);
   for (const TrainBench& b : train_benches())
-    if (wanted(b.name)) fmt::print("  {}: {}\n", b.name, b.about);
+    if (wanted(b.name)) fmt::print("  {}: {} ({})\n", b.name, describe(bench_config(b)), b.note);
   if (peer)
     fmt::print("  matrnn2-fixed: 2-layer MatRNN, batch 16, 21 fixed steps, BCE on the last 10, RMSprop (no momentum/clip)\n");
   return 0;
@@ -476,12 +570,14 @@ void add_bench_command(CLI::App& app) {
       "bench", "Time ops or whole training steps (one thread unless --threads), or measure this machine's core");
   cmd->add_option("what", o->what,
                   "What to time: ops, train or scaling; machine: this core's caches, peak FLOP rates and bandwidth "
-                  "at each working-set size")
+                  "at each working-set size; model: each train configuration's parameters and, in float64, the "
+                  "loss of its first batch")
       ->required()
-      ->check(CLI::IsMember({"ops", "train", "scaling", "machine"}));
+      ->check(CLI::IsMember({"ops", "train", "scaling", "machine", "model"}));
   cmd->add_option("--config", o->configs,
-                  "train: configurations to time (ntm-copy, ntm-lstm-copy, ntm-recall, matrnn-copy, vector-ntm-copy, "
-                  "matrnn2-fixed; default all); scaling: sweeps to run (length, slots, matrix, batch)");
+                  fmt::format("train: configurations to time ({}, matrnn2-fixed; default all; tools/bench_configs.json); "
+                              "model: configurations to build; scaling: sweeps to run (length, slots, matrix, batch)",
+                              fmt::join(bench_names(), ", ")));
   cmd->add_option("--steps", o->steps, "train: timed steps per configuration")
       ->capture_default_str()
       ->check(whole_number(1, kMaxBenchSteps));
@@ -504,11 +600,14 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--set", o->sets,
                   "train, scaling: override one config key of every configuration: --set key=value (repeatable; "
                   "not model, task or threads)");
+  cmd->add_option("--safetensors", o->safetensors,
+                  "model: write the configuration's initial parameters (float64) to this safetensors file");
   cmd->add_flag("--profile", o->profile, "train: then time every op kind over as many steps and print where a step goes");
   cmd->callback([o] {
     if (o->what == "ops") bench_ops(*o);
     if (o->what == "train") bench_train(*o);
     if (o->what == "scaling") bench_scaling(*o);
+    if (o->what == "model") bench_model(*o);
     if (o->what == "machine") {
       const CsvFile file(o->csv, "bench");
       bench_machine(file.get());

@@ -8,10 +8,10 @@ plain eager autograd (no torch.jit, no custom C++/CUDA extensions), float32, one
 
 What is timed (time.perf_counter around each step, one batch per step):
     optimizer.zero_grad() -> forward over the whole sequence (all frames, outputs only at the target
-    frames) -> loss -> loss.item() -> loss.backward() -> torch.nn.utils.clip_grad_value_(params, 10)
-    -> optimizer.step()
-(matrnn2-dynet: no clipping, RMSprop without momentum). --warmup untimed steps come first, then --steps
-timed ones; the table gives the median, minimum and maximum ms per step and sequences/s (batch / mean
+    frames) -> loss -> loss.item() -> loss.backward() -> clipping -> optimizer.step()
+with clipping as the configuration sets it: by value (torch.nn.utils.clip_grad_value_), then by global norm
+(g * c / n when n > c, matmem's rule); matrnn2-dynet: none, and RMSprop without momentum. --warmup untimed
+steps come first, then --steps timed ones; the table gives the median, minimum and maximum ms per step and sequences/s (batch / mean
 step time, like matmem's table). Sequences are generated before timing, so data generation is NOT in
 the timed region (matmem's Trainer::step() samples the batch, and also computes the gradient norm and
 bit errors, inside its timed step; those cost well under 1% of a step).
@@ -36,24 +36,24 @@ Models (the math of models/ntm/matntm.cpp, models/layers/cells.cpp, models/rnn/r
     loss    mean over target frames of BCE-with-logits (each a mean over elements) = one BCE mean over
             the stacked target-frame logits (the frames are the same size).
 
-Configurations (`--config NAME`, repeatable; default all):
-    ntm-copy         MatNTM copy (000 Table 1): batch 16, frames 6x5 -> 5x5, MatRNN 15x15 x2,
-                     120 slots of 6x6, 1 read + 1 write head, S = 1, l ~ U{1..20}, RMSprop lr 1e-4
-                     (alpha 0.95, momentum 0.9, eps 1e-8), clip by value +-10
-    ntm-lstm-copy    the same with a MatLSTM 15x15 x2 controller
-    ntm-recall       MatNTM associative recall: frames 7x5, MatRNN 20x20 x3, k ~ U{2..10} items of
-                     2 matrices, lr 8e-5
-    matrnn-copy      MatRNN copy: MatRNN 15x15 x2, output mat(H2) 5x5
-    vector-ntm-copy  vector NTM, pytorch-ntm copy settings in matmem's form: batch 1, frames 2x8 -> 1x8,
-                     MatLSTM 1x100, 128 slots of 1x20
+Configurations (`--config NAME`, repeatable; default all): those of tools/bench_configs.json, the one file
+`matmem bench train` reads too (compiled into matmem), whose settings are matmem config keys; the port builds
+its model, data and optimiser from them, refuses settings it does not implement, and checks its parameter
+count against the file's. `matmem bench train` prints each one's settings in words. Besides them:
     matrnn2-dynet    the fixed C++-peer step (matmem calls it matrnn2-fixed; both names work):
                      MatRNN 6x5 -> 15x15 x2 -> 5x5, batch 16, the same 21 random binary frames every
                      step, BCE on the last 10 outputs, RMSprop lr 1e-4 alpha 0.95 eps 1e-8 momentum 0,
                      no clipping
 
+The same model in both programs: --check-loss CONFIG runs `matmem bench model --config CONFIG --safetensors
+FILE` (matmem's initial parameters in float64 and the float64 loss of the first batch its Trainer draws),
+loads those parameters by matmem's names into this port's model, draws the same batch and prints both losses
+and their difference (agreement: within 1e-9):
+    /usr/bin/python3 tools/bench_train_torch.py --check-loss ntm-recall [--matmem build/matmem]
+
 Run with Debian's python3-torch (PyTorch 1.13), not the pyenv python:
     /usr/bin/python3 tools/bench_train_torch.py [--config NAME ...] [--steps 30] [--warmup 5]
-                                                [--seed 1] [--json]
+                                                [--seed S] [--json]
                                                 [--batch B] [--slots N] [--min-length L] [--max-length L]
 and compare with
     matmem bench train [--config NAME ...] --steps 30 --warmup 5
@@ -144,7 +144,8 @@ def copy_sequence(rng, B, r, c, min_len=1, max_len=20):
 
 def recall_sequence(rng, B, r, c, n=2, min_items=2, max_items=10):
     """RecallTask: k items (an item-delimiter frame, then n matrices); a query delimiter, the n matrices of
-    item q, a query delimiter; n blank frames whose targets are item q+1."""
+    item q_b, a query delimiter; n blank frames whose targets are item q_b + 1, where each sequence b draws its
+    own q_b ~ U{0..k-2} after all the items."""
     k = rng.uniform_int(min_items, max_items)
     frames, items = [], []
     for _ in range(k):
@@ -157,7 +158,6 @@ def recall_sequence(rng, B, r, c, n=2, min_items=2, max_items=10):
             f = torch.zeros(B, r + 2, c)
             f[:, :r] = items[-1][-1]
             frames.append(f)
-    q = rng.uniform_int(0, k - 2)
 
     def query_delim():
         d = torch.zeros(B, r + 2, c)
@@ -165,25 +165,32 @@ def recall_sequence(rng, B, r, c, n=2, min_items=2, max_items=10):
         frames.append(d)
 
     query_delim()
-    for m in range(n):
-        f = torch.zeros(B, r + 2, c)
-        f[:, :r] = items[q][m]
-        frames.append(f)
+    query = [torch.zeros(B, r + 2, c) for _ in range(n)]
+    frames += query
     query_delim()
     steps = []
     for m in range(n):
         steps.append(len(frames))
         frames.append(torch.zeros(B, r + 2, c))
-    return torch.stack(frames), torch.stack(items[q + 1]), steps
+    targets = torch.zeros(n, B, r, c)
+    for b in range(B):
+        q = rng.uniform_int(0, k - 2)
+        for m in range(n):
+            query[m][b, :r] = items[q][m][b]
+            targets[m, b] = items[q + 1][m][b]
+    return torch.stack(frames), targets, steps
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Layers.
+# Layers. named(path) gives each parameter under matmem's name (models/layers/cells.hpp, models/ntm/matntm.hpp),
+# which --check-loss loads matmem's parameters by.
 class Mat(nn.Module):
-    """mat(P_1..P_k) = sum_i U_i^T P_i V_i + Bias, U_i:[r_i, rows], V_i:[c_i, cols], Bias:[rows, cols]."""
+    """mat(P_1..P_k) = sum_i U_i^T P_i V_i + Bias, U_i:[r_i, rows], V_i:[c_i, cols], Bias:[rows, cols];
+    terms: matmem's names of P_1..P_k (its parameters path/term/U, path/term/V, path/B)."""
 
-    def __init__(self, in_shapes, rows, cols, bias=0.0):
+    def __init__(self, terms, in_shapes, rows, cols, bias=0.0):
         super().__init__()
+        self.terms = list(terms)
         self.U = nn.ParameterList([nn.Parameter(torch.empty(r, rows)) for r, _ in in_shapes])
         self.V = nn.ParameterList([nn.Parameter(torch.empty(c, cols)) for _, c in in_shapes])
         self.B = nn.Parameter(torch.full((rows, cols), float(bias)))
@@ -196,12 +203,18 @@ class Mat(nn.Module):
             y = y + u.t() @ p @ v
         return y
 
+    def named(self, path):
+        for term, u, v in zip(self.terms, self.U, self.V):
+            yield f"{path}/{term}/U", u
+            yield f"{path}/{term}/V", v
+        yield f"{path}/B", self.B
+
 
 class MatRNNCell(nn.Module):
-    def __init__(self, in_shapes, rows, cols):
+    def __init__(self, terms, in_shapes, rows, cols, forget_bias=None):
         super().__init__()
         self.shape = (rows, cols)
-        self.h = Mat(list(in_shapes) + [(rows, cols)], rows, cols)
+        self.h = Mat(list(terms) + ["h"], list(in_shapes) + [(rows, cols)], rows, cols)
 
     def initial(self, B):
         return (torch.zeros(B, *self.shape),)
@@ -209,16 +222,19 @@ class MatRNNCell(nn.Module):
     def forward(self, xs, state):
         return (torch.tanh(self.h(*xs, state[0])),)
 
+    def named(self, path):
+        yield from self.h.named(path)
+
 
 class MatLSTMCell(nn.Module):
-    def __init__(self, in_shapes, rows, cols):
+    def __init__(self, terms, in_shapes, rows, cols, forget_bias=1.0):
         super().__init__()
         self.shape = (rows, cols)
-        s = list(in_shapes) + [(rows, cols)]
-        self.i = Mat(s, rows, cols)
-        self.f = Mat(s, rows, cols, bias=1.0)
-        self.o = Mat(s, rows, cols)
-        self.c = Mat(s, rows, cols)
+        t, s = list(terms) + ["h"], list(in_shapes) + [(rows, cols)]
+        self.i = Mat(t, s, rows, cols)
+        self.f = Mat(t, s, rows, cols, bias=forget_bias)
+        self.o = Mat(t, s, rows, cols)
+        self.c = Mat(t, s, rows, cols)
 
     def initial(self, B):
         return torch.zeros(B, *self.shape), torch.zeros(B, *self.shape)
@@ -232,6 +248,10 @@ class MatLSTMCell(nn.Module):
         c = f * c + i * chat
         return o * torch.tanh(c), c
 
+    def named(self, path):
+        for gate in "ifoc":
+            yield from getattr(self, gate).named(f"{path}/{gate}")
+
 
 CELLS = {"rnn": MatRNNCell, "lstm": MatLSTMCell}
 
@@ -239,12 +259,12 @@ CELLS = {"rnn": MatRNNCell, "lstm": MatLSTMCell}
 class Controller(nn.Module):
     """A stack of cells; layer 1 takes every input term, layer k > 1 the output of layer k-1."""
 
-    def __init__(self, cell, in_shapes, layers):
+    def __init__(self, cell, terms, in_shapes, layers, forget_bias=1.0):
         super().__init__()
-        cells, shapes = [], list(in_shapes)
+        cells, terms, shapes = [], list(terms), list(in_shapes)
         for r, c in layers:
-            cells.append(CELLS[cell](shapes, r, c))
-            shapes = [(r, c)]
+            cells.append(CELLS[cell](terms, shapes, r, c, forget_bias))
+            terms, shapes = ["x"], [(r, c)]
         self.cells = nn.ModuleList(cells)
 
     def initial(self, B):
@@ -257,6 +277,10 @@ class Controller(nn.Module):
             new.append(state)
             xs = (state[0],)
         return xs[0], new
+
+    def named(self, path):
+        for k, cell in enumerate(self.cells):
+            yield from cell.named(f"{path}/l{k + 1}")
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -300,14 +324,14 @@ class Head(nn.Module):
         super().__init__()
         self.write = write
         hs = [h_shape]
-        self.key = Mat(hs, slot_rows, slot_cols)
-        self.beta = Mat(hs, 1, 1)
-        self.gate = Mat(hs, 1, 1)
-        self.shift = Mat(hs, 1, 2 * shift + 1)
-        self.gamma = Mat(hs, 1, 1)
+        self.key = Mat(["h"], hs, slot_rows, slot_cols)
+        self.beta = Mat(["h"], hs, 1, 1)
+        self.gate = Mat(["h"], hs, 1, 1)
+        self.shift = Mat(["h"], hs, 1, 2 * shift + 1)
+        self.gamma = Mat(["h"], hs, 1, 1)
         if write:
-            self.erase = Mat(hs, slot_rows, slot_cols)
-            self.add = Mat(hs, slot_rows, slot_cols)
+            self.erase = Mat(["h"], hs, slot_rows, slot_cols)
+            self.add = Mat(["h"], hs, slot_rows, slot_cols)
 
     def address(self, h, mem, w_prev):
         key = self.key(h)
@@ -319,19 +343,25 @@ class Head(nn.Module):
         wg = g * wc + (1 - g) * w_prev
         return sharpen(circular_shift(wg, s), gamma)
 
+    def named(self, path):
+        for part in ["key", "beta", "gate", "shift", "gamma"] + (["erase", "add"] if self.write else []):
+            yield from getattr(self, part).named(f"{path}/{part}")
+
 
 class MatNTM(nn.Module):
     def __init__(self, in_shape, out_shape, controller="rnn", layers=((15, 15), (15, 15)), slots=120,
-                 slot_shape=(6, 6), read_heads=1, write_heads=1, shift=1):
+                 slot_shape=(6, 6), read_heads=1, write_heads=1, shift=1, forget_bias=-1.0):
         super().__init__()
         self.N, self.slot_shape = slots, slot_shape
         self.n_read = read_heads
-        self.controller = Controller(controller, [in_shape] + [slot_shape] * read_heads, layers)
+        reads = [f"r{k + 1}" for k in range(read_heads)]
+        self.controller = Controller(controller, ["x"] + reads, [in_shape] + [slot_shape] * read_heads, layers,
+                                     forget_bias)
         h_shape = tuple(layers[-1])
         self.heads = nn.ModuleList([Head(h_shape, *slot_shape, shift, write=k >= read_heads)
                                     for k in range(read_heads + write_heads)])
         self.read0 = nn.ParameterList([nn.Parameter(torch.randn(*slot_shape) * 0.01) for _ in range(read_heads)])
-        self.out = Mat([h_shape] + [slot_shape] * read_heads, *out_shape)
+        self.out = Mat(["h"] + reads, [h_shape] + [slot_shape] * read_heads, *out_shape)
         w0 = torch.zeros(1, slots)
         w0[0, 0] = 1.0
         self.register_buffer("w0", w0)
@@ -356,12 +386,27 @@ class MatNTM(nn.Module):
         y = self.out(h, *new_reads) if need_output else None
         return y, (ctrl, new_mem, new_reads, new_ws)
 
+    def named(self):
+        yield from self.controller.named("ntm/ctrl")
+        for k, head in enumerate(self.heads):
+            write = k >= self.n_read
+            yield from head.named(f"ntm/write{k - self.n_read + 1}" if write else f"ntm/read{k + 1}")
+        yield from self.out.named("ntm/out")
+        for k, r in enumerate(self.read0):
+            yield f"ntm/init/read{k + 1}", r
+
 
 class MatRNNModel(nn.Module):
-    def __init__(self, in_shape, out_shape, layers=((15, 15), (15, 15)), cell="rnn"):
+    def __init__(self, in_shape, out_shape, layers=((15, 15), (15, 15)), cell="rnn", forget_bias=1.0):
         super().__init__()
-        self.controller = Controller(cell, [in_shape], layers)
-        self.out = Mat([tuple(layers[-1])], *out_shape)
+        self.cell = cell
+        self.controller = Controller(cell, ["x"], [in_shape], layers, forget_bias)
+        self.out = Mat(["h"], [tuple(layers[-1])], *out_shape)
+
+    def named(self):
+        name = "mat" + self.cell
+        yield from self.controller.named(name)
+        yield from self.out.named(f"{name}/out")
 
     def initial(self, B):
         return self.controller.initial(B)
@@ -385,41 +430,70 @@ def sequence_loss(model, inputs, targets, target_steps):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Configurations.
+# Configurations: tools/bench_configs.json, the file `matmem bench train` reads (compiled in), plus matrnn2-dynet.
+CONFIG_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_configs.json")
+with open(CONFIG_FILE) as _f:
+    DESCRIPTIONS = {c["name"]: c for c in json.load(_f)["configurations"]}
+
+# The settings this port implements in one way only; a description asking for another is refused, not ignored.
+FIXED = {"optimizer": "rmsprop", "lr.schedule": "constant", "rmsprop.centered": False, "weight_decay": 0.0,
+         "curriculum.threshold": 0.0, "ntm.initial_weighting": "first_slot", "ntm.memory_init": "constant"}
+
+
 def data_rng(seed):
     return MatmemRng(seed ^ 0x5EED5EED5EED5EED)  # models/training/trainer.cpp data_rng_for
 
 
-def ntm_copy(seed, n, controller="rnn", scale=None):
-    s = scale or SCALE_DEFAULTS
+def layer_sizes(text):
+    """"20x20,20x20" -> [(20, 20), (20, 20)] (config key model.layers)."""
+    return [tuple(int(n) for n in layer.split("x")) for layer in text.split(",")]
+
+
+def settings_of(name, scale=None):
+    """The description's settings, with --batch, --slots, --min-length, --max-length on top (SCALABLE only)."""
+    s = dict(DESCRIPTIONS[name]["settings"])
+    for key, value in FIXED.items():
+        if s.get(key, value) != value:
+            raise SystemExit(f"bench_train_torch.py: {name}: {key} = {s[key]} is not implemented here (only {value})")
+    if scale:
+        s.update({"batch": scale["batch"], "ntm.slots": scale["slots"], "task.min_length": scale["min_length"],
+                  "task.max_length": scale["max_length"]})
+    return s
+
+
+def build(name, seed, n, scale=None):
+    """(model, n sequences of the data stream, optimiser settings, batch) of a described configuration."""
+    s = settings_of(name, scale)
     rng = data_rng(seed)
-    seqs = [copy_sequence(rng, s["batch"], 5, 5, s["min_length"], s["max_length"]) for _ in range(n)]
-    model = MatNTM((6, 5), (5, 5), controller=controller, slots=s["slots"])
-    return model, seqs, dict(lr=1e-4, momentum=0.9, clip=10.0), s["batch"]
+    B, r, c = s["batch"], s["task.rows"], s["task.cols"]
+    if s["task"] == "copy":
+        seqs = [copy_sequence(rng, B, r, c, s["task.min_length"], s["task.max_length"]) for _ in range(n)]
+        in_shape = (r + 1, c)
+    elif s["task"] == "recall":
+        seqs = [recall_sequence(rng, B, r, c, s["task.item_matrices"], s["task.min_items"], s["task.max_items"])
+                for _ in range(n)]
+        in_shape = (r + 2, c)
+    else:
+        raise SystemExit(f"bench_train_torch.py: {name}: task {s['task']} is not ported")
+    layers = layer_sizes(s["model.layers"])
+    if s["model"] == "matntm":
+        model = MatNTM(in_shape, (r, c), controller=s["ntm.controller"], layers=layers, slots=s["ntm.slots"],
+                       slot_shape=(s["ntm.slot_rows"], s["ntm.slot_cols"]), read_heads=s["ntm.read_heads"],
+                       write_heads=s["ntm.write_heads"], shift=s["ntm.shift"], forget_bias=s["ntm.forget_bias"])
+    elif s["model"] == "matrnn":
+        model = MatRNNModel(in_shape, (r, c), layers=layers, cell="rnn")
+    else:
+        raise SystemExit(f"bench_train_torch.py: {name}: model {s['model']} is not ported")
+    count = sum(p.numel() for _, p in model.named())
+    if not scale and count != DESCRIPTIONS[name]["parameters"]:
+        raise SystemExit(f"bench_train_torch.py: {name}: the port's model has {count} parameters, "
+                         f"tools/bench_configs.json says {DESCRIPTIONS[name]['parameters']}")
+    opt = dict(lr=s["lr"], alpha=s["rmsprop.alpha"], eps=s["rmsprop.eps"], momentum=s["rmsprop.momentum"],
+               clip_value=s["clip.value"], clip_norm=s["clip.norm"])
+    return model, seqs, opt, B
 
 
-def ntm_recall(seed, n):
-    rng = data_rng(seed)
-    seqs = [recall_sequence(rng, 16, 5, 5) for _ in range(n)]
-    model = MatNTM((7, 5), (5, 5), layers=((20, 20),) * 3)
-    return model, seqs, dict(lr=8e-5, momentum=0.9, clip=10.0), 16
-
-
-def matrnn_copy(seed, n):
-    rng = data_rng(seed)
-    seqs = [copy_sequence(rng, 16, 5, 5) for _ in range(n)]
-    model = MatRNNModel((6, 5), (5, 5))
-    return model, seqs, dict(lr=1e-4, momentum=0.9, clip=10.0), 16
-
-
-def vector_ntm_copy(seed, n):
-    rng = data_rng(seed)
-    seqs = [copy_sequence(rng, 1, 1, 8) for _ in range(n)]
-    model = MatNTM((2, 8), (1, 8), controller="lstm", layers=((1, 100),), slots=128, slot_shape=(1, 20))
-    return model, seqs, dict(lr=1e-4, momentum=0.9, clip=10.0), 1
-
-
-def matrnn2_dynet(seed, n):
+def matrnn2_dynet(seed, n, scale=None):
     # tools/bench_command.cpp time_matrnn_fixed: Rng(3), per step t a 16x6x5 input, then for t >= 11 a target.
     rng = MatmemRng(3)
     xs, ys = [], []
@@ -429,39 +503,47 @@ def matrnn2_dynet(seed, n):
             ys.append(random_bits(rng, 16, 5, 5))
     seq = (torch.stack(xs), torch.stack(ys), list(range(11, 21)))
     model = MatRNNModel((6, 5), (5, 5))
-    return model, [seq] * n, dict(lr=1e-4, momentum=0.0, clip=None), 16
+    return model, [seq] * n, dict(lr=1e-4, alpha=0.95, eps=1e-8, momentum=0.0, clip_value=0.0, clip_norm=0.0), 16
 
 
-# The paper's copy configuration, and what --batch, --slots, --min-length and --max-length change (ntm-copy and
-# ntm-lstm-copy only; matmem's keys batch, ntm.slots, task.min_length, task.max_length).
-SCALE_DEFAULTS = dict(batch=16, slots=120, min_length=1, max_length=20)
+# What --batch, --slots, --min-length and --max-length change (ntm-copy and ntm-lstm-copy only; matmem's keys
+# batch, ntm.slots, task.min_length, task.max_length), and their values in those descriptions.
 SCALABLE = {"ntm-copy", "ntm-lstm-copy"}
+_copy = DESCRIPTIONS["ntm-copy"]["settings"]
+SCALE_DEFAULTS = dict(batch=_copy["batch"], slots=_copy["ntm.slots"], min_length=_copy["task.min_length"],
+                      max_length=_copy["task.max_length"])
 
-CONFIGS = {
-    "ntm-copy": lambda s, n, scale=None: ntm_copy(s, n, "rnn", scale),
-    "ntm-lstm-copy": lambda s, n, scale=None: ntm_copy(s, n, "lstm", scale),
-    "ntm-recall": ntm_recall,
-    "matrnn-copy": matrnn_copy,
-    "vector-ntm-copy": vector_ntm_copy,
-    "matrnn2-dynet": matrnn2_dynet,
-}
+CONFIGS = dict({name: (lambda seed, n, scale=None, name=name: build(name, seed, n, scale)) for name in DESCRIPTIONS},
+               **{"matrnn2-dynet": matrnn2_dynet})
 ALIASES = {"matrnn2-fixed": "matrnn2-dynet"}
+
+
+def clip(params, value, norm):
+    """matmem's clipping (models/training/clip.cpp): by value, then by global norm (g * c / n when n > c)."""
+    if value > 0:
+        torch.nn.utils.clip_grad_value_(params, value)
+    if norm > 0:
+        with torch.no_grad():
+            n = math.sqrt(sum(float((p.grad.double() ** 2).sum()) for p in params if p.grad is not None))
+            if n > norm:
+                for p in params:
+                    if p.grad is not None:
+                        p.grad.mul_(norm / n)
 
 
 def bench(name, seed, warmup, steps, scale=None):
     torch.manual_seed(seed)  # parameter initialisation
-    model, seqs, opt, batch = (CONFIGS[name](seed, warmup + steps, scale) if scale
-                               else CONFIGS[name](seed, warmup + steps))
+    model, seqs, opt, batch = CONFIGS[name](seed, warmup + steps, scale)
     params = list(model.parameters())
-    optimizer = torch.optim.RMSprop(params, lr=opt["lr"], alpha=0.95, eps=1e-8, momentum=opt["momentum"])
+    optimizer = torch.optim.RMSprop(params, lr=opt["lr"], alpha=opt["alpha"], eps=opt["eps"],
+                                    momentum=opt["momentum"])
 
     def step(seq):
         optimizer.zero_grad()
         loss = sequence_loss(model, *seq)
         value = loss.item()
         loss.backward()
-        if opt["clip"] is not None:
-            torch.nn.utils.clip_grad_value_(params, opt["clip"])
+        clip(params, opt["clip_value"], opt["clip_norm"])
         optimizer.step()
         return value
 
@@ -493,6 +575,57 @@ def bench(name, seed, warmup, steps, scale=None):
     }
 
 
+def read_safetensors(path):
+    """{name: tensor} and the metadata of a safetensors file (runtime/safetensors.hpp: an 8-byte header length,
+    the JSON header, the little-endian data)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    dtypes = {"F64": torch.float64, "F32": torch.float32}
+    tensors = {}
+    for name, e in header.items():
+        if name != "__metadata__":
+            begin, end = e["data_offsets"]
+            tensors[name] = torch.frombuffer(bytearray(data[8 + n + begin:8 + n + end]),
+                                             dtype=dtypes[e["dtype"]]).reshape(e["shape"])
+    return tensors, header.get("__metadata__", {})
+
+
+def check_loss(name, matmem):
+    """The loss of the configuration's first batch from matmem's initial parameters, in float64, computed by
+    `matmem bench model` and by this port with those parameters loaded; returns 0 when they agree to 1e-9."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "initial.safetensors")
+        out = subprocess.run([matmem, "bench", "model", "--config", name, "--safetensors", path], check=True,
+                             capture_output=True, text=True).stdout
+        params, meta = read_safetensors(path)
+    torch.set_default_dtype(torch.float64)
+    seed = DESCRIPTIONS[name]["settings"]["seed"]
+    model, seqs, _, _ = build(name, seed, 1)
+    ours = dict(model.named())
+    if set(ours) != set(params):
+        raise SystemExit(f"{name}: parameters only in matmem: {sorted(set(params) - set(ours))}; only here: "
+                         f"{sorted(set(ours) - set(params))}")
+    with torch.no_grad():
+        for key, p in ours.items():
+            if tuple(p.shape) != tuple(params[key].shape):
+                raise SystemExit(f"{name}: {key} is {tuple(params[key].shape)} in matmem, {tuple(p.shape)} here")
+            p.copy_(params[key])
+    inputs, targets, steps = seqs[0]
+    with torch.no_grad():
+        loss = float(sequence_loss(model, inputs.double(), targets.double(), steps))
+    theirs = float(meta["loss"])
+    diff = abs(loss - theirs)
+    print(f"{name}: float64 loss of the first batch (seed {seed}, {inputs.shape[0]} frames, batch {inputs.shape[1]}) "
+          f"from matmem's initial parameters ({len(params)} tensors, {sum(p.numel() for p in params.values())} values)")
+    print(f"  matmem  {theirs:.17g}\n  PyTorch {loss:.17g}\n  |difference| {diff:.3g} "
+          f"({'agree' if diff <= 1e-9 else 'DIFFER'}, tolerance 1e-9)")
+    return 0 if diff <= 1e-9 else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -500,12 +633,21 @@ def main():
                     help="configuration to time (repeatable; default all)")
     ap.add_argument("--steps", type=int, default=30, help="timed steps per configuration")
     ap.add_argument("--warmup", type=int, default=5, help="untimed steps first")
-    ap.add_argument("--seed", type=int, default=1, help="seed of the data stream and initialisation")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="seed of the data stream and initialisation (default: the description's, 1)")
     ap.add_argument("--json", action="store_true", help="print one JSON object per configuration")
+    ap.add_argument("--check-loss", metavar="CONFIG", action="append", choices=list(DESCRIPTIONS),
+                    help="instead of timing: the float64 loss of CONFIG's first batch from matmem's initial "
+                         "parameters, here and in `matmem bench model` (repeatable)")
+    ap.add_argument("--matmem", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build",
+                                                     "matmem"), help="--check-loss: the matmem binary")
     for key, value in SCALE_DEFAULTS.items():
         ap.add_argument("--" + key.replace("_", "-"), type=int, default=None,
                         help=f"ntm-copy, ntm-lstm-copy: {key.replace('_', ' ')} (default {value})")
     a = ap.parse_args()
+    if a.check_loss:
+        torch.set_num_threads(1)
+        return max(check_loss(name, a.matmem) for name in a.check_loss)
     if a.steps < 1 or a.warmup < 0:
         ap.error("--steps must be >= 1 and --warmup >= 0")
     given = {k: getattr(a, k) for k in SCALE_DEFAULTS if getattr(a, k) is not None}
@@ -531,7 +673,8 @@ def main():
               f"{torch.get_num_threads()} thread; load average {os.getloadavg()[0]:.2f}")
         print(f"{'config':<18} {'steps':>6} {'ms median':>10} {'ms min':>9} {'ms max':>9} {'sequences/s':>11}")
     for name in names:
-        r = bench(name, a.seed, a.warmup, a.steps, scale)
+        seed = a.seed if a.seed is not None else DESCRIPTIONS.get(name, {}).get("settings", {}).get("seed", 1)
+        r = bench(name, seed, a.warmup, a.steps, scale)
         if a.json:
             print(json.dumps(r), flush=True)
         else:

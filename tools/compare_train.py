@@ -43,7 +43,9 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CONFIGS = ["ntm-copy", "ntm-lstm-copy", "ntm-recall", "matrnn-copy", "vector-ntm-copy", "matrnn2-fixed"]
+# The configurations both programs read from tools/bench_configs.json, and the fixed C++-peer step.
+with open(os.path.join(HERE, "bench_configs.json")) as _f:
+    CONFIGS = [c["name"] for c in json.load(_f)["configurations"]] + ["matrnn2-fixed"]
 TORCH_NAME = {"matrnn2-fixed": "matrnn2-dynet"}
 
 
