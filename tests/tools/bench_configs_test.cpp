@@ -1,0 +1,184 @@
+// tools/bench_configs.json, the configurations `matmem bench train` and tools/bench_train_torch.py both time:
+// each description pins every setting that changes what a step computes, and the model `matmem bench model`
+// builds from it has the parameters the description implies, by a count written here from the sizes alone:
+//   mat(P_1..P_k) -> R x C:  Σ_i (r_i R + c_i C) + R C  (U_i [r_i, R], V_i [c_i, C], B [R, C]);
+//   a MatRNN layer one mat, a MatLSTM layer four (i, f, o, c); layer 1 of a MatNTM's controller takes the
+//   frame, every read and h, later layers the layer below and h; each head five mats of h (key [mr, mc],
+//   β, g, γ [1, 1], s [1, 2S+1]), a write head two more (erase, add [mr, mc]); the output mat(h, reads);
+//   a learned first read [mr, mc] per read head.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/tools/command.hpp"
+
+using namespace matmem::testing;
+using nlohmann::json;
+
+namespace {
+
+using Sizes = std::pair<std::int64_t, std::int64_t>;
+using Shapes = std::map<std::string, Sizes>;
+
+json bench_configs() {
+  std::ifstream in(MATMEM_SOURCE_DIR "/tools/bench_configs.json");
+  REQUIRE(in);
+  return json::parse(in).at("configurations");
+}
+
+std::vector<Sizes> layer_sizes(const std::string& text) {  // "20x20,20x20" -> {{20,20},{20,20}}
+  std::vector<Sizes> out;
+  std::istringstream in(text);
+  for (std::string layer; std::getline(in, layer, ',');) {
+    const auto x = layer.find('x');
+    out.push_back({std::stoll(layer.substr(0, x)), std::stoll(layer.substr(x + 1))});
+  }
+  return out;
+}
+
+// The parameters of mat(terms) -> rows x cols at `path`.
+void mat(Shapes& p, const std::string& path, const std::vector<std::pair<std::string, Sizes>>& terms, Sizes out) {
+  for (const auto& [term, in] : terms) {
+    p[path + "/" + term + "/U"] = {in.first, out.first};
+    p[path + "/" + term + "/V"] = {in.second, out.second};
+  }
+  p[path + "/B"] = out;
+}
+
+// A stack of cells at prefix/l<k>: layer 1 takes `inputs` and h, later ones the layer below and h.
+void cells(Shapes& p, const std::string& prefix, bool lstm, const std::vector<Sizes>& layers,
+           std::vector<std::pair<std::string, Sizes>> inputs) {
+  for (std::size_t k = 0; k < layers.size(); ++k) {
+    const std::string path = prefix + "/l" + std::to_string(k + 1);
+    auto terms = inputs;
+    terms.push_back({"h", layers[k]});
+    if (!lstm) mat(p, path, terms, layers[k]);
+    for (const char* gate : {"i", "f", "o", "c"})
+      if (lstm) mat(p, path + "/" + gate, terms, layers[k]);
+    inputs = {{"x", layers[k]}};
+  }
+}
+
+// The parameters a description's settings give, from the sizes alone.
+Shapes expected_parameters(const json& s) {
+  const std::string model = s.at("model"), task = s.at("task");
+  const std::int64_t rows = s.at("task.rows"), cols = s.at("task.cols");
+  REQUIRE((task == "copy" || task == "recall"));
+  const Sizes in{rows + (task == "copy" ? 1 : 2), cols}, out{rows, cols};  // a delimiter row, or two
+  const std::vector<Sizes> layers = layer_sizes(s.at("model.layers"));
+  Shapes p;
+  if (model == "matrnn") {
+    cells(p, "matrnn", false, layers, {{"x", in}});
+    mat(p, "matrnn/out", {{"h", layers.back()}}, out);
+    return p;
+  }
+  REQUIRE(model == "matntm");
+  const Sizes slot{s.at("ntm.slot_rows"), s.at("ntm.slot_cols")};
+  const int reads = s.at("ntm.read_heads"), writes = s.at("ntm.write_heads"), shift = s.at("ntm.shift");
+  std::vector<std::pair<std::string, Sizes>> inputs{{"x", in}}, outputs{{"h", layers.back()}};
+  for (int k = 1; k <= reads; ++k) {
+    inputs.push_back({"r" + std::to_string(k), slot});
+    outputs.push_back({"r" + std::to_string(k), slot});
+    p["ntm/init/read" + std::to_string(k)] = slot;
+  }
+  cells(p, "ntm/ctrl", s.at("ntm.controller") == "lstm", layers, inputs);
+  for (int k = 0; k < reads + writes; ++k) {
+    const std::string head = k < reads ? "ntm/read" + std::to_string(k + 1) : "ntm/write" + std::to_string(k - reads + 1);
+    const std::vector<std::pair<std::string, Sizes>> h{{"h", layers.back()}};
+    mat(p, head + "/key", h, slot);
+    mat(p, head + "/beta", h, {1, 1});
+    mat(p, head + "/gate", h, {1, 1});
+    mat(p, head + "/shift", h, {1, 2 * shift + 1});
+    mat(p, head + "/gamma", h, {1, 1});
+    if (k >= reads) {
+      mat(p, head + "/erase", h, slot);
+      mat(p, head + "/add", h, slot);
+    }
+  }
+  mat(p, "ntm/out", outputs, out);
+  return p;
+}
+
+std::int64_t count(const Shapes& p) {
+  std::int64_t n = 0;
+  for (const auto& [name, size] : p) n += size.first * size.second;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("bench configs: matmem builds each configuration's model with the parameters its description gives",
+          "[tools][bench]") {
+  const auto dir = fresh_dir("bench_configs");
+  for (const json& c : bench_configs()) {
+    const std::string name = c.at("name");
+    INFO(name);
+    const Shapes expected = expected_parameters(c.at("settings"));
+    CHECK(count(expected) == c.at("parameters").get<std::int64_t>());
+    const CommandResult r = run_matmem("bench model --config " + name, dir, 120);
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    Shapes built;
+    const std::regex line(R"(  parameter (\S+) \[(\d+),(\d+)\])");
+    for (std::sregex_iterator m(r.output.begin(), r.output.end(), line), end; m != end; ++m)
+      built[(*m)[1]] = {std::stoll((*m)[2]), std::stoll((*m)[3])};
+    CHECK(built == expected);
+    std::smatch total;
+    REQUIRE(std::regex_search(r.output, total, std::regex(R"(parameters: (\d+) values in (\d+) tensors)")));
+    CHECK(std::stoll(total[1]) == count(expected));
+    CHECK(std::stoull(total[2]) == expected.size());
+  }
+}
+
+TEST_CASE("bench configs: every description pins the model, task, batch, optimiser and clipping", "[tools][bench]") {
+  // The keys a configuration must give so that neither a preset nor a changed default moves it.
+  const std::vector<std::string> all = {"model", "task", "seed", "batch", "task.rows", "task.cols",
+                                        "curriculum.threshold", "model.layers", "optimizer", "lr", "lr.schedule",
+                                        "rmsprop.alpha", "rmsprop.momentum", "rmsprop.eps", "rmsprop.centered",
+                                        "weight_decay", "clip.value", "clip.norm"};
+  const std::vector<std::string> ntm = {"ntm.controller", "ntm.forget_bias", "ntm.slots", "ntm.slot_rows",
+                                        "ntm.slot_cols", "ntm.read_heads", "ntm.write_heads", "ntm.shift",
+                                        "ntm.initial_weighting", "ntm.memory_init"};
+  const std::map<std::string, std::vector<std::string>> task_keys = {
+      {"copy", {"task.min_length", "task.max_length"}},
+      {"recall", {"task.min_items", "task.max_items", "task.item_matrices"}}};
+  std::vector<std::string> names;
+  for (const json& c : bench_configs()) {
+    const json& s = c.at("settings");
+    names.push_back(c.at("name"));
+    INFO(names.back());
+    std::vector<std::string> required = all;
+    if (s.at("model") == "matntm") required.insert(required.end(), ntm.begin(), ntm.end());
+    const auto& t = task_keys.at(s.at("task"));
+    required.insert(required.end(), t.begin(), t.end());
+    for (const std::string& key : required) {
+      INFO(key);
+      CHECK(s.contains(key));
+    }
+  }
+}
+
+TEST_CASE("bench configs: ntm-recall is Table 1's MatRNN step, ntm-lstm-recall the recall preset's MatLSTM step",
+          "[tools][bench]") {
+  std::map<std::string, json> by_name;
+  for (const json& c : bench_configs()) by_name[c.at("name")] = c.at("settings");
+  REQUIRE(by_name.count("ntm-recall"));
+  REQUIRE(by_name.count("ntm-lstm-recall"));
+  const json &rnn = by_name["ntm-recall"], &lstm = by_name["ntm-lstm-recall"];
+  CHECK(rnn.at("ntm.controller") == "rnn");
+  CHECK(rnn.at("model.layers") == "20x20,20x20,20x20");
+  CHECK(rnn.at("lr") == 8e-5);
+  CHECK(lstm.at("ntm.controller") == "lstm");
+  CHECK(lstm.at("lr") == 3e-4);
+  CHECK(lstm.at("clip.norm") == 10.0);
+}
