@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "runtime/blas.hpp"
+#include "runtime/sysfs.hpp"
 
 namespace matmem::tools {
 namespace {
@@ -20,9 +21,13 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// A file of cpu0's cache `index` in sysfs (runtime/sysfs.hpp).
+std::string cache_file(int index, const char* name) {
+  return sysfs_path(fmt::format("devices/system/cpu/cpu0/cache/index{}/{}", index, name));
+}
 // "32K" or "1024K" from sysfs, in bytes; 0 when absent.
 std::int64_t cache_bytes(int index) {
-  std::ifstream f(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/size", index));
+  std::ifstream f(cache_file(index, "size"));
   std::string s;
   if (!(f >> s) || s.empty()) return 0;
   const char unit = s.back();
@@ -31,13 +36,12 @@ std::int64_t cache_bytes(int index) {
 }
 // 1, 2, 3 from sysfs; 0 when absent.
 int cache_level(int index) {
-  std::ifstream f(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/level", index));
+  std::ifstream f(cache_file(index, "level"));
   int l = 0;
   return f >> l ? l : 0;
 }
 std::string cache_text(int index) {
-  std::ifstream type(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/type", index)),
-      shared(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/shared_cpu_list", index));
+  std::ifstream type(cache_file(index, "type")), shared(cache_file(index, "shared_cpu_list"));
   const int l = cache_level(index);
   std::string t, cpus;
   if (l == 0 || !(type >> t)) return "";
@@ -166,7 +170,8 @@ void bench_machine(std::FILE* csv) {
   for (int k = 0; k < 8; ++k)
     if (std::string t = cache_text(k); !t.empty()) caches.push_back(t);
   fmt::print("one core of this machine\ncaches: {}\n",
-             caches.empty() ? "not listed in /sys" : fmt::format("{}", fmt::join(caches, ", ")));
+             caches.empty() ? fmt::format("not listed in {}", sysfs_path("devices/system/cpu/cpu0/cache"))
+                            : fmt::format("{}", fmt::join(caches, ", ")));
   fmt::print("peaks (float32): multiply-add loop {:.1f} GFLOP/s, SGEMM 1024^3 {:.1f} GFLOP/s\n", fma_peak_gflops(),
              sgemm_peak_gflops());
   fmt::print("bandwidth, GB/s of bytes read + written (best of 3 passes of ~256 MiB):\n");

@@ -1,7 +1,7 @@
 // `matmem bench machine`: what one core of this machine can do, the bounds the step's speed is set against.
 //
 //   * caches: each level's size per core, from /sys/devices/system/cpu/cpu0/cache (the size a core's own
-//     L1 and L2 hold; the L3 is shared);
+//     L1 and L2 hold; the L3 is shared), under $MATMEM_SYSFS_ROOT in place of /sys where it is set;
 //   * peaks: a loop of independent multiply-adds on the widest vectors the build targets (the arithmetic
 //     roofline, float32) and a 1024³ SGEMM through the library's BLAS (what a large product reaches);
 //   * bandwidth at working sets from 16 KiB to 256 MiB: read (a sum), write (a fill) and copy (read one
