@@ -25,11 +25,11 @@ struct CommandResult {
 
 // `matmem ARGS`, run by the shell in `dir` with OPENBLAS_NUM_THREADS=1 (so it does not restart itself),
 // stopped after `seconds` (a command that should have been refused may instead start a long run); `launcher`
-// (e.g. "mpirun -np 2") starts it.
+// (e.g. "mpirun -np 2") starts it; `env` adds variables to its environment ("NAME='value' ...").
 inline CommandResult run_matmem(const std::string& args, const std::filesystem::path& dir, int seconds = 60,
-                                const std::string& launcher = "") {
-  const std::string line = "cd '" + dir.string() + "' && OPENBLAS_NUM_THREADS=1 timeout " + std::to_string(seconds) +
-                           " " + launcher + " '" MATMEM_BINARY "' " + args + " 2>&1";
+                                const std::string& launcher = "", const std::string& env = "") {
+  const std::string line = "cd '" + dir.string() + "' && OPENBLAS_NUM_THREADS=1 " + env + " timeout " +
+                           std::to_string(seconds) + " " + launcher + " '" MATMEM_BINARY "' " + args + " 2>&1";
   CommandResult r;
   FILE* pipe = ::popen(line.c_str(), "r");
   if (!pipe) return r;

@@ -2,7 +2,14 @@
 // in memory is refused before it allocates, with an estimate that matches what a pass really holds.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
 
 #include "models/training/trainer.hpp"
 #include "small_config.hpp"
@@ -47,6 +54,53 @@ TEST_CASE("a run that would exceed memory is refused up front with what it needs
   c.set("batch", "4", "test");
   c.set("task.max_length", "4", "test");
   CHECK(Trainer(c).memory_estimate().available > 0);
+}
+
+namespace {
+// MATMEM_SYSFS_ROOT (runtime/sysfs.hpp) set to a directory for a scope, as it was after.
+struct SysfsRoot {
+  std::optional<std::string> saved;
+  explicit SysfsRoot(const std::string& root) {
+    if (const char* v = std::getenv("MATMEM_SYSFS_ROOT")) saved = v;
+    ::setenv("MATMEM_SYSFS_ROOT", root.c_str(), 1);
+  }
+  ~SysfsRoot() {
+    if (saved)
+      ::setenv("MATMEM_SYSFS_ROOT", saved->c_str(), 1);
+    else
+      ::unsetenv("MATMEM_SYSFS_ROOT");
+  }
+};
+}  // namespace
+
+TEST_CASE("where a cgroup limits memory, what is available is its limit less its use, and runs are refused by it",
+          "[trainer][limits]") {
+  const std::filesystem::path root = testing::temp_dir("training_limits", "sysfs-" + std::to_string(::getpid()));
+  Config c = testing::small_config("matntm");
+  c.set("memory.check", "false", "test");
+  double unlimited = 0;
+  {
+    const SysfsRoot none(root.string());  // no cgroup files: the memory the system has available
+    unlimited = Trainer(c).memory_estimate().available;
+  }
+  REQUIRE(unlimited > 2 << 20);
+  // A limit of 9 MiB with 8 MiB of it used: 1 MiB left.
+  std::filesystem::create_directories(root / "fs/cgroup");
+  std::ofstream(root / "fs/cgroup/memory.max") << (9 << 20) << "\n";
+  std::ofstream(root / "fs/cgroup/memory.current") << (8 << 20) << "\n";
+  const SysfsRoot cgroup(root.string());
+  CHECK(Trainer(c).memory_estimate().available == 1 << 20);
+  // A run that fits the machine but not the cgroup is refused.
+  c.set("memory.check", "true", "test");
+  c.set("batch", "64", "test");
+  CHECK_THROWS_WITH(Trainer(c), Contains("memory: this run needs about") &&
+                                    Contains("this machine has 0.0 GiB available"));
+  // Used beyond its limit: none available. "max" (no limit): the system's.
+  std::ofstream(root / "fs/cgroup/memory.current") << (10 << 20) << "\n";
+  c.set("memory.check", "false", "test");
+  CHECK(Trainer(c).memory_estimate().available == 0);
+  std::ofstream(root / "fs/cgroup/memory.max") << "max\n";
+  CHECK(Trainer(c).memory_estimate().available > 2 << 20);
 }
 
 // The peak of a pass over sequences of `length` (every sequence that long), against the estimate of the same
