@@ -93,7 +93,8 @@ TEST_CASE("the memory ops take the periodic path at batches that divide the SIMD
   for (std::int64_t B : {3, 16, 19}) CHECK_FALSE(ops::use_periodic_lanes<float>(B));
   for (std::int64_t B : {3, 8, 19}) CHECK_FALSE(ops::use_periodic_lanes<double>(B));
 #else
-  WARN("no AVX-512 on this build: the periodic path is compiled out and the tests below check the lane path");
+  WARN("SKIPPED: no AVX-512 on this build: the periodic path is compiled out and the tests below check the lane "
+       "path");
 #endif
 }
 
