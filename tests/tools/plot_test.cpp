@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -39,6 +40,41 @@ fs::path write_run(const fs::path& dir, const std::string& model, int seed, cons
 // Pixel row of world value y in a plot area (linear axis).
 double row_of(const PlotArea& a, double y) { return a.top + (a.y_max - y) / (a.y_max - a.y_min) * (a.bottom - a.top); }
 double column_of(const PlotArea& a, double x) { return a.left + (x - a.x_min) / (a.x_max - a.x_min) * (a.right - a.left); }
+
+// A <text> of PLplot's svg device: its characters, font size, and the place its anchor is drawn at (the
+// transform's translation; PLplot's svg coordinates count y up from the bottom), upright or turned a quarter.
+struct PlacedText {
+  std::string text;
+  double size = 0, x = 0, y = 0;
+  bool upright = true;
+};
+std::vector<PlacedText> placed_texts(const std::string& svg) {
+  const std::vector<std::string> texts = svg_texts(svg);
+  std::vector<PlacedText> out;
+  std::size_t k = 0;
+  for (const std::string& t : texts) {
+    k = svg.find("<text", k);
+    const std::string tag = svg.substr(k, svg.find('>', k) - k);
+    k += 5;
+    PlacedText p;
+    p.text = t;
+    const std::size_t size = tag.find("font-size=\""), matrix = tag.find("transform=\"matrix(");
+    if (size == std::string::npos || matrix == std::string::npos) continue;
+    p.size = std::stod(tag.substr(size + 11));
+    double m[6];
+    std::istringstream in(tag.substr(matrix + 18));
+    for (double& v : m) in >> v;
+    p.upright = std::abs(m[0]) > 0.5;
+    p.x = m[4], p.y = m[5];
+    out.push_back(p);
+  }
+  return out;
+}
+bool is_number(const std::string& t) {
+  return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.' || c == '-'; });
+}
+// The width of a string in DejaVu Sans (the svg device's sans-serif), in em: a digit 0.64, other text about 0.56.
+double text_width(const PlacedText& t) { return (is_number(t.text) ? 0.64 : 0.56) * t.size * double(t.text.size()); }
 
 }  // namespace
 
@@ -90,11 +126,69 @@ TEST_CASE("plot: learning curves' SVG holds the axis labels, titles and one lege
   REQUIRE(svg_well_formed(svg));
   CHECK(svg_has_text(svg, "training step"));
   CHECK(svg_has_text(svg, "bits wrong per sequence"));
-  CHECK(svg_has_text(svg, "loss (binary cross-entropy per element)"));
+  CHECK(svg_has_text(svg, "loss per element"));
+  CHECK(svg_has_text(svg, "Binary cross-entropy loss"));
   CHECK(svg_has_text(svg, "Bit errors per sequence"));
   CHECK(svg_has_text(svg, "matntm copy: median of 3 seeds, min–max band"));
   CHECK(svg_has_text(svg, "matrnn copy (seed 1)"));
   CHECK_FALSE(svg_has_text(svg, "matntm copy (seed"));
+}
+
+// A loss near 0.7 that changes in the third decimal: PLplot alone would number its axis 6.90 … 7.10 with a
+// separate "(x10^-1)" note over the axis, which the long y label ran into; the numbers are written in full.
+TEST_CASE("plot: a line plot's numbers are written in full, without a separate power-of-ten note", "[plot]") {
+  const fs::path dir = fresh_dir("plot_numbers");
+  LinePlot p;
+  p.x_label = "training step";
+  p.y_label = "loss";
+  p.lines.push_back({"a run", {50, 100, 150, 200, 250, 300}, {0.7127, 0.6956, 0.6936, 0.6925, 0.6912, 0.6871}, {}, {}, 0,
+                     false, false});
+  {
+    Figure f(dir / "numbers.svg", 800, 560);
+    f.lines({0, 1, 0, 1}, p);
+    f.finish();
+  }
+  const std::vector<std::string> texts = svg_texts(file_bytes(dir / "numbers.svg"));
+  for (const std::string& t : texts) CHECK(t.find("x10") == std::string::npos);
+  for (const char* number : {"0.690", "0.695", "0.700", "0.705", "0.710", "50", "300"})
+    CHECK(std::count(texts.begin(), texts.end(), std::string(number)) == 1);
+}
+
+// The y label is written along the plot's left side, within its height, however long; the x axis's last
+// number, centred on the plot's right edge, stays half a character clear of the page's.
+TEST_CASE("plot: a long y label stays within the plot's height, the last x number within the page", "[plot]") {
+  const fs::path dir = fresh_dir("plot_fit");
+  for (const auto& [width, height] : {std::pair{800, 560}, std::pair{1400, 560}, std::pair{640, 300}}) {
+    LinePlot p;
+    p.title = "Loss";
+    p.x_label = "training step";
+    p.y_label = "loss (binary cross-entropy per element)";
+    p.legend_at = LinePlot::LegendAt::above;
+    p.lines.push_back({"a run", {50, 150, 300}, {0.7, 0.6, 0.65}, {}, {}, 0, false, false});
+    const fs::path file = dir / fmt::format("fit{}x{}.svg", width, height);
+    PlotArea a;
+    {
+      Figure f(file, width, height);
+      a = f.lines({0, 1, 0, 1}, p);
+      f.finish();
+    }
+    int labels = 0, last = 0;
+    for (const PlacedText& t : placed_texts(file_bytes(file))) {
+      if (t.text == p.y_label) {
+        ++labels;
+        CHECK_FALSE(t.upright);
+        const double centre = height - t.y;  // from the top
+        CHECK(centre - text_width(t) / 2 >= a.top);
+        CHECK(centre + text_width(t) / 2 <= a.bottom);
+      }
+      if (t.text == "300" && t.upright) {
+        ++last;
+        CHECK(t.x + text_width(t) / 2 <= width - 0.5 * t.size);
+      }
+    }
+    CHECK(labels == 1);
+    CHECK(last == 1);
+  }
 }
 
 TEST_CASE("plot: a heatmap's pixels follow the data, the colour map's brightness rises with the value", "[plot]") {
@@ -341,7 +435,7 @@ TEST_CASE("plot: the inspect sheet draws a window past the last slot with the sl
   const std::string svg = file_bytes(dir / "sheet.svg");
   REQUIRE(svg_well_formed(svg));
   // Slots 119 and 0, seven more each side: 112–7, numbered every second slot.
-  CHECK(svg_has_text(svg, "write head 1 weighting (slots 112–7 of 120)"));
+  CHECK(svg_has_text(svg, "write head 1 weighting (slots 112–119, 0–7 of 120)"));
   const std::vector<std::string> texts = svg_texts(svg);
   for (const char* number : {"112", "114", "116", "118", "4", "6"})  // (2 also numbers a time step)
     CHECK(std::count(texts.begin(), texts.end(), std::string(number)) == 1);

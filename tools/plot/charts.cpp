@@ -20,7 +20,7 @@ std::vector<PlotArea> learning_curves(const std::filesystem::path& out, const st
   };
   std::vector<Panel> panels;
   if (o.metric != CurveOptions::Metric::bits)
-    panels.push_back({&Run::loss, "loss (binary cross-entropy per element)", "Loss"});
+    panels.push_back({&Run::loss, "loss per element", "Binary cross-entropy loss"});
   if (o.metric != CurveOptions::Metric::loss)
     panels.push_back({&Run::bits, "bits wrong per sequence", "Bit errors per sequence"});
   const int width = o.width ? o.width : (panels.size() == 2 ? 1400 : 800), height = o.height ? o.height : 560;
@@ -174,6 +174,16 @@ std::vector<PlotArea> capacity_chart(const std::filesystem::path& out, const std
   return areas;
 }
 
+namespace {
+// The slots first…last of a circular memory as ranges: "3–9", or for a window past the last slot,
+// "111–119, 0–6"; a range of one slot is that slot alone.
+std::string slot_ranges(std::int64_t first, std::int64_t last, std::int64_t slots) {
+  auto range = [](std::int64_t a, std::int64_t b) { return a == b ? fmt::format("{}", a) : fmt::format("{}–{}", a, b); };
+  if (first <= last || slots <= 0) return range(first, last);
+  return range(first, slots - 1) + ", " + range(0, last);
+}
+}  // namespace
+
 std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const InspectData& d) {
   const std::int64_t T = std::int64_t(d.inputs.size());
   if (T == 0) throw Error("inspect: nothing to draw");
@@ -290,7 +300,7 @@ std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const Insp
       std::string head = wt.name.substr(0, wt.name.find('/'));
       if (head.rfind("read", 0) == 0) head = "read head " + head.substr(4);
       else if (head.rfind("write", 0) == 0) head = "write head " + head.substr(5);
-      h.title = fmt::format("{} weighting (slots {}–{} of {})", head, first, last, slots);  // the tests look for this
+      h.title = fmt::format("{} weighting (slots {} of {})", head, slot_ranges(first, last, slots), slots);  // the tests look for this
       h.x_label = "time step";
       h.y_label = "memory slot";
       h.colour_bar = true;

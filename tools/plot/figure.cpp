@@ -151,6 +151,64 @@ void slot_label(PLINT, PLFLT value, char* label, PLINT length, PLPointer data) {
   const std::int64_t at = std::llround(value);
   std::snprintf(label, std::size_t(length), "%lld", static_cast<long long>(window_slot(w->first, at - w->first, w->slots)));
 }
+
+// A linear axis numbered by matmem rather than PLplot, which would move a common factor of the numbers into a
+// separate "(x10^k)" note beside the axis: ticks every `step` (1, 2 or 5 × 10^k, giving at most six intervals
+// over the window), each written in full with the decimals the step needs.
+struct Numbering {
+  double step = 1;
+  int decimals = 0;     // fixed notation with this many decimals
+  int significant = 0;  // > 0: %g with this many significant digits instead (very large or very fine numbers)
+};
+
+Numbering numbering(double lo, double hi) {
+  Numbering n;
+  const double span = std::abs(hi - lo);
+  if (!(span > 0) || !finite(span)) return n;
+  n.step = 0;
+  for (double decade = std::pow(10.0, std::floor(std::log10(span / 6))); n.step == 0; decade *= 10)
+    for (double m : {1.0, 2.0, 5.0})
+      if (n.step == 0 && span / (m * decade) <= 6.0 * (1 + 1e-9)) n.step = m * decade;
+  const int step_exp = int(std::floor(std::log10(n.step) + 1e-9));
+  const double most = std::max(std::abs(lo), std::abs(hi));
+  if (step_exp < -5 || most >= 1e7)
+    n.significant = std::max(1, int(std::floor(std::log10(most) + 1e-9)) - step_exp + 1);
+  else
+    n.decimals = std::max(0, -step_exp);
+  return n;
+}
+
+std::string number_text(double value, const Numbering& n) {
+  value = std::round(value / n.step) * n.step;  // a tick's value, without the rounding error of its sum
+  if (std::abs(value) < n.step * 1e-6) value = 0;  // never "-0.00"
+  return n.significant > 0 ? fmt::format("{:.{}g}", value, n.significant) : fmt::format("{:.{}f}", value, n.decimals);
+}
+
+// The longest number of the ticks of [lo, hi], in characters.
+std::size_t widest_number(double lo, double hi, const Numbering& n) {
+  std::size_t most = 0;
+  const double a = std::min(lo, hi), b = std::max(lo, hi);
+  for (double k = std::ceil(a / n.step - 1e-9); k * n.step <= b + n.step * 1e-9; k += 1)
+    most = std::max(most, number_text(k * n.step, n).size());
+  return most;
+}
+
+// The last number along an axis, the one at the right end of an x axis.
+std::string last_number(double lo, double hi, const Numbering& n) {
+  return number_text(std::floor(std::max(lo, hi) / n.step + 1e-9) * n.step, n);
+}
+
+// PLplot's label function for the numbered linear axes (plslabelfunc); data: Numbering[2], x then y.
+void number_label(PLINT axis, PLFLT value, char* label, PLINT length, PLPointer data) {
+  const Numbering* n = static_cast<const Numbering*>(data);
+  std::snprintf(label, std::size_t(length), "%s", number_text(value, n[axis == PL_Y_AXIS ? 1 : 0]).c_str());
+}
+
+// The width of a string of digits, signs and points in character heights (DejaVu Sans, the cairo and svg
+// devices' sans-serif: a digit is 0.64 em, and the em 1.3 of PLplot's character height), and the width of
+// ordinary text, a little narrower on average.
+constexpr double kDigitWidth = 0.83, kTextWidth = 0.75;
+
 }  // namespace
 
 std::int64_t tick_step(std::int64_t count, int most) {
@@ -264,14 +322,11 @@ PlotArea Figure::lines(Box box, const LinePlot& p) {
   select();
   PLFLT def = 0, ht = 0;
   plgchr(&def, &ht);
-  // Margins in characters: numbers and label left, numbers and label below, title above.
   const auto [cw, ch] = char_size();
   std::size_t entries = 0;
   for (const Line& l : p.lines) entries += l.label.empty() ? 0 : 1;
   const bool above = p.legend && entries && p.legend_at == LinePlot::LegendAt::above;
-  const double legend_h = above ? 1.75 * double(entries) + 1.6 : 0.0;
-  plvpor(box.x0 + 7.5 * cw, box.x1 - 1.5 * cw, box.y0 + 4.2 * ch,
-         box.y1 - ((p.title.empty() ? 1.2 : 2.6) + legend_h) * ch);
+  const double legend_h = above ? 1.75 * double(entries) + 2.3 : 0.0;
   // World window from the data, on the axes' scales.
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
   for (const Line& l : p.lines)
@@ -295,13 +350,22 @@ PlotArea Figure::lines(Box box, const LinePlot& p) {
   }
   if (!std::isnan(p.y_min)) y0 = axis_value(p.y_min, p.log_y);
   if (!std::isnan(p.y_max)) y1 = axis_value(p.y_max, p.log_y);
+  // Margins in characters: numbers and label left, numbers and label below, title (and legend) above, and
+  // on the right half the last x number, which is centred on the plot's right edge.
+  const std::array<Numbering, 2> numbers = {numbering(x0, x1), numbering(y0, y1)};
+  const double y_numbers = p.log_y ? 3.0 : kDigitWidth * double(widest_number(y0, y1, numbers[1]));
+  const double last_x = p.log_x ? 2.0 : kDigitWidth * double(last_number(x0, x1, numbers[0]).size());
+  const double label_at = std::max(5.2, y_numbers + 2.3);  // plmtex's distance of the y label from the axis
+  const double bottom = 4.2, top = (p.title.empty() ? 1.2 : 2.6) + legend_h;
+  plvpor(box.x0 + (label_at + 2.3) * cw, box.x1 - std::max(1.5, last_x / 2 + 1.5) * cw, box.y0 + bottom * ch,
+         box.y1 - top * ch);
   plwind(x0, x1, y0, y1);
   const std::string xo = std::string(p.log_x ? "l" : "");
   const std::string yo = std::string(p.log_y ? "l" : "");
   // Grid first, light, under everything; then bands, lines, axes and the legend on top.
   plcol0(kGrid);
   plwidth(1.0);
-  plbox(("g" + xo).c_str(), 0, 0, ("g" + yo).c_str(), 0, 0);
+  plbox(("g" + xo).c_str(), p.log_x ? 0 : numbers[0].step, 0, ("g" + yo).c_str(), p.log_y ? 0 : numbers[1].step, 0);
   for (const Line& l : p.lines) {
     if (l.lo.empty() || l.hi.empty()) continue;
     plcol0(kBand + ((l.colour % kPalette) + kPalette) % kPalette);
@@ -333,9 +397,21 @@ PlotArea Figure::lines(Box box, const LinePlot& p) {
   pllsty(1);
   plwidth(1.0);
   plcol0(kInk);
-  plbox(("bcnst" + xo).c_str(), 0, 0, ("bcnstv" + yo).c_str(), 0, 0);
+  // A linear axis is numbered by number_label, every step of its Numbering; a log axis by PLplot (10^k).
+  plslabelfunc(number_label, const_cast<Numbering*>(numbers.data()));
+  plbox(("bcnst" + (p.log_x ? xo : "o")).c_str(), p.log_x ? 0 : numbers[0].step, 0,
+        ("bcnstv" + (p.log_y ? yo : "o")).c_str(), p.log_y ? 0 : numbers[1].step, 0);
+  plslabelfunc(nullptr, nullptr);
   plmtex("b", 3.0, 0.5, 0.5, escaped(p.x_label).c_str());
-  plmtex("l", 5.2, 0.5, 0.5, escaped(p.y_label).c_str());
+  {  // a y label longer than the plot is tall is written smaller, to fit
+    PLFLT vx0, vx1, vy0, vy1;
+    plgvpd(&vx0, &vx1, &vy0, &vy1);
+    const double room = (vy1 - vy0) / ch, length = kTextWidth * double(p.y_label.size());
+    const double size = std::clamp(0.97 * room / std::max(length, 1.0), 0.5, 1.0);
+    plschr(0, size * text_scale_);
+    plmtex("l", label_at / size, 0.5, 0.5, escaped(p.y_label).c_str());
+    plschr(0, text_scale_);
+  }
   if (!p.title.empty()) plmtex("t", 0.9 + legend_h, 0.5, 0.5, escaped(p.title).c_str());
   std::vector<std::string> texts;
   std::vector<PLINT> opts, colours, styles, text_colours;
@@ -373,9 +449,11 @@ PlotArea Figure::lines(Box box, const LinePlot& p) {
                       LinePlot::LegendAt::bottom_left}[std::size_t(best)];
     }
     double offset_y = 0.03;
-    if (above) {
+    if (above) {  // clear of the top y number, which stands half a line (a log axis's exponent a line) above
+      PLFLT vx0, vx1, vy0, vy1;
+      plgvpd(&vx0, &vx1, &vy0, &vy1);
       position = PL_POSITION_OUTSIDE | PL_POSITION_VIEWPORT | PL_POSITION_TOP;
-      offset_y = 0.01;
+      offset_y = 1.3 * ch / (vy1 - vy0);
     }
     switch (at) {
       case LinePlot::LegendAt::above: break;
