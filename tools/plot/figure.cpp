@@ -209,6 +209,13 @@ void number_label(PLINT axis, PLFLT value, char* label, PLINT length, PLPointer 
 // ordinary text, a little narrower on average.
 constexpr double kDigitWidth = 0.83, kTextWidth = 0.75;
 
+// The characters of UTF-8 text (its code points), at least 1.
+double characters(const std::string& s) {
+  double n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return std::max(n, 1.0);
+}
+
 }  // namespace
 
 std::int64_t tick_step(std::int64_t count, int most) {
@@ -406,7 +413,7 @@ PlotArea Figure::lines(Box box, const LinePlot& p) {
   {  // a y label longer than the plot is tall is written smaller, to fit
     PLFLT vx0, vx1, vy0, vy1;
     plgvpd(&vx0, &vx1, &vy0, &vy1);
-    const double room = (vy1 - vy0) / ch, length = kTextWidth * double(p.y_label.size());
+    const double room = (vy1 - vy0) / ch, length = kTextWidth * characters(p.y_label);
     const double size = std::clamp(0.97 * room / std::max(length, 1.0), 0.5, 1.0);
     plschr(0, size * text_scale_);
     plmtex("l", label_at / size, 0.5, 0.5, escaped(p.y_label).c_str());
@@ -537,7 +544,16 @@ PlotArea Figure::heatmap(Box box, const Heatmap& m) {
   if (!m.x_label.empty()) plmtex("b", m.axes ? 3.0 : 1.2, 0.5, 0.5, escaped(m.x_label).c_str());
   if (!m.y_label.empty()) plmtex("l", m.axes ? 4.2 : 0.8, 0.5, 0.5, escaped(m.y_label).c_str());
   // The title clears the top numbers of the y axis and of the colour bar, which stand half a line above the plot.
-  if (!m.title.empty()) plmtex("t", m.axes ? 1.3 : 0.6, 0.5, 0.5, escaped(m.title).c_str());
+  // A title wider than its box (centred on the plot) is written smaller, to fit.
+  if (!m.title.empty()) {
+    PLFLT vx0, vx1, vy0, vy1;
+    plgvpd(&vx0, &vx1, &vy0, &vy1);
+    const double room = 2 * std::min((vx0 + vx1) / 2 - box.x0, box.x1 - (vx0 + vx1) / 2) / cw;
+    const double size = std::clamp(0.97 * room / (kTextWidth * characters(m.title)), 0.5, 1.0);
+    plschr(0, size * text_scale_);
+    plmtex("t", (m.axes ? 1.3 : 0.6) / size, 0.5, 0.5, escaped(m.title).c_str());
+    plschr(0, text_scale_);
+  }
   if (m.colour_bar) {
     PLFLT w = 0, h = 0;
     const char* axis_opts[] = {"bcvtm"};
