@@ -13,45 +13,19 @@
 #include <vector>
 
 #include "../model_gradcheck.hpp"
+#include "../reference_math.hpp"
 #include "models/graph/cln.hpp"
 #include "models/tasks/tasks.hpp"
 
 using namespace matmem;
 
 namespace {
-// A dense matrix, row-major, independent of the library's layout.
-struct Mat {
-  std::int64_t rows = 0, cols = 0;
-  std::vector<double> v;
-  Mat() = default;
-  Mat(std::int64_t r, std::int64_t c) : rows(r), cols(c), v(std::size_t(r * c), 0.0) {}
-  double& operator()(std::int64_t i, std::int64_t j) { return v[std::size_t(i * cols + j)]; }
-  double operator()(std::int64_t i, std::int64_t j) const { return v[std::size_t(i * cols + j)]; }
-};
-
-Mat param(const Model& m, const std::string& name) {
-  const Tensor& t = m.params().at(name).value;
-  Mat y(t.shape().rows, t.shape().cols);
-  for (std::int64_t i = 0; i < y.rows; ++i)
-    for (std::int64_t j = 0; j < y.cols; ++j) y(i, j) = t.at(0, i, j);
-  return y;
-}
-
-// Uᵀ X V: y(a, b) = Σ_p Σ_q U(p, a) X(p, q) V(q, b).
-Mat bilinear(const Mat& u, const Mat& x, const Mat& v) {
-  REQUIRE(u.rows == x.rows);
-  REQUIRE(x.cols == v.rows);
-  Mat y(u.cols, v.cols);
-  for (std::int64_t a = 0; a < y.rows; ++a)
-    for (std::int64_t b = 0; b < y.cols; ++b)
-      for (std::int64_t p = 0; p < x.rows; ++p)
-        for (std::int64_t q = 0; q < x.cols; ++q) y(a, b) += u(p, a) * x(p, q) * v(q, b);
-  return y;
-}
+using testing::ref::Mat;
+using testing::ref::param;
 
 // The model's term `path/term`: U_termᵀ x V_term.
 Mat term(const Model& m, const std::string& path, const std::string& name, const Mat& x) {
-  return bilinear(param(m, path + "/" + name + "/U"), x, param(m, path + "/" + name + "/V"));
+  return testing::ref::bilinear(x, param(m, path + "/" + name + "/U"), param(m, path + "/" + name + "/V"));
 }
 
 // prefix followed by k: "layer2".
@@ -59,18 +33,6 @@ std::string numbered(const char* prefix, std::int64_t k) {
   std::string s = prefix;
   s += std::to_string(k);
   return s;
-}
-
-Mat operator+(Mat x, const Mat& y) {
-  REQUIRE(x.rows == y.rows);
-  REQUIRE(x.cols == y.cols);
-  for (std::size_t k = 0; k < x.v.size(); ++k) x.v[k] += y.v[k];
-  return x;
-}
-
-Mat relu(Mat x) {
-  for (double& e : x.v) e = std::max(e, 0.0);
-  return x;
 }
 
 // 5 nodes: 0 has no neighbours; 1 lists 2 twice and 4; 2 lists only itself; 3 lists four (0, 1, 2, 4), more
@@ -107,7 +69,7 @@ std::vector<Mat> reference_logits(const CLN& m) {
         read[i] = Mat(c.rows, c.cols);
         for (std::int64_t j : list) read[i] = read[i] + h[std::size_t(j)];
         if (!list.empty())
-          for (double& e : read[i].v) e /= double(list.size());
+          for (double& e : read[i].a) e /= double(list.size());
       } else if (c.aggregate == CLNConfig::Aggregate::flatten) {  // [H_{j_1} … H_{j_k}], r × k·c
         read[i] = Mat(c.rows, c.slots * c.cols);
         for (std::int64_t e = 0; e < std::min<std::int64_t>(c.slots, std::int64_t(list.size())); ++e)
@@ -122,7 +84,7 @@ std::vector<Mat> reference_logits(const CLN& m) {
           double z = 0;
           for (std::int64_t j : list) {
             double s = 0;
-            for (std::size_t e = 0; e < q.v.size(); ++e) s += q.v[e] * h[std::size_t(j)].v[e];
+            for (std::size_t e = 0; e < q.a.size(); ++e) s += q.a[e] * h[std::size_t(j)].a[e];
             w.push_back(std::exp(s));
             z += w.back();
           }
@@ -139,9 +101,9 @@ std::vector<Mat> reference_logits(const CLN& m) {
       next[i] = relu(term(m, layer, "self", h[i]) + term(m, layer, "neighbours", read[i]) + param(m, layer + "/B"));
       if (c.highway) {  // Z = sigm(U_zᵀ H V_z + B_z), H' = Z ⊙ Ĥ + (1 − Z) ⊙ H
         const Mat pre = term(m, layer + "/gate", "h", h[i]) + param(m, layer + "/gate/B");
-        for (std::size_t e = 0; e < pre.v.size(); ++e) {
-          const double z = 1.0 / (1.0 + std::exp(-pre.v[e]));
-          next[i].v[e] = z * next[i].v[e] + (1 - z) * h[i].v[e];
+        for (std::size_t e = 0; e < pre.a.size(); ++e) {
+          const double z = 1.0 / (1.0 + std::exp(-pre.a[e]));
+          next[i].a[e] = z * next[i].a[e] + (1 - z) * h[i].a[e];
         }
       }
     }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../model_gradcheck.hpp"
+#include "../reference_math.hpp"
 #include "models/layers/cells.hpp"
 
 using namespace matmem;
@@ -35,45 +36,12 @@ class AttentionModel : public Model {
   MatAttention read_;
 };
 
-// A dense matrix, row-major, independent of the library's layout.
-struct Mat {
-  std::int64_t rows = 0, cols = 0;
-  std::vector<double> v;
-  Mat() = default;
-  Mat(std::int64_t r, std::int64_t c) : rows(r), cols(c), v(std::size_t(r * c), 0.0) {}
-  double& operator()(std::int64_t i, std::int64_t j) { return v[std::size_t(i * cols + j)]; }
-  double operator()(std::int64_t i, std::int64_t j) const { return v[std::size_t(i * cols + j)]; }
-};
+using testing::ref::Mat;
+using testing::ref::param;
 
-Mat param(const Model& m, const std::string& name) {
-  const Tensor& t = m.params().at(name).value;
-  Mat y(t.shape().rows, t.shape().cols);
-  for (std::int64_t i = 0; i < y.rows; ++i)
-    for (std::int64_t j = 0; j < y.cols; ++j) y(i, j) = t.at(0, i, j);
-  return y;
-}
-
-// U_termᵀ X V_term + (the caller adds B): y(a, b) = Σ_p Σ_q U(p, a) X(p, q) V(q, b).
+// U_termᵀ X V_term (the caller adds B).
 Mat term(const Model& m, const std::string& path, const std::string& name, const Mat& x) {
-  const Mat u = param(m, path + "/" + name + "/U"), v = param(m, path + "/" + name + "/V");
-  REQUIRE(u.rows == x.rows);
-  REQUIRE(v.rows == x.cols);
-  Mat y(u.cols, v.cols);
-  for (std::int64_t a = 0; a < y.rows; ++a)
-    for (std::int64_t b = 0; b < y.cols; ++b)
-      for (std::int64_t p = 0; p < x.rows; ++p)
-        for (std::int64_t q = 0; q < x.cols; ++q) y(a, b) += u(p, a) * x(p, q) * v(q, b);
-  return y;
-}
-
-Mat add(Mat x, const Mat& y) {
-  for (std::size_t k = 0; k < x.v.size(); ++k) x.v[k] += y.v[k];
-  return x;
-}
-
-Mat tanh_of(Mat x) {
-  for (double& e : x.v) e = std::tanh(e);
-  return x;
+  return testing::ref::bilinear(x, param(m, path + "/" + name + "/U"), param(m, path + "/" + name + "/V"));
 }
 
 double input(std::int64_t t, std::int64_t b, std::int64_t i, std::int64_t j) {
@@ -108,8 +76,8 @@ TEST_CASE("MatAttention forward: k tanh queries of P and the context, each a sof
       Mat p(kRows, kCols);
       for (std::int64_t i = 0; i < kRows; ++i)
         for (std::int64_t j = 0; j < kCols; ++j) p(i, j) = 1.5 * input(t, b, i, j);
-      const Mat q = tanh_of(add(add(term(m, "attend/read/query", "P", p), term(m, "attend/read/query", "h", h)),
-                                param(m, "attend/read/query/B")));
+      const Mat q = testing::ref::tanh(term(m, "attend/read/query", "P", p) + term(m, "attend/read/query", "h", h) +
+                                       param(m, "attend/read/query/B"));
       REQUIRE(q.rows == kHeads);
       REQUIRE(q.cols == kCols);
       Mat s(kHeads, kCols);
@@ -127,8 +95,8 @@ TEST_CASE("MatAttention forward: k tanh queries of P and the context, each a sof
           for (std::int64_t c = 0; c < kCols; ++c) s(j, c) += w[std::size_t(i)] / z * p(i, c);
         }
       }
-      h = tanh_of(add(term(m, "attend/read/read", "S", s), param(m, "attend/read/read/B")));
-      const Mat want = add(term(m, "attend/out", "h", h), param(m, "attend/out/B"));
+      h = testing::ref::tanh(term(m, "attend/read/read", "S", s) + param(m, "attend/read/read/B"));
+      const Mat want = term(m, "attend/out", "h", h) + param(m, "attend/out/B");
       const Tensor y = r.logits[std::size_t(t)].value_copy();
       for (std::int64_t a = 0; a < kOut; ++a)
         for (std::int64_t c = 0; c < kOut; ++c) {
