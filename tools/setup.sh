@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Installs what matmem needs from Debian's packages (only what is missing), then configures and builds
-# it, tests included, in ./build. Safe to run again: with everything present it only rebuilds what changed.
-#   tools/setup.sh             install, configure, build
+# Installs what matmem needs from Debian's packages (only what is missing), then configures and builds it in
+# ./build. Safe to run again: with everything present it only rebuilds what changed.
+#   tools/setup.sh             install, configure, build the matmem program (what the main job needs)
+#   tools/setup.sh --tests     the same, then everything else: test programs, examples (what ctest runs)
 #   tools/setup.sh --packages  print the package list, one a line (the test setup:packages_cover_build
 #                              checks it against every header and library the build reads)
+# It prints a line at least every 10 s: what apt-get is installing, the build's progress, and while one
+# long file compiles, which one and for how long. The full output goes to build/setup.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,21 +20,97 @@ packages=(g++ cmake make xtensor-dev libxtensor-blas-dev libopenblas-dev liblapa
           nlohmann-json3-dev libcli11-dev libxsmm-dev libxsimd-dev
           libplplot-dev plplot-driver-cairo fonts-dejavu-core libpng-dev libopenmpi-dev openmpi-bin
           zlib1g-dev dataset-fashion-mnist)
-if [ "${1:-}" = --packages ]; then printf '%s\n' "${packages[@]}"; exit 0; fi
-if [ $# -gt 0 ]; then echo "setup: unknown argument $1 (takes none, or --packages)" >&2; exit 2; fi
+what=program
+case "${1:-}" in
+  --packages) printf '%s\n' "${packages[@]}"; exit 0 ;;
+  --tests) what=tests ;;
+  "") ;;
+  *) echo "setup: unknown argument $1 (takes none, --tests or --packages)" >&2; exit 2 ;;
+esac
+if [ $# -gt 1 ]; then echo "setup: takes one argument at most (--tests or --packages)" >&2; exit 2; fi
+
+mkdir -p build
+log=build/setup.log
+: > "$log"
+start=$(date +%s)
+
+# progress LABEL: reads a command's output on stdin, appends it to the log, and prints the lines that say
+# how far it is (apt's and the build's), condensed; after 10 s without such a line, a heartbeat naming what
+# is still running and for how long.
+progress() {
+  local label=$1 line="" pending="" shown step="" last since now rc fields
+  last=$(date +%s)
+  since=$last
+  while true; do
+    if IFS= read -r -t 10 line; then
+      line=$pending$line
+      pending=""
+      printf '%s\n' "$line" >> "$log"
+      shown=""
+      case "$line" in
+        Get:*)  # "Get:7 URL bookworm/main amd64 NAME amd64 VERSION [SIZE]", or a package list's "Get:1 URL … [SIZE]"
+          read -ra fields <<< "$line"
+          if ((${#fields[@]} >= 8)); then shown="downloading ${fields[4]} ${fields[6]} ${fields[*]:7}"
+          else shown="reading ${fields[*]:2}"; fi ;;
+        "Setting up "*) shown="${line%% (*}" ;;
+        \[*%\]\ Building*) step=$(basename "${line##* }" .o); shown="${line%%]*}] compiling $step" ;;
+        \[*%\]\ Linking*) step=$(basename "${line##* }"); shown="${line%%]*}] linking $step" ;;
+      esac
+      now=$(date +%s)
+      if [ -n "$shown" ]; then
+        echo "setup: $shown"
+        last=$now
+        since=$now
+      elif ((now - last >= 10)); then
+        echo "setup: still $label ($((now - start)) s in all)"
+        last=$now
+      fi
+    else
+      rc=$?
+      if ((rc <= 128)); then  # end of input
+        [ -z "$pending$line" ] || printf '%s\n' "$pending$line" >> "$log"
+        break
+      fi
+      pending=$pending$line  # 10 s without a whole line: keep the part read, say what is still running
+      now=$(date +%s)
+      echo "setup: still $label${step:+ (last started: $step, $((now - since)) s ago)}, $((now - start)) s in all"
+      last=$now
+    fi
+  done
+}
+
+# run LABEL COMMAND…: runs it with its output through progress; on failure, the log's end and exit 1.
+run() {
+  local label=$1
+  shift
+  if ! "$@" 2>&1 | progress "$label"; then
+    grep -E -B2 -A12 "error|Error|^E: " "$log" | tail -n 60 || true
+    echo "setup: $label failed (\`$*\`), see $log"
+    exit 1
+  fi
+}
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}"
-  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  echo "setup: installing ${#missing[@]} Debian packages and what they depend on: ${missing[*]}"
+  sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  run "reading the package lists" "${sudo[@]}" apt-get update -q
+  run "installing packages" "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
-mkdir -p build; log=build/setup.log
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON > "$log" 2>&1 || { cat "$log"; exit 1; }
-cmake --build build -j "$jobs" >> "$log" 2>&1 || { tail -n 60 "$log"; echo "setup: build failed, see $log"; exit 1; }
-echo "setup: built build/matmem"
+echo "setup: configuring build/"
+run "configuring" cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON
+echo "setup: building the matmem program ($jobs jobs)"
+run "compiling" cmake --build build -j "$jobs" --target matmem
+echo "setup: built build/matmem ($(($(date +%s) - start)) s)"
+if [ "$what" = tests ]; then
+  echo "setup: building the test programs and examples"
+  run "compiling" cmake --build build -j "$jobs"
+  echo "setup: built the tests ($(($(date +%s) - start)) s); ctest --test-dir build runs them"
+fi
