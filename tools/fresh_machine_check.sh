@@ -273,6 +273,23 @@ in_root() {  # in_root ROOT COMMAND: COMMAND in ROOT from /root/matmem, as root 
     /bin/bash -c 'cd /root/matmem && eval "$1"' quickstart "$2" < /dev/null 3>&- 4>&-
 }
 
+stamp() {  # stamp TIMED: copies stdin to stdout, and each line with its arrival (s since the start) to TIMED
+  local t0=$EPOCHREALTIME line
+  while IFS= read -r line || [ -n "$line" ]; do
+    printf '%s\n' "$line"
+    awk -v a="$t0" -v b="$EPOCHREALTIME" -v l="$line" 'BEGIN { printf "%8.1f %s\n", b - a, l }' >> "$1"
+  done
+}
+
+# timing TIMED: the first line of training output ("training …" or "step …") and the longest stretch
+# without a line, from stamp's file.
+timing() {
+  awk '!first && ($2 == "training" || $2 == "step") { first = $1 }
+       { gap = $1 - prev; if (gap > worst) { worst = gap; at = prev } prev = $1 }
+       END { if (first) printf "first training line at %.0f s; ", first
+             printf "longest silence %.0f s (after %.0f s)\n", worst, at }' "$1"
+}
+
 run_one() {  # run_one NAME COMMAND
   local name=$1 cmd=$2 root log start secs rc verdict mins key present=() p
   root="$cache/work/root-$short-$name-$$"
@@ -300,13 +317,13 @@ run_one() {  # run_one NAME COMMAND
   say "$name: $cmd  (in $root, log: $log)"
   start=$(date +%s.%N)
   set +e
+  : > "$log.timed"
   if ((verbose)); then
-    in_root "$root" "$cmd" 2>&1 | tee "$log"
-    rc=${PIPESTATUS[0]}
+    in_root "$root" "$cmd" 2>&1 | stamp "$log.timed" | tee "$log"
   else
-    in_root "$root" "$cmd" > "$log" 2>&1
-    rc=$?
+    in_root "$root" "$cmd" 2>&1 | stamp "$log.timed" > "$log"
   fi
+  rc=${PIPESTATUS[0]}
   set -e
   secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   [ -f "$root/root/matmem/build/setup.log" ] && cp "$root/root/matmem/build/setup.log" "$results/$name.setup.log"
@@ -325,6 +342,7 @@ run_one() {  # run_one NAME COMMAND
   say "$name: $verdict, exit status $rc, wall time $secs s ($mins)"
   printf '%s: %s, exit status %d, wall time %s s (%s): %s\n' "$name" "$verdict" "$rc" "$secs" "$mins" "$cmd" >> "$summary"
   [ -z "$key" ] || printf '  %s\n' "$key" >> "$summary"
+  printf '  %s (every line timed: %s)\n' "$(timing "$log.timed")" "$log.timed" >> "$summary"
   if ((!keep)); then say "removing $root"; remove_tree "$root" || true; fi
 }
 
