@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every test program under AddressSanitizer and UndefinedBehaviorSanitizer, on this machine's native path:
-# the full set, of which the README's test command runs a subset on the portable path (tests/README.md).
+# the full set, which the README's test command leaves out for time (tests/README.md).
 # Builds build/sanitize-all (the whole tree at -O1, instrumented), then runs all its tests.
 #   tests/sanitize_all.sh [ctest arguments…]      e.g. -R tools_tests to run one program
 set -euo pipefail
