@@ -1,4 +1,4 @@
-#include "autodiff/gradcheck.hpp"
+#include "matmem/autodiff/gradcheck.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
-#include "runtime/random.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/runtime/random.hpp"
 
 namespace matmem {
 namespace {

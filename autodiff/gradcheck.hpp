@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "autodiff/parameters.hpp"
-#include "autodiff/tape.hpp"
+#include "matmem/autodiff/parameters.hpp"
+#include "matmem/autodiff/tape.hpp"
 
 namespace matmem {
 

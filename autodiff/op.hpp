@@ -23,9 +23,9 @@
 #pragma once
 #include <cstdint>
 
-#include "runtime/dtype.hpp"
-#include "runtime/shape.hpp"
-#include "runtime/tensor.hpp"
+#include "matmem/runtime/dtype.hpp"
+#include "matmem/runtime/shape.hpp"
+#include "matmem/runtime/tensor.hpp"
 
 namespace matmem {
 

@@ -1,8 +1,8 @@
-#include "autodiff/parameters.hpp"
+#include "matmem/autodiff/parameters.hpp"
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/tensor.hpp"
+#include "matmem/runtime/tensor.hpp"
 
 namespace matmem {
 

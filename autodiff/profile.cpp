@@ -1,6 +1,6 @@
-#include "autodiff/profile.hpp"
+#include "matmem/autodiff/profile.hpp"
 
-#include "autodiff/op.hpp"
+#include "matmem/autodiff/op.hpp"
 
 namespace matmem {
 

@@ -1,4 +1,4 @@
-#include "autodiff/tape.hpp"
+#include "matmem/autodiff/tape.hpp"
 
 #include <algorithm>
 #include <array>
@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "autodiff/parameters.hpp"
-#include "autodiff/profile.hpp"
-#include "runtime/error.hpp"
+#include "matmem/autodiff/parameters.hpp"
+#include "matmem/autodiff/profile.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 namespace {

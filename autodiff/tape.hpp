@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "autodiff/op.hpp"
-#include "runtime/arena.hpp"
-#include "runtime/tensor.hpp"
+#include "matmem/autodiff/op.hpp"
+#include "matmem/runtime/arena.hpp"
+#include "matmem/runtime/tensor.hpp"
 
 namespace matmem {
 

@@ -1,24 +1,24 @@
-#include "models/registry.hpp"
+#include "matmem/models/registry.hpp"
 
 #include <cmath>
 #include <map>
 
 #include <fmt/format.h>
 
-#include "models/data/fashion_mnist.hpp"
-#include "models/data/fashion_reconstruction.hpp"
-#include "models/fastweights/fast_weights.hpp"
-#include "models/ffn/autoencoder.hpp"
-#include "models/ffn/ffn.hpp"
-#include "models/gamma/gamma_network.hpp"
-#include "models/graph/cln.hpp"
-#include "models/ntm/matntm.hpp"
-#include "models/rnn/recurrent.hpp"
-#include "models/tasks/delayed_recall.hpp"
-#include "models/tasks/graph.hpp"
-#include "models/tasks/mackey_glass.hpp"
-#include "models/tasks/retrieval.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/data/fashion_mnist.hpp"
+#include "matmem/models/data/fashion_reconstruction.hpp"
+#include "matmem/models/fastweights/fast_weights.hpp"
+#include "matmem/models/ffn/autoencoder.hpp"
+#include "matmem/models/ffn/ffn.hpp"
+#include "matmem/models/gamma/gamma_network.hpp"
+#include "matmem/models/graph/cln.hpp"
+#include "matmem/models/ntm/matntm.hpp"
+#include "matmem/models/rnn/recurrent.hpp"
+#include "matmem/models/tasks/delayed_recall.hpp"
+#include "matmem/models/tasks/graph.hpp"
+#include "matmem/models/tasks/mackey_glass.hpp"
+#include "matmem/models/tasks/retrieval.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 namespace {

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "models/core/model.hpp"
-#include "models/tasks/tasks.hpp"
-#include "models/training/config.hpp"
+#include "matmem/models/core/model.hpp"
+#include "matmem/models/tasks/tasks.hpp"
+#include "matmem/models/training/config.hpp"
 
 namespace matmem {
 

@@ -1,8 +1,8 @@
 // add: y = a + b, broadcasting (ops/elementwise.hpp).  grad_a += Σ_broadcast g, grad_b += Σ_broadcast g.
-#include "ops/check.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "ops/unary.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/ops/unary.hpp"
 
 namespace matmem {
 namespace {

@@ -7,14 +7,14 @@
 // In matmem's layout (runtime/shape.hpp) sample b's matrix is the column block at b·d of an r × (B·d) matrix,
 // so every product is one GEMM per sample with leading dimension B·d. A is saved (B·k·m elements); backward
 // takes k·m of scratch for E.
-#include "ops/attention_read.hpp"
+#include "matmem/ops/attention_read.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "ops/check.hpp"
-#include "ops/registry.hpp"
-#include "runtime/blas.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/runtime/blas.hpp"
 
 namespace matmem {
 namespace {

@@ -3,7 +3,7 @@
 // reads their weighted sum. Q:[B,k,d], P:[B,m,d] -> [B,k,d]. The queries come from a small network of P and its
 // context (models/layers/attention.hpp). Declared apart from ops.hpp, which the whole tree includes.
 #pragma once
-#include "autodiff/tape.hpp"
+#include "matmem/autodiff/tape.hpp"
 
 namespace matmem {
 

@@ -42,11 +42,11 @@
 #include <algorithm>
 #include <array>
 
-#include "ops/check.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "ops/bilinear.hpp"
-#include "runtime/blas.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/ops/bilinear.hpp"
+#include "matmem/runtime/blas.hpp"
 
 namespace matmem {
 namespace {

@@ -4,8 +4,8 @@
 #pragma once
 #include <cstdint>
 
-#include "ops/fixed.hpp"
-#include "runtime/blas.hpp"
+#include "matmem/ops/fixed.hpp"
+#include "matmem/runtime/blas.hpp"
 
 namespace matmem::ops {
 

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "autodiff/tape.hpp"
-#include "runtime/error.hpp"
+#include "matmem/autodiff/tape.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem::ops {
 
@@ -28,7 +28,7 @@ inline bool is_scalars(const Shape& s) { return s.slots == 1 && s.rows == 1 && s
 
 }  // namespace matmem::ops
 
-#include "ops/elementwise.hpp"
+#include "matmem/ops/elementwise.hpp"
 
 namespace matmem::ops {
 // The broadcast result shape of a and b, or a ShapeError naming the op and both shapes.

@@ -3,10 +3,10 @@
 //   grad_w_{b,(i-k+S) mod N} += s_{b,k} g_{b,i},   grad_s_{b,k} += Σ_i w_{b,(i-k+S) mod N} g_{b,i}
 #include <algorithm>
 
-#include "ops/check.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "ops/shift.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/ops/shift.hpp"
 
 namespace matmem {
 namespace {

@@ -15,11 +15,11 @@
 #include <cmath>
 #include <type_traits>
 
-#include "ops/check.hpp"
-#include "ops/fixed.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "ops/slots.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/fixed.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/ops/slots.hpp"
 
 namespace matmem {
 namespace {

@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-#include "runtime/shape.hpp"
+#include "matmem/runtime/shape.hpp"
 
 namespace matmem::ops {
 

@@ -4,13 +4,13 @@
 //   grad_m_b[p,q] += vec(g_b)[p] vec(x_b)[q],   grad_x_b[q] += Σ_p m_b[p,q] vec(g_b)[p]
 // Layout (runtime/shape.hpp): element (b,i,j) of [B,r,c] at (i·B + b)·c + j, so vec index p = i·c + j of
 // sample b is at (i·B + b)·c + j, and row p of m_b is contiguous at (p·B + b)·n.
-#include "ops/fast_weight_matrix.hpp"
+#include "matmem/ops/fast_weight_matrix.hpp"
 
 #include <algorithm>
 #include <vector>
 
-#include "ops/check.hpp"
-#include "ops/registry.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/registry.hpp"
 
 namespace matmem {
 namespace {

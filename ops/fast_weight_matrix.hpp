@@ -5,7 +5,7 @@
 //   vec_matvec(m, x): m:[B,n,n], x:[B,r,c] with n = r·c -> [B,r,c],  vec(y_b) = m_b vec(x_b)
 // A header of its own, as frobenius.hpp: included by the model that uses it, not by every op's user.
 #pragma once
-#include "autodiff/tape.hpp"
+#include "matmem/autodiff/tape.hpp"
 
 namespace matmem {
 

@@ -1,10 +1,10 @@
 // frobenius: y_b = ⟨a_b, b_b⟩_F = Σ_ij a_bij b_bij.   a, b:[B,r,c] -> [B,1,1]
 //   grad_a_b += g_b b_b,   grad_b_b += g_b a_b
 // Rows are contiguous in the batch-interleaved layout (runtime/shape.hpp): element (b,i,j) at (i·B + b)·c + j.
-#include "ops/frobenius.hpp"
+#include "matmem/ops/frobenius.hpp"
 
-#include "ops/check.hpp"
-#include "ops/registry.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/registry.hpp"
 
 namespace matmem {
 namespace {

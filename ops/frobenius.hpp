@@ -2,7 +2,7 @@
 //   a, b:[B,r,c] -> [B,1,1],  y_b = ⟨a_b, b_b⟩_F = Σ_ij a_bij b_bij
 // A header of its own, as bilinear.hpp: included by the models that use it, not by every op's user.
 #pragma once
-#include "autodiff/tape.hpp"
+#include "matmem/autodiff/tape.hpp"
 
 namespace matmem {
 

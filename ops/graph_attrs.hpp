@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <memory>
 
-#include "autodiff/op.hpp"
-#include "ops/graph.hpp"
-#include "runtime/random.hpp"
+#include "matmem/autodiff/op.hpp"
+#include "matmem/ops/graph.hpp"
+#include "matmem/runtime/random.hpp"
 
 namespace matmem::ops {
 

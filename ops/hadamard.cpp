@@ -1,9 +1,9 @@
 // hadamard: y = a ⊙ b, broadcasting (ops/elementwise.hpp).  grad_a += Σ_broadcast g ⊙ b, grad_b += Σ_broadcast g ⊙ a.
-#include "ops/check.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "ops/simd.hpp"
-#include "ops/unary.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/ops/simd.hpp"
+#include "matmem/ops/unary.hpp"
 
 namespace matmem {
 namespace {

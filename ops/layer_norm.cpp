@@ -11,9 +11,9 @@
 // contiguous and a matrix group is r segments of c elements, B·c apart.
 #include <cmath>
 
-#include "ops/check.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
 
 namespace matmem {
 namespace {

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <array>
 
-#include "ops/check.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "ops/slots.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/ops/slots.hpp"
 
 namespace matmem {
 namespace {

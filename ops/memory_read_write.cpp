@@ -19,11 +19,11 @@
 
 #include <fmt/format.h>
 
-#include "ops/check.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "ops/memory_read_write.hpp"
-#include "ops/slots.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/ops/memory_read_write.hpp"
+#include "matmem/ops/slots.hpp"
 
 namespace matmem {
 namespace {

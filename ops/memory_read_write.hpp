@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "autodiff/tape.hpp"
-#include "ops/fixed.hpp"
-#include "ops/slots.hpp"
+#include "matmem/autodiff/tape.hpp"
+#include "matmem/ops/fixed.hpp"
+#include "matmem/ops/slots.hpp"
 
 namespace matmem::ops {
 

@@ -1,8 +1,8 @@
 // mse: L = (1/n) Σ_k (x_k - t_k)².   x, t:[any] -> [1,1,1]
 //   grad_x += 2 g (x - t) / n,   grad_t -= 2 g (x - t) / n
-#include "ops/check.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
 
 namespace matmem {
 namespace {

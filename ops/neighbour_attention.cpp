@@ -9,10 +9,10 @@
 #include <cmath>
 #include <cstdint>
 
-#include "ops/check.hpp"
-#include "ops/graph.hpp"
-#include "ops/graph_attrs.hpp"
-#include "ops/registry.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/graph.hpp"
+#include "matmem/ops/graph_attrs.hpp"
+#include "matmem/ops/registry.hpp"
 
 namespace matmem {
 namespace {

@@ -3,10 +3,10 @@
 // Rows are contiguous in the batch-interleaved layout (runtime/shape.hpp): element (b,i,j) at (i·N + b)·c + j.
 #include <cstdint>
 
-#include "ops/check.hpp"
-#include "ops/graph.hpp"
-#include "ops/graph_attrs.hpp"
-#include "ops/registry.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/graph.hpp"
+#include "matmem/ops/graph_attrs.hpp"
+#include "matmem/ops/registry.hpp"
 
 namespace matmem {
 

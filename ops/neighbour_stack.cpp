@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "ops/check.hpp"
-#include "ops/graph.hpp"
-#include "ops/graph_attrs.hpp"
-#include "ops/registry.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/graph.hpp"
+#include "matmem/ops/graph_attrs.hpp"
+#include "matmem/ops/registry.hpp"
 
 namespace matmem {
 namespace {

@@ -25,11 +25,11 @@
 #include <algorithm>
 #include <limits>
 
-#include "ops/check.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "ops/shift.hpp"
-#include "ops/simd.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/ops/shift.hpp"
+#include "matmem/ops/simd.hpp"
 
 namespace matmem {
 namespace {

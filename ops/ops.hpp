@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "autodiff/tape.hpp"
+#include "matmem/autodiff/tape.hpp"
 
 namespace matmem {
 

@@ -16,11 +16,11 @@
 
 #include <fmt/format.h>
 
-#include "ops/bilinear.hpp"
-#include "ops/check.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "runtime/blas.hpp"
+#include "matmem/ops/bilinear.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/runtime/blas.hpp"
 
 namespace matmem {
 namespace {

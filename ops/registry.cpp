@@ -1,11 +1,11 @@
-#include "ops/registry.hpp"
+#include "matmem/ops/registry.hpp"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "ops/ops.hpp"
-#include "runtime/error.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "autodiff/gradcheck.hpp"
-#include "runtime/random.hpp"
+#include "matmem/autodiff/gradcheck.hpp"
+#include "matmem/runtime/random.hpp"
 
 namespace matmem {
 

@@ -1,9 +1,9 @@
 // relu: y = max(x, 0), dy/dx = [x > 0].  x:[any] -> same shape
 #include <cmath>
 
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "ops/unary.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/ops/unary.hpp"
 
 namespace matmem {
 namespace {

@@ -2,10 +2,10 @@
 //   grad_x[row h] += g.  In matmem's layout row h is one contiguous block of B·N values.
 #include <algorithm>
 
-#include "ops/check.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "ops/unary.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/ops/unary.hpp"
 
 namespace matmem {
 namespace {

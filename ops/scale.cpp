@@ -1,8 +1,8 @@
 // scale (affine): y = a x + b with constants a, b (attrs f[0], f[1]); grad_x += a g.
 // scale(x, a) is a x; one_minus(x) is 1 - x.
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "ops/unary.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/ops/unary.hpp"
 
 namespace matmem {
 namespace {

@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/check.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "ops/simd.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/ops/simd.hpp"
 
 namespace matmem {
 namespace {

@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-#include "ops/simd.hpp"
+#include "matmem/ops/simd.hpp"
 
 namespace matmem::ops {
 

@@ -16,7 +16,7 @@
 
 #include <xsimd/xsimd.hpp>
 
-#include "ops/check.hpp"
+#include "matmem/ops/check.hpp"
 
 namespace matmem::ops {
 

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "ops/simd.hpp"
-#include "ops/unary.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/ops/simd.hpp"
+#include "matmem/ops/unary.hpp"
 
 namespace matmem {
 namespace {

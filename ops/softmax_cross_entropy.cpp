@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/check.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
 
 namespace matmem {
 namespace {

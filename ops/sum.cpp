@@ -1,7 +1,7 @@
 // sum: y = a Σ_k x_k with a = 1 (sum) or 1/count (mean), attrs f[0].  grad_x += a g.  x:[any] -> [1,1,1]
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "ops/unary.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/ops/unary.hpp"
 
 namespace matmem {
 namespace {

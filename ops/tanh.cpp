@@ -1,10 +1,10 @@
 // tanh: y = tanh x, dy/dx = 1 - y².  x:[any] -> same shape
 #include <cmath>
 
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "ops/simd.hpp"
-#include "ops/unary.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/ops/simd.hpp"
+#include "matmem/ops/unary.hpp"
 
 namespace matmem {
 namespace {

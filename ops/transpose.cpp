@@ -1,11 +1,11 @@
 // transpose: y_b = x_bᵀ.  x:[B,r,c] -> [B,c,r];  grad_x_b += (grad_y_b)ᵀ.
 // In matmem's layout element (b, i, j) of a [B,r,c] batch is at (i·B + b)·c + j, so y(b, j, i) is at
 // (j·B + b)·r + i.
-#include "ops/transpose.hpp"
+#include "matmem/ops/transpose.hpp"
 
-#include "ops/check.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
+#include "matmem/ops/check.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
 
 namespace matmem {
 namespace {

@@ -2,7 +2,7 @@
 // (batch 1) gives [c,r]. The tied-weight auto-encoder's decoder maps with U_l and V_l transposed
 // (models/ffn/autoencoder.hpp). Declared apart from ops.hpp, which the whole tree includes.
 #pragma once
-#include "autodiff/tape.hpp"
+#include "matmem/autodiff/tape.hpp"
 
 namespace matmem {
 

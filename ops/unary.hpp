@@ -8,7 +8,7 @@
 #pragma once
 #include <cstdint>
 
-#include "autodiff/op.hpp"
+#include "matmem/autodiff/op.hpp"
 
 namespace matmem::ops {
 

@@ -1,4 +1,4 @@
-#include "runtime/arena.hpp"
+#include "matmem/runtime/arena.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 namespace {

@@ -10,7 +10,7 @@
 // than LIBXSMM's own small-matrix bound (64³ multiply-adds: its kernels do not block for the caches, and the
 // bench's 1024³ peak measurement ran at 28 GFLOP/s through one, ~90 through OpenBLAS) stay with OpenBLAS.
 // float64 (gradient checks) always goes to OpenBLAS.
-#include "runtime/blas.hpp"
+#include "matmem/runtime/blas.hpp"
 
 #include <array>
 #include <vector>

@@ -1,11 +1,11 @@
-#include "runtime/communicator.hpp"
+#include "matmem/runtime/communicator.hpp"
 
 #include <cstdlib>
 
 #include <fmt/format.h>
 #include <mpi.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/files.hpp"
+#include "matmem/runtime/files.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

@@ -1,4 +1,4 @@
-#include "runtime/random.hpp"
+#include "matmem/runtime/random.hpp"
 
 #include <cmath>
 #include <numbers>

@@ -1,4 +1,4 @@
-#include "runtime/safetensors.hpp"
+#include "matmem/runtime/safetensors.hpp"
 
 #include <bit>
 #include <cstring>
@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "runtime/error.hpp"
-#include "runtime/files.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/runtime/files.hpp"
 
 namespace matmem {
 

@@ -13,7 +13,7 @@
 #include <map>
 #include <string>
 
-#include "runtime/tensor.hpp"
+#include "matmem/runtime/tensor.hpp"
 
 namespace matmem {
 

@@ -1,4 +1,4 @@
-#include "runtime/shape.hpp"
+#include "matmem/runtime/shape.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/tensor.hpp"
+#include "matmem/runtime/tensor.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <memory>
 
-#include "runtime/dtype.hpp"
-#include "runtime/shape.hpp"
+#include "matmem/runtime/dtype.hpp"
+#include "matmem/runtime/shape.hpp"
 
 namespace matmem {
 

@@ -1,8 +1,8 @@
-#include "runtime/thread_team.hpp"
+#include "matmem/runtime/thread_team.hpp"
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

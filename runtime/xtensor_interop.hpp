@@ -4,8 +4,8 @@
 #pragma once
 #include <xtensor/xarray.hpp>
 
-#include "runtime/error.hpp"
-#include "runtime/tensor.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/runtime/tensor.hpp"
 
 namespace matmem {
 

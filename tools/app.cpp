@@ -1,10 +1,10 @@
-#include "tools/app.hpp"
+#include "matmem/tools/app.hpp"
 
 #include <CLI/CLI.hpp>
 
-#include "tools/capacity_command.hpp"
-#include "tools/commands.hpp"
-#include "tools/plot/commands.hpp"
+#include "matmem/tools/capacity_command.hpp"
+#include "matmem/tools/commands.hpp"
+#include "matmem/tools/plot/commands.hpp"
 
 namespace matmem::tools {
 

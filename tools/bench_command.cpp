@@ -12,22 +12,22 @@
 
 #include <sys/resource.h>
 
-#include "autodiff/profile.hpp"
-#include "models/registry.hpp"
-#include "models/rnn/recurrent.hpp"
-#include "models/training/clip.hpp"
-#include "models/training/rmsprop.hpp"
-#include "models/training/trainer.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "runtime/blas.hpp"
-#include "runtime/error.hpp"
-#include "runtime/safetensors.hpp"
-#include "tools/bench_configs_json.hpp"
-#include "tools/bench_machine.hpp"
-#include "tools/commands.hpp"
-#include "tools/options.hpp"
-#include "tools/csv_file.hpp"
+#include "matmem/autodiff/profile.hpp"
+#include "matmem/models/registry.hpp"
+#include "matmem/models/rnn/recurrent.hpp"
+#include "matmem/models/training/clip.hpp"
+#include "matmem/models/training/rmsprop.hpp"
+#include "matmem/models/training/trainer.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/runtime/blas.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/runtime/safetensors.hpp"
+#include "bench_configs_json.hpp"
+#include "matmem/tools/bench_machine.hpp"
+#include "matmem/tools/commands.hpp"
+#include "matmem/tools/options.hpp"
+#include "matmem/tools/csv_file.hpp"
 
 namespace matmem::tools {
 namespace {

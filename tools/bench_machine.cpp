@@ -1,4 +1,4 @@
-#include "tools/bench_machine.hpp"
+#include "matmem/tools/bench_machine.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
-#include "runtime/blas.hpp"
-#include "runtime/sysfs.hpp"
+#include "matmem/runtime/blas.hpp"
+#include "matmem/runtime/sysfs.hpp"
 
 namespace matmem::tools {
 namespace {

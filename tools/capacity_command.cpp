@@ -3,7 +3,7 @@
 // (eqs. 34–41); `--sweep` gives J_tot across sizes (Figures 2 D/E, 3–4). The math is in
 // models/capacity/*.hpp; the findings in models/capacity/README.md. `--plot FILE` also draws the table
 // (tools/plot/charts.hpp: J(i) and the running sum, or J_tot by N for a sweep).
-#include "tools/capacity_command.hpp"
+#include "matmem/tools/capacity_command.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,14 +17,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "models/capacity/capacity.hpp"
-#include "models/capacity/checkpoint.hpp"
-#include "models/capacity/generators.hpp"
-#include "models/capacity/queue.hpp"
-#include "runtime/error.hpp"
-#include "tools/csv_file.hpp"
-#include "tools/options.hpp"
-#include "tools/plot/charts.hpp"
+#include "matmem/models/capacity/capacity.hpp"
+#include "matmem/models/capacity/checkpoint.hpp"
+#include "matmem/models/capacity/generators.hpp"
+#include "matmem/models/capacity/queue.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/tools/csv_file.hpp"
+#include "matmem/tools/options.hpp"
+#include "matmem/tools/plot/charts.hpp"
 
 namespace matmem::tools {
 namespace {

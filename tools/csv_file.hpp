@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem::tools {
 

@@ -8,11 +8,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "models/training/trainer.hpp"
-#include "tools/commands.hpp"
-#include "tools/options.hpp"
-#include "tools/csv_file.hpp"
-#include "tools/plot/charts.hpp"
+#include "matmem/models/training/trainer.hpp"
+#include "matmem/tools/commands.hpp"
+#include "matmem/tools/options.hpp"
+#include "matmem/tools/csv_file.hpp"
+#include "matmem/tools/plot/charts.hpp"
 
 namespace matmem::tools {
 namespace {

@@ -2,10 +2,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "ops/registry.hpp"
-#include "runtime/error.hpp"
-#include "tools/commands.hpp"
-#include "tools/options.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/tools/commands.hpp"
+#include "matmem/tools/options.hpp"
 
 namespace matmem::tools {
 namespace {

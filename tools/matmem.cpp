@@ -6,9 +6,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "runtime/blas.hpp"
-#include "runtime/error.hpp"
-#include "tools/app.hpp"
+#include "matmem/runtime/blas.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/tools/app.hpp"
 
 namespace {
 // OpenBLAS starts a worker thread per core as it is loaded, before main, unless OPENBLAS_NUM_THREADS says

@@ -1,4 +1,4 @@
-#include "tools/progress.hpp"
+#include "matmem/tools/progress.hpp"
 
 #include <cstdio>
 #include <string>

@@ -1,4 +1,4 @@
-#include "tools/sweep.hpp"
+#include "matmem/tools/sweep.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -11,13 +11,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "models/registry.hpp"
-#include "models/training/config.hpp"
-#include "models/training/trainer.hpp"
-#include "runtime/error.hpp"
-#include "runtime/files.hpp"
-#include "runtime/safetensors.hpp"
-#include "tools/plot/runs.hpp"
+#include "matmem/models/registry.hpp"
+#include "matmem/models/training/config.hpp"
+#include "matmem/models/training/trainer.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/runtime/files.hpp"
+#include "matmem/runtime/safetensors.hpp"
+#include "matmem/tools/plot/runs.hpp"
 
 namespace matmem::tools::sweep {
 namespace fs = std::filesystem;

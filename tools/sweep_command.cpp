@@ -21,11 +21,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "runtime/communicator.hpp"
-#include "runtime/error.hpp"
-#include "tools/commands.hpp"
-#include "tools/options.hpp"
-#include "tools/sweep.hpp"
+#include "matmem/runtime/communicator.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/tools/commands.hpp"
+#include "matmem/tools/options.hpp"
+#include "matmem/tools/sweep.hpp"
 
 namespace matmem::tools {
 namespace {

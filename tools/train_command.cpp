@@ -13,13 +13,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "models/training/trainer.hpp"
-#include "runtime/communicator.hpp"
-#include "runtime/files.hpp"
-#include "tools/commands.hpp"
-#include "tools/options.hpp"
-#include "tools/plot/commands.hpp"
-#include "tools/progress.hpp"
+#include "matmem/models/training/trainer.hpp"
+#include "matmem/runtime/communicator.hpp"
+#include "matmem/runtime/files.hpp"
+#include "matmem/tools/commands.hpp"
+#include "matmem/tools/options.hpp"
+#include "matmem/tools/plot/commands.hpp"
+#include "matmem/tools/progress.hpp"
 
 namespace matmem::tools {
 namespace {

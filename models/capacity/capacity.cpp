@@ -1,4 +1,4 @@
-#include "models/capacity/capacity.hpp"
+#include "matmem/models/capacity/capacity.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,8 +8,8 @@
 #include <xtensor/xcomplex.hpp>
 #include <xtensor/xmanipulation.hpp>
 
-#include "models/capacity/stein.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/capacity/stein.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem::capacity {
 

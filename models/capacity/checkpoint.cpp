@@ -1,4 +1,4 @@
-#include "models/capacity/checkpoint.hpp"
+#include "matmem/models/capacity/checkpoint.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "models/capacity/generators.hpp"
-#include "runtime/error.hpp"
-#include "runtime/safetensors.hpp"
+#include "matmem/models/capacity/generators.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/runtime/safetensors.hpp"
 
 namespace matmem::capacity {
 

@@ -7,8 +7,8 @@
 #pragma once
 #include <string>
 
-#include "models/capacity/capacity.hpp"
-#include "runtime/random.hpp"
+#include "matmem/models/capacity/capacity.hpp"
+#include "matmem/runtime/random.hpp"
 
 namespace matmem::capacity {
 

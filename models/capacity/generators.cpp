@@ -1,4 +1,4 @@
-#include "models/capacity/generators.hpp"
+#include "matmem/models/capacity/generators.hpp"
 
 #include <cmath>
 #include <numbers>
@@ -7,8 +7,8 @@
 #include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xmanipulation.hpp>
 
-#include "models/capacity/stein.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/capacity/stein.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem::capacity {
 

@@ -20,8 +20,8 @@
 #include <cstddef>
 #include <string>
 
-#include "models/capacity/capacity.hpp"
-#include "runtime/random.hpp"
+#include "matmem/models/capacity/capacity.hpp"
+#include "matmem/runtime/random.hpp"
 
 namespace matmem::capacity {
 

@@ -1,4 +1,4 @@
-#include "models/capacity/queue.hpp"
+#include "matmem/models/capacity/queue.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +9,8 @@
 #include <xtensor/xmanipulation.hpp>
 #include <xtensor/xview.hpp>
 
-#include "models/capacity/stein.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/capacity/stein.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem::capacity {
 

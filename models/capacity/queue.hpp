@@ -27,7 +27,7 @@
 #pragma once
 #include <vector>
 
-#include "models/capacity/capacity.hpp"
+#include "matmem/models/capacity/capacity.hpp"
 
 namespace matmem::capacity {
 

@@ -1,4 +1,4 @@
-#include "models/capacity/stein.hpp"
+#include "matmem/models/capacity/stein.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <xtensor/xcomplex.hpp>
 #include <xtensor/xmanipulation.hpp>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem::capacity::detail {
 

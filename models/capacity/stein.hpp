@@ -21,7 +21,7 @@
 
 #include <xtensor/xtensor.hpp>
 
-#include "models/capacity/capacity.hpp"
+#include "matmem/models/capacity/capacity.hpp"
 
 namespace matmem::capacity::detail {
 

@@ -1,13 +1,13 @@
-#include "models/core/model.hpp"
+#include "matmem/models/core/model.hpp"
 
 #include <algorithm>
 #include <array>
 
 #include <fmt/format.h>
 
-#include "models/layers/init.hpp"
-#include "models/tasks/tasks.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/layers/init.hpp"
+#include "matmem/models/tasks/tasks.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 namespace {

@@ -20,9 +20,9 @@
 #include <utility>
 #include <vector>
 
-#include "autodiff/parameters.hpp"
-#include "ops/ops.hpp"
-#include "runtime/random.hpp"
+#include "matmem/autodiff/parameters.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/runtime/random.hpp"
 
 namespace matmem {
 

@@ -1,4 +1,4 @@
-#include "models/data/fashion_mnist.hpp"
+#include "matmem/models/data/fashion_mnist.hpp"
 
 #include <filesystem>
 #include <map>
@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "models/data/idx.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/data/idx.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "models/tasks/tasks.hpp"
+#include "matmem/models/tasks/tasks.hpp"
 
 namespace matmem {
 

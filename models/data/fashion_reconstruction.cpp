@@ -1,8 +1,8 @@
-#include "models/data/fashion_reconstruction.hpp"
+#include "matmem/models/data/fashion_reconstruction.hpp"
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

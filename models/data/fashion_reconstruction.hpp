@@ -11,7 +11,7 @@
 //     24 × 24 places it fits, drawn from an Rng seeded by task.split_seed and the image's index: every model
 //     sees the same corrupted test set.
 #pragma once
-#include "models/data/fashion_mnist.hpp"
+#include "matmem/models/data/fashion_mnist.hpp"
 
 namespace matmem {
 

@@ -1,4 +1,4 @@
-#include "models/data/idx.hpp"
+#include "matmem/models/data/idx.hpp"
 
 #include <fstream>
 #include <iterator>
@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 namespace {

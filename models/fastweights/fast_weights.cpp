@@ -1,12 +1,12 @@
-#include "models/fastweights/fast_weights.hpp"
+#include "matmem/models/fastweights/fast_weights.hpp"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "ops/fast_weight_matrix.hpp"
-#include "ops/frobenius.hpp"
-#include "runtime/error.hpp"
+#include "matmem/ops/fast_weight_matrix.hpp"
+#include "matmem/ops/frobenius.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

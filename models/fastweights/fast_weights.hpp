@@ -47,7 +47,7 @@
 #include <utility>
 #include <vector>
 
-#include "models/core/model.hpp"
+#include "matmem/models/core/model.hpp"
 
 namespace matmem {
 

@@ -1,9 +1,9 @@
-#include "models/ffn/autoencoder.hpp"
+#include "matmem/models/ffn/autoencoder.hpp"
 
 #include <fmt/format.h>
 
-#include "ops/transpose.hpp"
-#include "runtime/error.hpp"
+#include "matmem/ops/transpose.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

@@ -1,8 +1,8 @@
-#include "models/ffn/ffn.hpp"
+#include "matmem/models/ffn/ffn.hpp"
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "models/layers/cells.hpp"
+#include "matmem/models/layers/cells.hpp"
 
 namespace matmem {
 

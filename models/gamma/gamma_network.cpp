@@ -1,8 +1,8 @@
-#include "models/gamma/gamma_network.hpp"
+#include "matmem/models/gamma/gamma_network.hpp"
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 namespace {

@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "models/layers/cells.hpp"
-#include "models/layers/gamma.hpp"
+#include "matmem/models/layers/cells.hpp"
+#include "matmem/models/layers/gamma.hpp"
 
 namespace matmem {
 

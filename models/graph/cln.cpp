@@ -1,8 +1,8 @@
-#include "models/graph/cln.hpp"
+#include "matmem/models/graph/cln.hpp"
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

@@ -43,8 +43,8 @@
 #include <string>
 #include <vector>
 
-#include "models/core/model.hpp"
-#include "ops/graph.hpp"
+#include "matmem/models/core/model.hpp"
+#include "matmem/ops/graph.hpp"
 
 namespace matmem {
 

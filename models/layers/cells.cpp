@@ -1,11 +1,11 @@
-#include "models/layers/cells.hpp"
+#include "matmem/models/layers/cells.hpp"
 
 #include <array>
 
 #include <fmt/format.h>
 
-#include "ops/attention_read.hpp"
-#include "runtime/error.hpp"
+#include "matmem/ops/attention_read.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "models/core/model.hpp"
+#include "matmem/models/core/model.hpp"
 
 namespace matmem {
 

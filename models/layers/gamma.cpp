@@ -1,10 +1,10 @@
-#include "models/layers/gamma.hpp"
+#include "matmem/models/layers/gamma.hpp"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

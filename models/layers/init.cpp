@@ -1,4 +1,4 @@
-#include "models/layers/init.hpp"
+#include "matmem/models/layers/init.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -3,8 +3,8 @@
 //   normal: N(mean, stddev²);  constant: every element the same (biases 0, the LSTM forget gate 1);
 //   identity: scale on the leading diagonal of each matrix, 0 elsewhere (the IRNN's recurrence, Le et al. 2015).
 #pragma once
-#include "autodiff/parameters.hpp"
-#include "runtime/random.hpp"
+#include "matmem/autodiff/parameters.hpp"
+#include "matmem/runtime/random.hpp"
 
 namespace matmem {
 

@@ -1,12 +1,12 @@
-#include "models/ntm/matntm.hpp"
+#include "matmem/models/ntm/matntm.hpp"
 
 #include <array>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
-#include "runtime/random.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/runtime/random.hpp"
 
 namespace matmem {
 

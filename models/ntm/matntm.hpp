@@ -29,7 +29,7 @@
 #pragma once
 #include <vector>
 
-#include "models/layers/cells.hpp"
+#include "matmem/models/layers/cells.hpp"
 
 namespace matmem {
 

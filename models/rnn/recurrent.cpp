@@ -1,8 +1,8 @@
-#include "models/rnn/recurrent.hpp"
+#include "matmem/models/rnn/recurrent.hpp"
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "models/layers/cells.hpp"
+#include "matmem/models/layers/cells.hpp"
 
 namespace matmem {
 

@@ -1,10 +1,10 @@
-#include "models/tasks/delayed_recall.hpp"
+#include "matmem/models/tasks/delayed_recall.hpp"
 
 #include <cstring>
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

@@ -6,7 +6,7 @@
 // (μ ≈ K/d); with μ = 1 (the tap delay line) K ≥ d taps hold X_{t−d} exactly. Size: the number l of recalled
 // frames ("length"). Cost: bit errors per sequence, as for copy.
 #pragma once
-#include "models/tasks/tasks.hpp"
+#include "matmem/models/tasks/tasks.hpp"
 
 namespace matmem {
 

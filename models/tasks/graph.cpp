@@ -1,4 +1,4 @@
-#include "models/tasks/graph.hpp"
+#include "matmem/models/tasks/graph.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 namespace {

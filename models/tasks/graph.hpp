@@ -29,8 +29,8 @@
 #pragma once
 #include <memory>
 
-#include "models/tasks/tasks.hpp"
-#include "ops/graph.hpp"
+#include "matmem/models/tasks/tasks.hpp"
+#include "matmem/ops/graph.hpp"
 
 namespace matmem {
 

@@ -1,10 +1,10 @@
-#include "models/tasks/mackey_glass.hpp"
+#include "matmem/models/tasks/mackey_glass.hpp"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 namespace {

@@ -12,7 +12,7 @@
 #pragma once
 #include <vector>
 
-#include "models/tasks/tasks.hpp"
+#include "matmem/models/tasks/tasks.hpp"
 
 namespace matmem {
 

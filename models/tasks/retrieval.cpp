@@ -1,11 +1,11 @@
-#include "models/tasks/retrieval.hpp"
+#include "matmem/models/tasks/retrieval.hpp"
 
 #include <array>
 #include <numeric>
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

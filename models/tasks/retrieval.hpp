@@ -11,7 +11,7 @@
 // Size: the number of pairs K ("pairs"); training draws K = task.pairs. The held-out test set is `matmem
 // eval`'s: sequences from the eval seed's Rng, a stream apart from the training data's (trainer.cpp).
 #pragma once
-#include "models/tasks/tasks.hpp"
+#include "matmem/models/tasks/tasks.hpp"
 
 namespace matmem {
 

@@ -1,11 +1,11 @@
-#include "models/tasks/tasks.hpp"
+#include "matmem/models/tasks/tasks.hpp"
 
 #include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

@@ -20,8 +20,8 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/random.hpp"
-#include "runtime/tensor.hpp"
+#include "matmem/runtime/random.hpp"
+#include "matmem/runtime/tensor.hpp"
 
 namespace matmem {
 

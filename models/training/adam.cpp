@@ -1,4 +1,4 @@
-#include "models/training/adam.hpp"
+#include "matmem/models/training/adam.hpp"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "models/training/clip.hpp"
+#include "matmem/models/training/clip.hpp"
 
 #include <algorithm>
 #include <cmath>

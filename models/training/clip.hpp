@@ -2,7 +2,7 @@
 //   by value:       g ← min(max(g, −c), c) elementwise (the NTM's usual ±10);
 //   by global norm: n = √(Σ over every parameter of Σ g²); if n > c, g ← g · c / n.
 #pragma once
-#include "autodiff/parameters.hpp"
+#include "matmem/autodiff/parameters.hpp"
 
 namespace matmem {
 

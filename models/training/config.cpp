@@ -1,4 +1,4 @@
-#include "models/training/config.hpp"
+#include "matmem/models/training/config.hpp"
 
 #include <fstream>
 #include <sstream>
@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "models/registry.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/registry.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

@@ -1,11 +1,11 @@
-#include "models/training/early_stopping.hpp"
+#include "matmem/models/training/early_stopping.hpp"
 
 #include <cstring>
 #include <sstream>
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "autodiff/parameters.hpp"
+#include "matmem/autodiff/parameters.hpp"
 
 namespace matmem {
 

@@ -1,4 +1,4 @@
-#include "models/training/rmsprop.hpp"
+#include "matmem/models/training/rmsprop.hpp"
 
 #include <cmath>
 #include <type_traits>

@@ -9,7 +9,7 @@
 #pragma once
 #include <vector>
 
-#include "models/training/optimizer.hpp"
+#include "matmem/models/training/optimizer.hpp"
 
 namespace matmem {
 

@@ -1,12 +1,12 @@
-#include "models/training/schedule.hpp"
+#include "matmem/models/training/schedule.hpp"
 
 #include <cmath>
 #include <numbers>
 
 #include <fmt/format.h>
 
-#include "models/training/config.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/training/config.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

@@ -1,4 +1,4 @@
-#include "models/training/sgd.hpp"
+#include "matmem/models/training/sgd.hpp"
 
 namespace matmem {
 

@@ -1,4 +1,4 @@
-#include "models/training/trainer.hpp"
+#include "matmem/models/training/trainer.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -16,16 +16,16 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "models/training/adam.hpp"
-#include "models/training/clip.hpp"
-#include "models/training/rmsprop.hpp"
-#include "models/training/schedule.hpp"
-#include "models/training/sgd.hpp"
-#include "runtime/communicator.hpp"
-#include "runtime/error.hpp"
-#include "runtime/safetensors.hpp"
-#include "runtime/sysfs.hpp"
-#include "runtime/thread_team.hpp"
+#include "matmem/models/training/adam.hpp"
+#include "matmem/models/training/clip.hpp"
+#include "matmem/models/training/rmsprop.hpp"
+#include "matmem/models/training/schedule.hpp"
+#include "matmem/models/training/sgd.hpp"
+#include "matmem/runtime/communicator.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/runtime/safetensors.hpp"
+#include "matmem/runtime/sysfs.hpp"
+#include "matmem/runtime/thread_team.hpp"
 
 namespace matmem {
 

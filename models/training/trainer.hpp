@@ -60,12 +60,12 @@
 #include <string>
 #include <vector>
 
-#include "autodiff/tape.hpp"
-#include "models/registry.hpp"
-#include "models/tasks/tasks.hpp"
-#include "models/training/early_stopping.hpp"
-#include "models/training/optimizer.hpp"
-#include "runtime/error.hpp"
+#include "matmem/autodiff/tape.hpp"
+#include "matmem/models/registry.hpp"
+#include "matmem/models/tasks/tasks.hpp"
+#include "matmem/models/training/early_stopping.hpp"
+#include "matmem/models/training/optimizer.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 

@@ -2,8 +2,8 @@
 // function the report names that op.
 #include <catch2/catch.hpp>
 
-#include "autodiff/gradcheck.hpp"
-#include "ops/ops.hpp"
+#include "matmem/autodiff/gradcheck.hpp"
+#include "matmem/ops/ops.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;

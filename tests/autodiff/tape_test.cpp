@@ -3,12 +3,12 @@
 #include <array>
 #include <cmath>
 
-#include "autodiff/parameters.hpp"
-#include "autodiff/profile.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "runtime/random.hpp"
-#include "runtime/error.hpp"
+#include "matmem/autodiff/parameters.hpp"
+#include "matmem/autodiff/profile.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/runtime/random.hpp"
+#include "matmem/runtime/error.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;

@@ -9,9 +9,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "runtime/error.hpp"
-#include "tests/fuzz/fuzz_input.hpp"
-#include "tools/app.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/tests/fuzz/fuzz_input.hpp"
+#include "matmem/tools/app.hpp"
 
 namespace {
 struct Parsed {};  // thrown once the command line is parsed, so that nothing runs

@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/training/config.hpp"
-#include "runtime/error.hpp"
-#include "tests/fuzz/fuzz_input.hpp"
+#include "matmem/models/training/config.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/tests/fuzz/fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   matmem::fuzz::MemoryFile file(data, size);

@@ -3,9 +3,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "models/training/config.hpp"
-#include "runtime/error.hpp"
-#include "tests/fuzz/fuzz_input.hpp"
+#include "matmem/models/training/config.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/tests/fuzz/fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   matmem::Config c;

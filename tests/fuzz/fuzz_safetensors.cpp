@@ -3,9 +3,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/error.hpp"
-#include "runtime/safetensors.hpp"
-#include "tests/fuzz/fuzz_input.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/runtime/safetensors.hpp"
+#include "matmem/tests/fuzz/fuzz_input.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   matmem::fuzz::MemoryFile file(data, size);

@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "autodiff/gradcheck.hpp"
-#include "models/core/model.hpp"
-#include "models/tasks/tasks.hpp"
+#include "matmem/autodiff/gradcheck.hpp"
+#include "matmem/models/core/model.hpp"
+#include "matmem/models/tasks/tasks.hpp"
 
 namespace matmem::testing {
 

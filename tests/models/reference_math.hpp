@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "models/core/model.hpp"
-#include "models/tasks/tasks.hpp"
+#include "matmem/models/core/model.hpp"
+#include "matmem/models/tasks/tasks.hpp"
 
 namespace matmem::testing::ref {
 

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
-#include "ops/attention_read.hpp"
-#include "runtime/error.hpp"
+#include "matmem/ops/attention_read.hpp"
+#include "matmem/runtime/error.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;

@@ -8,9 +8,9 @@
 
 #include <cstdint>
 
-#include "autodiff/gradcheck.hpp"
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
+#include "matmem/autodiff/gradcheck.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
 
 using namespace matmem;
 

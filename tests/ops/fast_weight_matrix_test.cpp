@@ -2,8 +2,8 @@
 // Their gradients are checked with every op in gradcheck_all_test.cpp, their refusals in shape_errors_test.cpp.
 #include <catch2/catch.hpp>
 
-#include "ops/fast_weight_matrix.hpp"
-#include "tests/ops/op_testing.hpp"
+#include "matmem/ops/fast_weight_matrix.hpp"
+#include "matmem/tests/ops/op_testing.hpp"
 
 using namespace matmem;
 

@@ -13,8 +13,8 @@
 #include <set>
 #include <sstream>
 
-#include "ops/registry.hpp"
-#include "tests/ops/op_testing.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/tests/ops/op_testing.hpp"
 
 using namespace matmem;
 using matmem::testing::run_in;

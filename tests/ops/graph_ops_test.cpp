@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "op_testing.hpp"
-#include "ops/graph.hpp"
+#include "matmem/ops/graph.hpp"
 
 using namespace matmem;
 using matmem::testing::logical;

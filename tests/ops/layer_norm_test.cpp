@@ -4,9 +4,9 @@
 
 #include <cmath>
 
-#include "ops/ops.hpp"
-#include "runtime/error.hpp"
-#include "tests/ops/op_testing.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/tests/ops/op_testing.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;

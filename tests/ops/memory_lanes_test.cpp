@@ -9,10 +9,10 @@
 #include <cmath>
 #include <string>
 
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "ops/slots.hpp"
-#include "tests/ops/op_testing.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/ops/slots.hpp"
+#include "matmem/tests/ops/op_testing.hpp"
 
 using namespace matmem;
 using matmem::testing::run_in;

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
-#include "ops/slots.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/ops/slots.hpp"
 
 using namespace matmem;
 

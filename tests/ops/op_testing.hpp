@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/registry.hpp"
+#include "matmem/ops/registry.hpp"
 
 namespace matmem::testing {
 

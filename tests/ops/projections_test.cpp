@@ -8,8 +8,8 @@
 #include <array>
 #include <vector>
 
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
 
 using namespace matmem;
 

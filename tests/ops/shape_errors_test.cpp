@@ -1,10 +1,10 @@
 // A shape mismatch throws a ShapeError naming the op and both shapes.
 #include <catch2/catch.hpp>
 
-#include "ops/fast_weight_matrix.hpp"
-#include "ops/frobenius.hpp"
-#include "ops/ops.hpp"
-#include "runtime/error.hpp"
+#include "matmem/ops/fast_weight_matrix.hpp"
+#include "matmem/ops/frobenius.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/runtime/error.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;

@@ -2,9 +2,9 @@
 // refused naming the op and the shape. Its gradient is checked with every op's (gradcheck_all_test.cpp).
 #include <catch2/catch.hpp>
 
-#include "ops/ops.hpp"
-#include "ops/transpose.hpp"
-#include "runtime/error.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/transpose.hpp"
+#include "matmem/runtime/error.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;

@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "runtime/arena.hpp"
+#include "matmem/runtime/arena.hpp"
 
 using namespace matmem;
 

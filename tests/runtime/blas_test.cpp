@@ -3,8 +3,8 @@
 #include <cmath>
 #include <vector>
 
-#include "runtime/blas.hpp"
-#include "runtime/random.hpp"
+#include "matmem/runtime/blas.hpp"
+#include "matmem/runtime/random.hpp"
 
 using namespace matmem;
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "runtime/random.hpp"
+#include "matmem/runtime/random.hpp"
 
 using namespace matmem;
 

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "runtime/safetensors.hpp"
-#include "runtime/error.hpp"
+#include "matmem/runtime/safetensors.hpp"
+#include "matmem/runtime/error.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;

@@ -4,7 +4,7 @@
 #include <limits>
 #include <utility>
 
-#include "runtime/tensor.hpp"
+#include "matmem/runtime/tensor.hpp"
 
 using namespace matmem;
 

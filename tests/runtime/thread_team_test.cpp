@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/error.hpp"
-#include "runtime/thread_team.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/runtime/thread_team.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "runtime/xtensor_interop.hpp"
+#include "matmem/runtime/xtensor_interop.hpp"
 
 using namespace matmem;
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/sysfs.hpp"
-#include "tests/tools/command.hpp"
+#include "matmem/runtime/sysfs.hpp"
+#include "matmem/tests/tools/command.hpp"
 
 using namespace matmem::testing;
 using Catch::Matchers::Contains;

@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/tools/command.hpp"
+#include "matmem/tests/tools/command.hpp"
 
 using namespace matmem::testing;
 using nlohmann::json;

@@ -16,9 +16,9 @@
 #include <string>
 #include <thread>
 
-#include "models/training/trainer.hpp"
-#include "runtime/safetensors.hpp"
-#include "tests/tools/command.hpp"
+#include "matmem/models/training/trainer.hpp"
+#include "matmem/runtime/safetensors.hpp"
+#include "matmem/tests/tools/command.hpp"
 
 using namespace matmem;
 using namespace matmem::testing;

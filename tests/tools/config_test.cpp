@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "tests/tools/command.hpp"
+#include "matmem/tests/tools/command.hpp"
 
 using namespace matmem::testing;
 using Catch::Matchers::Contains;

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "tests/tools/command.hpp"
+#include "matmem/tests/tools/command.hpp"
 
 using namespace matmem::testing;
 namespace fs = std::filesystem;

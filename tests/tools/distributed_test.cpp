@@ -14,8 +14,8 @@
 #include <string>
 #include <thread>
 
-#include "runtime/safetensors.hpp"
-#include "tests/tools/command.hpp"
+#include "matmem/runtime/safetensors.hpp"
+#include "matmem/tests/tools/command.hpp"
 
 using namespace matmem;
 using namespace matmem::testing;

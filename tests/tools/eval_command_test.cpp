@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/tools/command.hpp"
+#include "matmem/tests/tools/command.hpp"
 
 using namespace matmem::testing;
 using Catch::Matchers::Contains;

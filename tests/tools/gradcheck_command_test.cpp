@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/registry.hpp"
-#include "tests/tools/command.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/tests/tools/command.hpp"
 
 using namespace matmem::testing;
 using Catch::Matchers::Contains;

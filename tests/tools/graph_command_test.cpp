@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/tools/command.hpp"
-#include "tests/tools/run_files.hpp"
+#include "matmem/tests/tools/command.hpp"
+#include "matmem/tests/tools/run_files.hpp"
 
 using namespace matmem::testing;
 using Catch::Matchers::Contains;

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <string>
 
-#include "runtime/safetensors.hpp"
-#include "tests/tools/command.hpp"
+#include "matmem/runtime/safetensors.hpp"
+#include "matmem/tests/tools/command.hpp"
 
 using namespace matmem;
 using namespace matmem::testing;

@@ -5,8 +5,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "tests/tools/command.hpp"
-#include "tests/tools/plot_check.hpp"
+#include "matmem/tests/tools/command.hpp"
+#include "matmem/tests/tools/plot_check.hpp"
 
 using namespace matmem::testing;
 namespace fs = std::filesystem;

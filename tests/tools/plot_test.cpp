@@ -9,12 +9,12 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
-#include "tests/tools/command.hpp"
-#include "tests/tools/plot_check.hpp"
-#include "tools/plot/charts.hpp"
-#include "tools/plot/figure.hpp"
-#include "tools/plot/runs.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/tests/tools/command.hpp"
+#include "matmem/tests/tools/plot_check.hpp"
+#include "matmem/tools/plot/charts.hpp"
+#include "matmem/tools/plot/figure.hpp"
+#include "matmem/tools/plot/runs.hpp"
 
 using namespace matmem;
 using namespace matmem::testing;

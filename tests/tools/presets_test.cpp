@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "tests/models/data/small_data.hpp"
-#include "tests/tools/command.hpp"
-#include "tests/tools/run_files.hpp"
+#include "matmem/tests/models/data/small_data.hpp"
+#include "matmem/tests/tools/command.hpp"
+#include "matmem/tests/tools/run_files.hpp"
 
 using namespace matmem::testing;
 namespace fs = std::filesystem;

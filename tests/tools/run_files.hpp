@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/safetensors.hpp"
+#include "matmem/runtime/safetensors.hpp"
 
 namespace matmem::testing {
 

@@ -14,11 +14,11 @@
 #include <string>
 #include <thread>
 
-#include "runtime/error.hpp"
-#include "runtime/files.hpp"
-#include "runtime/safetensors.hpp"
-#include "tests/tools/command.hpp"
-#include "tools/sweep.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/runtime/files.hpp"
+#include "matmem/runtime/safetensors.hpp"
+#include "matmem/tests/tools/command.hpp"
+#include "matmem/tools/sweep.hpp"
 
 using namespace matmem;
 using namespace matmem::testing;

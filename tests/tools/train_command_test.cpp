@@ -6,7 +6,7 @@
 #include <regex>
 #include <string>
 
-#include "tests/tools/command.hpp"
+#include "matmem/tests/tools/command.hpp"
 
 using namespace matmem::testing;
 using Catch::Matchers::Contains;

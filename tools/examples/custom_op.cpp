@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "ops/ops.hpp"
-#include "ops/registry.hpp"
+#include <matmem/ops/ops.hpp>
+#include <matmem/ops/registry.hpp>
 
 using namespace matmem;
 

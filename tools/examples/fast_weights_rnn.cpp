@@ -11,10 +11,10 @@
 #include <cstdlib>
 #include <vector>
 
-#include "autodiff/gradcheck.hpp"
-#include "models/registry.hpp"
-#include "models/training/trainer.hpp"
-#include "ops/frobenius.hpp"
+#include <matmem/autodiff/gradcheck.hpp>
+#include <matmem/models/registry.hpp>
+#include <matmem/models/training/trainer.hpp>
+#include <matmem/ops/frobenius.hpp>
 
 using namespace matmem;
 

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "models/registry.hpp"
-#include "models/training/trainer.hpp"
+#include <matmem/models/registry.hpp>
+#include <matmem/models/training/trainer.hpp>
 
 using namespace matmem;
 

@@ -1,11 +1,11 @@
-#include "tools/plot/charts.hpp"
+#include "matmem/tools/plot/charts.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem::tools::plot {
 

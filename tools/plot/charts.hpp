@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "tools/plot/figure.hpp"
-#include "tools/plot/runs.hpp"
+#include "matmem/tools/plot/figure.hpp"
+#include "matmem/tools/plot/runs.hpp"
 
 namespace matmem::tools::plot {
 

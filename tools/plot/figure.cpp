@@ -1,4 +1,4 @@
-#include "tools/plot/figure.hpp"
+#include "matmem/tools/plot/figure.hpp"
 
 #include <algorithm>
 #include <array>
@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <plplot/plplot.h>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 #ifndef MATMEM_PLPLOT_DRIVER_DIR
 #define MATMEM_PLPLOT_DRIVER_DIR "/usr/lib/x86_64-linux-gnu/plplot5.15.0/drivers"

@@ -9,11 +9,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "models/tasks/tasks.hpp"
-#include "models/training/trainer.hpp"
-#include "tools/options.hpp"
-#include "tools/plot/charts.hpp"
-#include "tools/plot/commands.hpp"
+#include "matmem/models/tasks/tasks.hpp"
+#include "matmem/models/training/trainer.hpp"
+#include "matmem/tools/options.hpp"
+#include "matmem/tools/plot/charts.hpp"
+#include "matmem/tools/plot/commands.hpp"
 
 namespace matmem::tools {
 namespace {

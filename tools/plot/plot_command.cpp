@@ -5,9 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "tools/options.hpp"
-#include "tools/plot/charts.hpp"
-#include "tools/plot/commands.hpp"
+#include "matmem/tools/options.hpp"
+#include "matmem/tools/plot/charts.hpp"
+#include "matmem/tools/plot/commands.hpp"
 
 namespace matmem::tools {
 namespace {

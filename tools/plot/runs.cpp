@@ -1,4 +1,4 @@
-#include "tools/plot/runs.hpp"
+#include "matmem/tools/plot/runs.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem::tools::plot {
 namespace {

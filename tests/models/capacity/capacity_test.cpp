@@ -8,10 +8,10 @@
 
 #include <xtensor-blas/xlinalg.hpp>
 
-#include "models/capacity/capacity.hpp"
-#include "models/capacity/generators.hpp"
-#include "models/capacity/stein.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/capacity/capacity.hpp"
+#include "matmem/models/capacity/generators.hpp"
+#include "matmem/models/capacity/stein.hpp"
+#include "matmem/runtime/error.hpp"
 
 using namespace matmem;
 using namespace matmem::capacity;

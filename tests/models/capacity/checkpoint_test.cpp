@@ -3,10 +3,10 @@
 
 #include <filesystem>
 
-#include "models/capacity/checkpoint.hpp"
-#include "models/capacity/generators.hpp"
-#include "runtime/error.hpp"
-#include "runtime/safetensors.hpp"
+#include "matmem/models/capacity/checkpoint.hpp"
+#include "matmem/models/capacity/generators.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/runtime/safetensors.hpp"
 
 using namespace matmem;
 using namespace matmem::capacity;

@@ -6,9 +6,9 @@
 #include <xtensor-blas/xlinalg.hpp>
 #include <xtensor/xmanipulation.hpp>
 
-#include "models/capacity/generators.hpp"
-#include "models/capacity/stein.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/capacity/generators.hpp"
+#include "matmem/models/capacity/stein.hpp"
+#include "matmem/runtime/error.hpp"
 
 using namespace matmem;
 using namespace matmem::capacity;

@@ -1,7 +1,7 @@
 // The Fashion-MNIST task (models/data/fashion_mnist.hpp) on small IDX files the test writes: the files read
 // and concatenated, the seeded split, the frames and targets, the epochs' orders, and a run by epochs that
 // evaluates, stops early and resumes bit for bit.
-#include "models/data/fashion_mnist.hpp"
+#include "matmem/models/data/fashion_mnist.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -10,9 +10,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "models/training/trainer.hpp"
-#include "runtime/error.hpp"
-#include "runtime/safetensors.hpp"
+#include "matmem/models/training/trainer.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/runtime/safetensors.hpp"
 #include "small_data.hpp"
 
 using namespace matmem;

@@ -1,11 +1,11 @@
 // The reconstruction task (models/data/fashion_reconstruction.hpp) on small IDX files the test writes: clean
 // targets, a 5x5 black patch on evaluation inputs where patch_of says, masking noise on training inputs, fixed
 // by (seed, step).
-#include "models/data/fashion_reconstruction.hpp"
+#include "matmem/models/data/fashion_reconstruction.hpp"
 
 #include <catch2/catch.hpp>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 #include "small_data.hpp"
 
 using namespace matmem;

@@ -1,10 +1,10 @@
 // The IDX reader (models/data/idx.hpp): reads what it is given, plain and gzipped, and refuses every kind of
 // broken file with a message naming the file and what is wrong.
-#include "models/data/idx.hpp"
+#include "matmem/models/data/idx.hpp"
 
 #include <catch2/catch.hpp>
 
-#include "runtime/error.hpp"
+#include "matmem/runtime/error.hpp"
 #include "small_data.hpp"
 
 using namespace matmem;

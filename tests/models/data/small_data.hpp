@@ -9,7 +9,7 @@
 
 #include <zlib.h>
 
-#include "models/data/idx.hpp"
+#include "matmem/models/data/idx.hpp"
 
 namespace matmem::testing {
 

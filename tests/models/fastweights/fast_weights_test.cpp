@@ -8,10 +8,10 @@
 
 #include "../model_gradcheck.hpp"
 #include "../reference_math.hpp"
-#include "models/fastweights/fast_weights.hpp"
-#include "models/registry.hpp"
-#include "models/training/config.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/fastweights/fast_weights.hpp"
+#include "matmem/models/registry.hpp"
+#include "matmem/models/training/config.hpp"
+#include "matmem/runtime/error.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;

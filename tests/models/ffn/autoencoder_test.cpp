@@ -2,14 +2,14 @@
 // vector), its decoder checked against the formula by hand (the encoder's U and V, transposed), a stack of
 // three encoder layers checked by value against the formula and by the model gradcheck that refuses negligible
 // gradients, and its parameters counted.
-#include "models/ffn/autoencoder.hpp"
+#include "matmem/models/ffn/autoencoder.hpp"
 
 #include <cmath>
 
 #include <catch2/catch.hpp>
 
-#include "models/registry.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/registry.hpp"
+#include "matmem/runtime/error.hpp"
 
 #include "../model_gradcheck.hpp"
 #include "../reference_math.hpp"

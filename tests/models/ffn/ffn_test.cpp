@@ -1,14 +1,14 @@
 // The deep matrix feed-forward net (models/ffn/ffn.hpp): gradient-checked whole in float64 on tiny instances
 // (matrix and vector, plain, layer-normalised, residual), its residual block and parameter count checked
 // against the formula, and built from the config keys, which refuse impossible values by key.
-#include "models/ffn/ffn.hpp"
+#include "matmem/models/ffn/ffn.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
 
-#include "models/registry.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/registry.hpp"
+#include "matmem/runtime/error.hpp"
 
 #include "../model_gradcheck.hpp"
 

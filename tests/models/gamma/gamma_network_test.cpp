@@ -1,12 +1,12 @@
 // The gamma model (models/gamma/gamma_network.hpp): gradient-checked whole in both topologies and every memory
 // kind, its logits checked against the formulas computed in the test (reference_math.hpp), and built from the
 // config keys by the model registry, which refuses impossible values by key.
-#include "models/gamma/gamma_network.hpp"
+#include "matmem/models/gamma/gamma_network.hpp"
 
 #include <cmath>
 
-#include "models/registry.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/registry.hpp"
+#include "matmem/runtime/error.hpp"
 
 #include "../model_gradcheck.hpp"
 #include "../reference_math.hpp"

@@ -14,8 +14,8 @@
 
 #include "../model_gradcheck.hpp"
 #include "../reference_math.hpp"
-#include "models/graph/cln.hpp"
-#include "models/tasks/tasks.hpp"
+#include "matmem/models/graph/cln.hpp"
+#include "matmem/models/tasks/tasks.hpp"
 
 using namespace matmem;
 

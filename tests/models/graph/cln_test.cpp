@@ -7,13 +7,13 @@
 #include <string>
 
 #include "../model_gradcheck.hpp"
-#include "models/graph/cln.hpp"
-#include "models/registry.hpp"
-#include "models/tasks/graph.hpp"
-#include "models/training/config.hpp"
-#include "models/training/trainer.hpp"
-#include "runtime/safetensors.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/graph/cln.hpp"
+#include "matmem/models/registry.hpp"
+#include "matmem/models/tasks/graph.hpp"
+#include "matmem/models/training/config.hpp"
+#include "matmem/models/training/trainer.hpp"
+#include "matmem/runtime/safetensors.hpp"
+#include "matmem/runtime/error.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;

@@ -1,5 +1,5 @@
 // The feed-forward matrix layers, gradient-checked inside a small model of their own.
-#include "models/layers/cells.hpp"
+#include "matmem/models/layers/cells.hpp"
 
 #include "../model_gradcheck.hpp"
 

@@ -1,6 +1,6 @@
 // The gamma memory layer (models/layers/gamma.hpp): its recurrences against hand computation and closed forms,
 // its stability by construction, and a small focused model using it gradient-checked whole.
-#include "models/layers/gamma.hpp"
+#include "matmem/models/layers/gamma.hpp"
 
 #include <cmath>
 #include <string>
@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "models/layers/cells.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/layers/cells.hpp"
+#include "matmem/runtime/error.hpp"
 
 #include "../model_gradcheck.hpp"
 

@@ -13,7 +13,7 @@
 
 #include "../model_gradcheck.hpp"
 #include "../reference_math.hpp"
-#include "models/layers/cells.hpp"
+#include "matmem/models/layers/cells.hpp"
 
 using namespace matmem;
 

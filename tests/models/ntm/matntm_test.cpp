@@ -1,4 +1,4 @@
-#include "models/ntm/matntm.hpp"
+#include "matmem/models/ntm/matntm.hpp"
 
 #include <algorithm>
 #include <cstdint>

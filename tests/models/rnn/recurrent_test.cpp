@@ -1,4 +1,4 @@
-#include "models/rnn/recurrent.hpp"
+#include "matmem/models/rnn/recurrent.hpp"
 
 #include "../model_gradcheck.hpp"
 

@@ -3,9 +3,9 @@
 
 #include <set>
 
-#include "models/registry.hpp"
-#include "models/tasks/delayed_recall.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/registry.hpp"
+#include "matmem/models/tasks/delayed_recall.hpp"
+#include "matmem/runtime/error.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;

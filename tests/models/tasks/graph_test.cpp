@@ -4,9 +4,9 @@
 #include <cmath>
 #include <set>
 
-#include "models/core/model.hpp"
-#include "models/tasks/graph.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/core/model.hpp"
+#include "matmem/models/tasks/graph.hpp"
+#include "matmem/runtime/error.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;

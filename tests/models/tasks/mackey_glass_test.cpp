@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "models/tasks/mackey_glass.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/tasks/mackey_glass.hpp"
+#include "matmem/runtime/error.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;

@@ -3,10 +3,10 @@
 #include <set>
 #include <string>
 
-#include "models/core/model.hpp"
-#include "models/registry.hpp"
-#include "models/tasks/retrieval.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/core/model.hpp"
+#include "matmem/models/registry.hpp"
+#include "matmem/models/tasks/retrieval.hpp"
+#include "matmem/runtime/error.hpp"
 
 using namespace matmem;
 

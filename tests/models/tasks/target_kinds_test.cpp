@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "models/core/model.hpp"
-#include "models/tasks/tasks.hpp"
+#include "matmem/models/core/model.hpp"
+#include "matmem/models/tasks/tasks.hpp"
 
 using namespace matmem;
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <utility>
 
-#include "models/core/model.hpp"
-#include "models/tasks/tasks.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/core/model.hpp"
+#include "matmem/models/tasks/tasks.hpp"
+#include "matmem/runtime/error.hpp"
 
 using namespace matmem;
 

@@ -15,8 +15,8 @@
 
 #include <malloc.h>
 
-#include "models/training/trainer.hpp"
-#include "runtime/thread_team.hpp"
+#include "matmem/models/training/trainer.hpp"
+#include "matmem/runtime/thread_team.hpp"
 #include "small_config.hpp"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

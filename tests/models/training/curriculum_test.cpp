@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "models/training/trainer.hpp"
-#include "runtime/safetensors.hpp"
+#include "matmem/models/training/trainer.hpp"
+#include "matmem/runtime/safetensors.hpp"
 #include "small_config.hpp"
 
 using namespace matmem;

@@ -1,14 +1,14 @@
 // Early stopping (models/training/early_stopping.hpp) on hand-made sequences of validation errors, and the
 // best parameters kept beside it.
-#include "models/training/early_stopping.hpp"
+#include "matmem/models/training/early_stopping.hpp"
 
 #include <cmath>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
-#include "models/registry.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/registry.hpp"
+#include "matmem/runtime/error.hpp"
 #include "small_config.hpp"
 
 using namespace matmem;

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "models/training/trainer.hpp"
+#include "matmem/models/training/trainer.hpp"
 #include "small_config.hpp"
 
 using namespace matmem;

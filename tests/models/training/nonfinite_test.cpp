@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <limits>
 
-#include "models/training/trainer.hpp"
-#include "runtime/safetensors.hpp"
+#include "matmem/models/training/trainer.hpp"
+#include "matmem/runtime/safetensors.hpp"
 #include "small_config.hpp"
 
 using namespace matmem;

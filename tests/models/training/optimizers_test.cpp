@@ -3,9 +3,9 @@
 
 #include <cmath>
 
-#include "models/training/adam.hpp"
-#include "models/training/sgd.hpp"
-#include "models/training/clip.hpp"
+#include "matmem/models/training/adam.hpp"
+#include "matmem/models/training/sgd.hpp"
+#include "matmem/models/training/clip.hpp"
 
 using namespace matmem;
 

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "models/training/rmsprop.hpp"
+#include "matmem/models/training/rmsprop.hpp"
 
 using namespace matmem;
 

@@ -1,6 +1,6 @@
 // Learning-rate schedules (models/training/schedule.hpp): the factor by hand, every optimiser scaling its
 // step by it, and a trainer's steps under a step schedule against the update written out.
-#include "models/training/schedule.hpp"
+#include "matmem/models/training/schedule.hpp"
 
 #include <cmath>
 #include <numbers>
@@ -8,11 +8,11 @@
 
 #include <catch2/catch.hpp>
 
-#include "models/training/adam.hpp"
-#include "models/training/rmsprop.hpp"
-#include "models/training/sgd.hpp"
-#include "models/training/trainer.hpp"
-#include "runtime/error.hpp"
+#include "matmem/models/training/adam.hpp"
+#include "matmem/models/training/rmsprop.hpp"
+#include "matmem/models/training/sgd.hpp"
+#include "matmem/models/training/trainer.hpp"
+#include "matmem/runtime/error.hpp"
 #include "small_config.hpp"
 
 using namespace matmem;

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <string>
 
-#include "autodiff/parameters.hpp"
-#include "models/training/config.hpp"
+#include "matmem/autodiff/parameters.hpp"
+#include "matmem/models/training/config.hpp"
 
 namespace matmem::testing {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "models/training/trainer.hpp"
+#include "matmem/models/training/trainer.hpp"
 #include "small_config.hpp"
 
 using namespace matmem;

@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "runtime/safetensors.hpp"
+#include "matmem/runtime/safetensors.hpp"
 #include "small_config.hpp"
-#include "models/training/trainer.hpp"
+#include "matmem/models/training/trainer.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;
