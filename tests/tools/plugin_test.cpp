@@ -94,7 +94,7 @@ TEST_CASE("plugins: the same plugin given twice, by --plugin, a symbolic link an
   CHECK(r.status == 0);
 }
 
-TEST_CASE("plugins: a resume or eval without the run's plugin is refused naming it; with it the run continues",
+TEST_CASE("plugins: a resume or eval without the run's plugin is refused naming it, with it the run continues",
           "[tools][plugin]") {
   const fs::path dir = fresh_dir("plugin_resume");
   REQUIRE(run_matmem(with_good(kTrain + " --steps 10 --out run"), dir).status == 0);
