@@ -1,0 +1,79 @@
+// The registries a plugin adds to (models/registry.hpp, models/training/config.hpp, ops/registry.hpp): a
+// registered task is made by make_task and listed when a task is unknown, a registered config key is
+// settable and has its default, and every registry refuses a name it holds already.
+#include <catch2/catch.hpp>
+
+#include "matmem/models/registry.hpp"
+#include "matmem/models/tasks/tasks.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/registry.hpp"
+#include "matmem/runtime/error.hpp"
+
+using namespace matmem;
+using Catch::Matchers::Contains;
+
+namespace {
+// Registered once per process, whichever case runs first: a second registration is refused.
+void register_test_names() {
+  static const bool registered = [] {
+    register_task("registration_test_copy", [](const Config& c) {
+      return std::make_unique<CopyTask>(CopyTaskOptions{2, 2, 1, c.integer("registration_test.length"), 3});
+    });
+    register_config_key({"registration_test.length", "5", "registration_test_copy: the longest sequence"});
+    return true;
+  }();
+  (void)registered;
+}
+}  // namespace
+
+TEST_CASE("register_task: make_task makes a registered task from the config", "[registry]") {
+  register_test_names();
+  Config c;
+  c.set("task", "registration_test_copy", "test");
+  c.set("registration_test.length", "7", "test");
+  const std::unique_ptr<Task> t = make_task(c);
+  CHECK(std::string(t->name()) == "copy");
+  CHECK(t->size_range().second == 7);
+  const std::vector<std::string> names = task_names();
+  CHECK(std::find(names.begin(), names.end(), "registration_test_copy") != names.end());
+}
+
+TEST_CASE("register_task: an unknown task's message lists the registered tasks too", "[registry]") {
+  register_test_names();
+  Config c;
+  c.set("task", "sort", "--task");
+  CHECK_THROWS_WITH(make_task(c), Contains("unknown task sort") && Contains("copy") &&
+                                      Contains("registration_test_copy"));
+}
+
+TEST_CASE("register_config_key: a registered key has its default, is settable and listed", "[registry]") {
+  register_test_names();
+  Config c;
+  CHECK(c.integer("registration_test.length") == 5);
+  c.assign("registration_test.length=9", "--set");
+  CHECK(c.integer("registration_test.length") == 9);
+  CHECK_THROWS_WITH(c.assign("registration_test.length=x", "--set"), Contains("must be an integer"));
+  const auto& keys = config_keys();
+  CHECK(std::any_of(keys.begin(), keys.end(), [](const ConfigKey& k) { return k.key == "registration_test.length"; }));
+}
+
+TEST_CASE("registries refuse a name they hold already", "[registry]") {
+  register_test_names();
+  auto no_task = [](const Config&) -> std::unique_ptr<Task> { return nullptr; };
+  CHECK_THROWS_WITH(register_task("copy", no_task), Contains("a task named copy is already registered"));
+  CHECK_THROWS_WITH(register_task("registration_test_copy", no_task),
+                    Contains("a task named registration_test_copy is already registered"));
+  CHECK_THROWS_WITH(register_config_key({"lr", "1", "again"}), Contains("a config key named lr is already registered"));
+  CHECK_THROWS_WITH(register_config_key({"registration_test.length", "1", "again"}),
+                    Contains("a config key named registration_test.length is already registered"));
+  CHECK_THROWS_WITH(register_model("matntm", {}), Contains("a model named matntm is already registered"));
+  CHECK_THROWS_WITH(register_model("ntm", {}), Contains("a model named ntm is already registered"));
+  CHECK_THROWS_WITH(register_op({"tanh", {}}), Contains("an op named tanh is already registered"));
+}
+
+TEST_CASE("register_config_key: a default that is not a JSON boolean, number or string is refused", "[registry]") {
+  CHECK_THROWS_WITH(register_config_key({"registration_test.bad", "[1, 2]", "a list"}),
+                    Contains("registration_test.bad") && Contains("must be a boolean, a number or a string"));
+  CHECK_THROWS_WITH(register_config_key({"registration_test.bad", "{", "broken"}),
+                    Contains("registration_test.bad") && Contains("is not JSON"));
+}
