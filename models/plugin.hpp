@@ -45,6 +45,7 @@ namespace matmem {
 /// A loaded plugin: its path (as given) and the names it registered.
 struct PluginRecord {
   std::string path;                     ///< the path it was loaded from, as given
+  std::string absolute;                 ///< that path made absolute, symbolic links resolved: how runs record it
   std::vector<std::string> models;      ///< models it registered
   std::vector<std::string> tasks;       ///< tasks it registered
   std::vector<std::string> ops;         ///< ops it registered
@@ -53,15 +54,27 @@ struct PluginRecord {
 
 /// Loads the plugin at `path` and runs its registration function. Throws Error, naming the path and the
 /// reason, when the file is missing or not a shared library, exports no `matmem_plugin`, was built for
-/// another matmem version or instruction set, or registers a name that is taken. Loading the same path
-/// twice loads it once.
+/// another plugin layout (MATMEM_PLUGIN_ABI), matmem version (major.minor) or instruction set, or registers a
+/// name that is taken. Loading the same path twice loads it once. A refused plugin stays mapped (the names it
+/// registered before the refusal stay registered): a program should stop on the error.
 const PluginRecord& load_plugin(const std::string& path);
 
-/// Loads every plugin listed in the environment variable MATMEM_PLUGINS (paths separated by ':').
+/// Loads every plugin listed in the environment variable MATMEM_PLUGINS (paths separated by ':', empty
+/// entries ignored).
 void load_plugins_from_environment();
 
-/// The plugins loaded so far, in load order.
-const std::vector<PluginRecord>& loaded_plugins();
+/// The absolute paths of the loaded plugins in load order, separated by ':': what a run records (config key
+/// `plugins`) and what MATMEM_PLUGINS takes. Empty when none is loaded.
+std::string loaded_plugin_paths();
+
+/// Refuses, throwing Error, a run's config (JSON text, as config.json and a checkpoint hold it) that records
+/// in its key `plugins` a plugin that is not loaded, when its model, its task or one of its keys is unknown
+/// without it; the message starts with `where`, names the plugin's path and how to load it. A config that
+/// records no plugin, or needs none of those missing, or is not a JSON object, is left alone.
+void check_plugins_loaded(const std::string& config_json, const std::string& where);
+
+/// The plugins loaded so far, in load order (a copy: a later load does not change it).
+std::vector<PluginRecord> loaded_plugins();
 
 /// The loaded plugin that registered model, task or op `name`, or nullptr when none did (built in).
 const PluginRecord* plugin_providing(const std::string& name);

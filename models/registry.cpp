@@ -279,8 +279,33 @@ std::unique_ptr<Model> make_model(const Config& config, const Task& task, DType 
   return model;
 }
 
+namespace {
+// The tasks make_task() builds itself.
+constexpr const char* kBuiltinTasks[] = {"copy", "recall", "delay", "retrieval", "mackey_glass",
+                                         "fashion_mnist", "fashion_mnist_ae", "graph"};
+
+std::vector<std::pair<std::string, TaskFactory>>& task_factories() {
+  static std::vector<std::pair<std::string, TaskFactory>> all;
+  return all;
+}
+}  // namespace
+
+void register_task(const std::string& name, TaskFactory factory) {
+  for (const std::string& n : task_names())
+    if (n == name) throw Error(fmt::format("a task named {} is already registered", name));
+  task_factories().emplace_back(name, std::move(factory));
+}
+
+std::vector<std::string> task_names() {
+  std::vector<std::string> names(std::begin(kBuiltinTasks), std::end(kBuiltinTasks));
+  for (const auto& [name, f] : task_factories()) names.push_back(name);
+  return names;
+}
+
 std::unique_ptr<Task> make_task(const Config& c) {
   const std::string name = c.str("task");
+  for (const auto& [n, factory] : task_factories())
+    if (n == name) return factory(c);
   if (name == "copy")
     return std::make_unique<CopyTask>(CopyTaskOptions{c.integer("task.rows"), c.integer("task.cols"),
                                                       c.integer("task.min_length"), c.integer("task.max_length"),
@@ -337,8 +362,9 @@ std::unique_ptr<Task> make_task(const Config& c) {
     if (!(noise >= 0 && noise < 1)) throw Error(fmt::format("config: task.noise = {} must be in [0, 1)", noise));
     return std::make_unique<FashionMnistReconstructionTask>(o, noise);
   }
-  throw Error(fmt::format("config: unknown task {} (known: copy, recall, delay, retrieval, mackey_glass, "
-                          "fashion_mnist, fashion_mnist_ae, graph)", name));
+  std::string known;
+  for (const std::string& n : task_names()) known += (known.empty() ? "" : ", ") + n;
+  throw Error(fmt::format("config: unknown task {} (known: {})", name, known));
 }
 
 }  // namespace matmem

@@ -24,4 +24,14 @@ std::string canonical_model_name(const std::string& name);
 std::unique_ptr<Model> make_model(const Config& config, const Task& task, DType dtype = DType::f32);
 std::unique_ptr<Task> make_task(const Config& config);
 
+/// Makes a task from the config's task.* keys (and batch); a user's own task joins with register_task().
+using TaskFactory = std::function<std::unique_ptr<Task>(const Config& config)>;
+
+/// Registers task `name`, made by make_task() when the config's `task` is `name`. Throws Error when a built-in
+/// or registered task has that name already.
+void register_task(const std::string& name, TaskFactory factory);
+
+/// Every task make_task() knows: the built-in ones, then the registered ones in the order registered.
+std::vector<std::string> task_names();
+
 }  // namespace matmem

@@ -30,8 +30,9 @@ int main(int argc, char** argv) {
   restart_without_blas_workers(argv);
   matmem::blas::use_single_thread();
   CLI::App app{"matmem: neural networks whose neurons, states and memories are matrices"};
-  matmem::tools::add_commands(app);
   try {
+    matmem::tools::load_command_plugins(argc, argv);  // before the subcommands are built: they list names
+    matmem::tools::add_commands(app);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

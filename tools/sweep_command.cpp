@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -71,8 +72,11 @@ pid_t start(const std::string& program, const std::vector<std::string>& args, co
   return pid;
 }
 
+// The command as a shell takes it, with the plugins the run inherits in MATMEM_PLUGINS (main() sets it to
+// those of --plugin and MATMEM_PLUGINS).
 std::string quoted_command(const std::vector<std::string>& args) {
-  std::string s = "matmem";
+  const char* plugins = std::getenv("MATMEM_PLUGINS");
+  std::string s = plugins && *plugins ? fmt::format("MATMEM_PLUGINS='{}' matmem", plugins) : "matmem";
   for (const std::string& a : args)
     s += a.find_first_of(" \"'") == std::string::npos ? " " + a : " '" + a + "'";
   return s;

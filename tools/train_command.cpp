@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "matmem/models/plugin.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/runtime/communicator.hpp"
 #include "matmem/runtime/files.hpp"
@@ -105,6 +106,7 @@ Config resolve(const Options& o) {
     if (o.seed >= 0) c.set_json("seed", o.seed, "--seed");
     if (o.threads > 0) c.set_json("threads", o.threads, "--threads");
     if (o.anomaly) c.set_json("anomaly", true, "--anomaly");
+    c.set_json("plugins", loaded_plugin_paths(), "--plugin");  // the run records the plugins it was started with
   });
 }
 

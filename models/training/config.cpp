@@ -13,8 +13,10 @@ namespace matmem {
 
 using nlohmann::json;
 
-const std::vector<ConfigKey>& config_keys() {
-  static const std::vector<ConfigKey> keys = {
+namespace {
+// The built-in keys, then those registered with register_config_key().
+std::vector<ConfigKey>& all_keys() {
+  static std::vector<ConfigKey> keys = {
       {"model", "\"matntm\"", "model: matntm (alias ntm), matrnn, matlstm, matgru, gamma, fastweights, irnn, ffn, "
        "autoencoder, cln (graph task), or one registered by the user"},
       {"task", "\"copy\"",
@@ -156,8 +158,30 @@ const std::vector<ConfigKey>& config_keys() {
       {"nonfinite.max_skips", "10", "nonfinite = skip: stop once more than this many steps were skipped"},
       {"memory.check", "true",
        "refuse a run whose estimated memory at its longest sequence exceeds the machine's available memory"},
+      {"plugins", "\"\"",
+       "the plugins the run was trained with, absolute paths separated by ':' (recorded by `matmem train` from "
+       "--plugin and MATMEM_PLUGINS; a resume or eval needs them loaded)"},
   };
   return keys;
+}
+}  // namespace
+
+const std::vector<ConfigKey>& config_keys() { return all_keys(); }
+
+void register_config_key(ConfigKey key) {
+  if (key.key.empty()) throw Error("a config key needs a name");
+  for (const ConfigKey& k : all_keys())
+    if (k.key == key.key) throw Error(fmt::format("a config key named {} is already registered", key.key));
+  json v;
+  try {
+    v = json::parse(key.default_json);
+  } catch (const json::exception& e) {
+    throw Error(fmt::format("config key {}: its default {} is not JSON: {}", key.key, key.default_json, e.what()));
+  }
+  if (!v.is_boolean() && !v.is_number() && !v.is_string())
+    throw Error(fmt::format("config key {}: its default {} must be a boolean, a number or a string", key.key,
+                            key.default_json));
+  all_keys().push_back(std::move(key));
 }
 
 const std::vector<Preset>& presets() {

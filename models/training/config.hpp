@@ -21,6 +21,11 @@ struct ConfigKey {
 };
 const std::vector<ConfigKey>& config_keys();
 
+/// Adds a config key (a plugin model's own, e.g. `mine.size`), settable by --set and --config and listed by
+/// `matmem train --help-config`; a Config made afterwards holds its default. Throws Error when the key is
+/// taken already, or its default is not a JSON boolean, number or string.
+void register_config_key(ConfigKey key);
+
 class Config {
  public:
   Config();  // the defaults

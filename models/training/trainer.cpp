@@ -16,6 +16,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "matmem/models/plugin.hpp"
 #include "matmem/models/training/adam.hpp"
 #include "matmem/models/training/clip.hpp"
 #include "matmem/models/training/rmsprop.hpp"
@@ -607,6 +608,7 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
   };
   if (meta("format") != "matmem-checkpoint-1")
     throw Error(fmt::format("checkpoint {}: format {} (matmem-checkpoint-1 expected)", path, meta("format")));
+  check_plugins_loaded(meta("config"), fmt::format("checkpoint {}", path));
   Config config;
   config.merge_json_text(upgraded_config(meta("config")), fmt::format("checkpoint {} (config)", path));
   if (steps > 0) {
