@@ -29,7 +29,8 @@ step() {
 
 # 1. Install, then move.
 step "installing $build into a temporary prefix"
-cmake --install "$build" --prefix "$tmp/first/prefix" > "$tmp/install.log" || { cat "$tmp/install.log"; fail "cmake --install"; }
+cmake --install "$build" --prefix "$tmp/first/prefix" > "$tmp/install.log" ||
+  { cat "$tmp/install.log"; fail "cmake --install"; }
 mkdir -p "$tmp/moved"
 mv "$tmp/first/prefix" "$tmp/moved/matmem"
 rmdir "$tmp/first"
@@ -38,13 +39,17 @@ step "moved the prefix to $prefix"
 expected=(bin/matmem lib/libmatmem.so lib/libmatmem.so.0.1 include/matmem/version.hpp
           lib/cmake/matmem/matmemConfig.cmake lib/cmake/matmem/matmemConfigVersion.cmake
           lib/cmake/matmem/matmemTargets.cmake lib/pkgconfig/matmem.pc)
-while read -r header; do expected+=("include/matmem/$header"); done < <(grep -v -e '^#' -e '^$' "$src/tools/package/public_headers.txt")
+while read -r header; do
+  expected+=("include/matmem/$header")
+done < <(grep -v -e '^#' -e '^$' "$src/tools/package/public_headers.txt")
 for f in "${expected[@]}"; do [ -e "$prefix/$f" ] || fail "not installed: $f"; done
-ls "$prefix"/lib/cmake/matmem/matmemTargets-*.cmake > /dev/null 2>&1 || fail "not installed: lib/cmake/matmem/matmemTargets-<config>.cmake"
+ls "$prefix"/lib/cmake/matmem/matmemTargets-*.cmake > /dev/null 2>&1 ||
+  fail "not installed: lib/cmake/matmem/matmemTargets-<config>.cmake"
 if grep -rIl "$tmp/first" "$prefix"; then fail "the installed files above name the prefix they were installed to"; fi
 loaded=$(ldd "$prefix/bin/matmem" | sed -n 's/^[[:space:]]*libmatmem[^ ]* => \([^ ]*\) .*/\1/p')
 [ -n "$loaded" ] && [ "$(realpath "$loaded")" = "$(realpath "$prefix/lib/libmatmem.so.0.1")" ] ||
-  { ldd "$prefix/bin/matmem" | grep libmatmem; fail "the installed matmem does not load the installed libmatmem (RUNPATH \$ORIGIN/../lib)"; }
+  { ldd "$prefix/bin/matmem" | grep libmatmem
+    fail "the installed matmem does not load the installed libmatmem (RUNPATH \$ORIGIN/../lib)"; }
 
 # 2. The public headers: closed, and compilable with the prefix alone.
 step "checking the installed headers are closed"
@@ -60,7 +65,8 @@ while IFS= read -r header; do
 done < <(cd "$prefix/include" && find matmem -name '*.hpp' | sort)
 ((bad == 0)) || fail "the public headers are not closed (tools/package/public_headers.txt)"
 (cd "$prefix/include" && find matmem -name '*.hpp' | sort | sed 's/.*/#include <&>/') > "$tmp/all_headers.cpp"
-"$cxx" -std=c++20 -fsyntax-only -I"$prefix/include" "$tmp/all_headers.cpp" || fail "the installed headers do not compile together"
+"$cxx" -std=c++20 -fsyntax-only -I"$prefix/include" "$tmp/all_headers.cpp" ||
+  fail "the installed headers do not compile together"
 
 # 3. The user's project, out of the source tree, against the prefix only.
 step "configuring and building a copy of tools/examples/user_project"
@@ -71,7 +77,8 @@ cmake -S "$tmp/mine" -B "$tmp/mine/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX
   > "$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log"; fail "configuring the user project"; }
 found=$(sed -n 's/^matmem_DIR:PATH=//p' "$tmp/mine/build/CMakeCache.txt")
 [ "$found" = "$prefix/lib/cmake/matmem" ] || fail "find_package(matmem) found $found, not the prefix's"
-cmake --build "$tmp/mine/build" -j 2 > "$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; fail "building the user project"; }
+cmake --build "$tmp/mine/build" -j 2 > "$tmp/build.log" 2>&1 ||
+  { cat "$tmp/build.log"; fail "building the user project"; }
 step "running its check"
 "$tmp/mine/build/check" | tee "$tmp/check.log"
 grep -q "check: all passed" "$tmp/check.log" || fail "the user project's check"
@@ -80,7 +87,8 @@ grep -q "check: all passed" "$tmp/check.log" || fail "the user project's check"
 cd "$tmp/mine"
 matmem=$prefix/bin/matmem
 plugin=./build/libmine.so
-small=(--set model.layers=6x6 --set ntm.slots=6 --set task.max_length=3 --set log_every=5 --set checkpoint_every=10)
+small=(--set model.layers=6x6 --set memrnn.slots=6 --set memrnn.slot=3x3 --set task.max_length=3 --set log_every=5
+       --set checkpoint_every=10)
 step "training the plugin's model with the installed matmem"
 "$matmem" --plugin "$plugin" train --model memrnn --task copy --steps 10 "${small[@]}" --out runs/memrnn \
   > "$tmp/train.log" 2>&1 || { cat "$tmp/train.log"; fail "matmem --plugin $plugin train --model memrnn"; }

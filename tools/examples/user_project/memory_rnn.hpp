@@ -42,10 +42,11 @@ class MemoryRNN : public Model {
   Shape h_, m_;  // per sample: H [1,rows,cols], M [1,N,r,c]
 };
 
-// From a run's config: H of model.layers' first size, the memory of ntm.slots slots of ntm.slot_rows×ntm.slot_cols.
+// From a run's config: H of model.layers' first size, memrnn.slots slots of memrnn.slot (RxC; plugin.cpp adds both).
 inline std::unique_ptr<Model> make_memory_rnn(const Config& c, const Task& task, DType dtype, std::uint64_t seed) {
   const auto [rows, cols] = c.sizes("model.layers").front();
-  const Shape m = memory(1, c.integer("ntm.slots"), c.integer("ntm.slot_rows"), c.integer("ntm.slot_cols"));
+  const auto [slot_rows, slot_cols] = c.sizes("memrnn.slot").front();
+  const Shape m = memory(1, c.integer("memrnn.slots"), slot_rows, slot_cols);
   return std::make_unique<MemoryRNN>(task, parameter(rows, cols), m, dtype, seed);
 }
 
