@@ -16,10 +16,11 @@ cd "$(dirname "$0")/.."
 # driver's text (fontconfig only Depends on one of several), libpng to read pictures back in the tests.
 # Open MPI for distributed runs and sweeps, and its mpirun for their tests. zlib to read gzipped IDX files, and
 # Fashion-MNIST's IDX files themselves (read at run time by --task fashion_mnist; the tests write their own).
+# pkg-config (pkgconf), with which the tests build a program against the installed matmem.pc.
 packages=(g++ cmake make xtensor-dev libxtensor-blas-dev libopenblas-dev liblapack-dev libfmt-dev catch2
           nlohmann-json3-dev libcli11-dev libxsmm-dev libxsimd-dev
           libplplot-dev plplot-driver-cairo fonts-dejavu-core libpng-dev libopenmpi-dev openmpi-bin
-          zlib1g-dev dataset-fashion-mnist)
+          zlib1g-dev dataset-fashion-mnist pkgconf)
 what=program
 case "${1:-}" in
   --packages) printf '%s\n' "${packages[@]}"; exit 0 ;;

@@ -26,6 +26,7 @@ install(FILES ${PROJECT_BINARY_DIR}/package/matmemConfig.cmake ${PROJECT_BINARY_
 
 # pkg-config: prefix relative to the .pc file's own folder (pkg-config's ${pcfiledir}), so it moves with it.
 file(RELATIVE_PATH MATMEM_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
+string(REGEX REPLACE "/$" "" MATMEM_PC_TO_PREFIX "${MATMEM_PC_TO_PREFIX}")  # "../../" from CMake 3.25: no "//" in paths
 string(JOIN " " MATMEM_PC_CFLAGS ${MATMEM_ARCH_OPTIONS})
 configure_file(${PROJECT_SOURCE_DIR}/tools/package/matmem.pc.in ${PROJECT_BINARY_DIR}/package/matmem.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/package/matmem.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
