@@ -59,8 +59,8 @@ Var layer_norm(Var x, LayerNormOver over = LayerNormOver::matrix, double eps = 1
 // --- memory addressing (NTM) ---------------------------------------------------------------------------------
 /// cos(K, M_i) = ⟨K, M_i⟩_F / (‖K‖_F ‖M_i‖_F + ε), ε = 1e-8.  K:[B,r,c], M:[B,N,r,c] -> [B,N]  (ops/cosine_similarity.cpp)
 /// The similarity has no derivative where a norm is 0: at a zero slot M_i the gradient with respect to it is
-/// g K / ε (10⁸ times the key), and at a zero key g M_i / ε; a memory addressed by content must start from a
-/// non-zero state (models/README.md, "Known traps").
+/// g K / ε, and at a zero key g M_i / ε (ε = 1e-8), not the function's; a key or memory addressed by content
+/// must start from a non-zero state (models/README.md, "Known traps").
 Var cosine_similarity(Var key, Var memory);
 /// The same for H keys in one pass over the memory: -> [B,H,N], row h for key h (take it with row()).
 Var cosine_similarity(std::span<const Var> keys, Var memory);
