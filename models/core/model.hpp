@@ -50,7 +50,7 @@ struct StateDecl {
   std::string name;  ///< as Step::state() and Step::next() take it
   Shape shape;  ///< per sample: batch 1
   /// The value at time step 0, the same for every sample: zero; a constant (every element `value`);
-  /// learned (a parameter named "<model>/init/<name>", started with `learned_init`, trained with the rest);
+  /// learned (a parameter named `<model>/init/<name>`, started with `learned_init`, trained with the rest);
   /// given (the tensor `initial`).
   enum Start { zero, constant, learned, given } start = zero;
   double value = 0;            ///< constant start
@@ -114,7 +114,7 @@ class Model {
   void set_io(std::int64_t in_rows, std::int64_t in_cols, std::int64_t out_rows, std::int64_t out_cols);
   /// Declares a state (in the constructor): its name must be new, its shape is taken per sample (batch
   /// set to 1), a given start's `initial` must have that shape and the model's dtype, and a learned start
-  /// creates its parameter "<model>/init/<name>" now. Throws Error or ShapeError naming the state.
+  /// creates its parameter `<model>/init/<name>` now. Throws Error or ShapeError naming the state.
   void declare_state(StateDecl d);
 
  private:
@@ -130,7 +130,7 @@ class Model {
 
 /// One term of Step::mat: a name for the parameters and the matrix it multiplies.
 struct NamedTerm {
-  std::string_view name;  ///< the term's name: its parameters are <path>/<name>/U and <path>/<name>/V
+  std::string_view name;  ///< the term's name: its parameters are `<path>/<name>/U` and `<path>/<name>/V`
   Var x;                  ///< the matrix [B,r,c] it multiplies
 };
 
@@ -178,7 +178,7 @@ class Step {
   Var parameter(std::string_view path, std::string_view term, std::string_view leaf, Shape shape,
                 Init init = Init::Glorot());
   /// mat(x_1..x_k) = Σ_t U_tᵀ x_t V_t + B, giving [B, rows, cols]; U_t, V_t Glorot, B constant `bias`.
-  /// The parameters are <path>/<term>/U, <path>/<term>/V and <path>/B.
+  /// The parameters are `<path>/<term>/U`, `<path>/<term>/V` and `<path>/B`.
   Var mat(std::string_view path, std::initializer_list<NamedTerm> terms, std::int64_t rows, std::int64_t cols,
           double bias = 0.0);
   /// mat() with the terms in a span.
