@@ -1,10 +1,11 @@
-// The differentiable ops of matmem (spec/models.md, "Ops"). Each is one file in ops/ with its math,
-// shape check, forward and backward side by side and one registry entry (ops/registry.hpp).
-//
-// Shapes use the spec's vocabulary (runtime/shape.hpp): a batch of matrices [B,r,c], a memory [B,N,r,c],
-// a weighting [B,N] (stored as [B,1,N]), a per-sample scalar [B,1] (stored as [B,1,1]), a parameter [r,c]
-// (stored as [1,r,c], broadcast over the batch). Every op checks its operands and throws ShapeError
-// naming the op and the shapes when they do not fit.
+/// @file
+/// The differentiable ops of matmem (spec/models.md, "Ops"). Each is one file in ops/ with its math,
+/// shape check, forward and backward side by side and one registry entry (ops/registry.hpp).
+///
+/// Shapes use the spec's vocabulary (runtime/shape.hpp): a batch of matrices [B,r,c], a memory [B,N,r,c],
+/// a weighting [B,N] (stored as [B,1,N]), a per-sample scalar [B,1] (stored as [B,1,1]), a parameter [r,c]
+/// (stored as [1,r,c], broadcast over the batch). Every op checks its operands and throws ShapeError
+/// naming the op and the shapes when they do not fit.
 #pragma once
 #include <span>
 #include <vector>
@@ -14,81 +15,92 @@
 namespace matmem {
 
 // --- bilinear maps (ops/bilinear.cpp) ----------------------------------------------------------------------
-// bilinear(P, U, V) = Uᵀ P V per batch item.  P:[B,r,c], U:[r,r'], V:[c,c'] -> [B,r',c']   (001 eq. 3)
+/// bilinear(P, U, V) = Uᵀ P V per batch item.  P:[B,r,c], U:[r,r'], V:[c,c'] -> [B,r',c']   (001 eq. 3)
 Var bilinear(Var p, Var u, Var v);
-// One term U_iᵀ P_i V_i of a mat().
+/// One term U_iᵀ P_i V_i of a mat().
 struct MatTerm {
-  Var p, u, v;
+  Var p, u, v;  ///< P_i [B,r,c], U_i [r,r'], V_i [c,c']
 };
-// mat(P_1..P_k; θ) = Σ_i U_iᵀ P_i V_i + B, B:[r',c'] broadcast over the batch (an invalid Var: no bias).
+/// mat(P_1..P_k; θ) = Σ_i U_iᵀ P_i V_i + B, B:[r',c'] broadcast over the batch (an invalid Var: no bias).
 Var mat(std::span<const MatTerm> terms, Var bias);
+/// mat() with the terms as a braced list: `mat({{x, u, v}, {h, w, z}}, b)`.
 Var mat(std::initializer_list<MatTerm> terms, Var bias);
-// Several projections of one x in one op (ops/projections.cpp): out[k] = U_kᵀ x V_k + B_k, equal to
-// mat({{x, U_k, V_k}}, B_k) each, with the K first-stage GEMMs as one. At most 16.
+/// One projection U_kᵀ x V_k + B_k of projections().
 struct Projection {
-  Var u, v, b;
+  Var u, v, b;  ///< U_k [r,r'], V_k [c,c'], B_k [r',c'] (an invalid Var: no bias)
 };
+/// Several projections of one x in one op (ops/projections.cpp): out[k] = U_kᵀ x V_k + B_k, equal to
+/// mat({{x, U_k, V_k}}, B_k) each, with the K first-stage GEMMs as one. At most 16.
 void projections(Var x, std::span<const Projection> p, std::span<Var> out);
 
 // --- elementwise, with broadcasting -------------------------------------------------------------------------
-// Binary elementwise ops broadcast: along each of batch, slots, rows and cols an operand's size equals the
-// result's or is 1 (a parameter [r,c] over the batch, a per-sample scalar [B,1] over a matrix or weighting).
-Var add(Var a, Var b);       // a + b          (ops/add.cpp)
-Var sub(Var a, Var b);       // a - b          (ops/sub.cpp)
-Var hadamard(Var a, Var b);  // a ⊙ b          (ops/hadamard.cpp)
-Var scale(Var x, double a);  // a x            (ops/scale.cpp)
-Var affine(Var x, double a, double b);  // a x + b (ops/scale.cpp)
-Var one_minus(Var x);        // 1 - x
-Var sigmoid(Var x);          // 1 / (1 + e^-x) (ops/sigmoid.cpp)
-Var tanh(Var x);             //                (ops/tanh.cpp)
-Var relu(Var x);             // max(x, 0)      (ops/relu.cpp)
-Var softplus(Var x);         // log(1 + e^x), computed as max(x,0) + log1p(e^-|x|)  (ops/softplus.cpp)
-Var exp(Var x);              //                (ops/exp.cpp)
-Var softmax(Var x);          // along the last axis (cols), max subtracted first  (ops/softmax.cpp)
-Var sum(Var x);              // Σ of all elements -> [1,1,1]  (ops/sum.cpp)
-Var mean(Var x);             // Σ / count -> [1,1,1]
-// Layer normalisation (ops/layer_norm.cpp): each sample's matrix (matrix) or each of its rows (rows) shifted
-// and scaled to mean 0, variance 1: y = (x − m)/√(v + ε).  x:[B,r,c] -> [B,r,c]. Gain and bias: hadamard, add.
+/// a + b, broadcasting: along each of batch, slots, rows and cols an operand's size equals the result's or
+/// is 1 (a parameter [r,c] over the batch, a per-sample scalar [B,1] over a matrix or weighting). (ops/add.cpp)
+Var add(Var a, Var b);
+Var sub(Var a, Var b);       ///< a - b, broadcasting as add()          (ops/sub.cpp)
+Var hadamard(Var a, Var b);  ///< a ⊙ b, broadcasting as add()          (ops/hadamard.cpp)
+Var scale(Var x, double a);  ///< a x            (ops/scale.cpp)
+Var affine(Var x, double a, double b);  ///< a x + b (ops/scale.cpp)
+Var one_minus(Var x);        ///< 1 - x
+Var sigmoid(Var x);          ///< 1 / (1 + e^-x) (ops/sigmoid.cpp)
+Var tanh(Var x);             ///< tanh x         (ops/tanh.cpp)
+Var relu(Var x);             ///< max(x, 0)      (ops/relu.cpp)
+Var softplus(Var x);         ///< log(1 + e^x), computed as max(x,0) + log1p(e^-|x|)  (ops/softplus.cpp)
+Var exp(Var x);              ///< e^x            (ops/exp.cpp)
+Var softmax(Var x);          ///< along the last axis (cols), max subtracted first  (ops/softmax.cpp)
+Var sum(Var x);              ///< Σ of all elements -> [1,1,1]  (ops/sum.cpp)
+Var mean(Var x);             ///< Σ / count -> [1,1,1]
+/// What layer_norm() normalises: each sample's whole matrix, or each of its rows.
 enum class LayerNormOver { matrix, rows };
+/// Layer normalisation (ops/layer_norm.cpp): each sample's matrix (matrix) or each of its rows (rows) shifted
+/// and scaled to mean 0, variance 1: y = (x − m)/√(v + ε).  x:[B,r,c] -> [B,r,c]. Gain and bias: hadamard, add.
 Var layer_norm(Var x, LayerNormOver over = LayerNormOver::matrix, double eps = 1e-5);
 
 // --- memory addressing (NTM) ---------------------------------------------------------------------------------
-// cos(K, M_i) = <K, M_i>_F / (‖K‖_F ‖M_i‖_F + ε), ε = 1e-8.  K:[B,r,c], M:[B,N,r,c] -> [B,N]  (ops/cosine_similarity.cpp)
+/// cos(K, M_i) = ⟨K, M_i⟩_F / (‖K‖_F ‖M_i‖_F + ε), ε = 1e-8.  K:[B,r,c], M:[B,N,r,c] -> [B,N]  (ops/cosine_similarity.cpp)
+/// The similarity has no derivative where a norm is 0: at a zero slot M_i the gradient with respect to it is
+/// g K / ε, and at a zero key g M_i / ε (ε = 1e-8), not the function's; a key or memory addressed by content
+/// must start from a non-zero state (models/README.md, "Known traps").
 Var cosine_similarity(Var key, Var memory);
-// The same for H keys in one pass over the memory: -> [B,H,N], row h for key h (take it with row()).
+/// The same for H keys in one pass over the memory: -> [B,H,N], row h for key h (take it with row()).
 Var cosine_similarity(std::span<const Var> keys, Var memory);
-// Row h of x:[B,H,N] -> [B,N]  (ops/row.cpp)
+/// Row h of x:[B,H,N] -> [B,N]  (ops/row.cpp)
 Var row(Var x, std::int64_t h);
-// w̃_i = Σ_{j=-S..S} s_j w_{(i-j) mod N}.  w:[B,N], s:[B,2S+1] -> [B,N]  (ops/circular_shift.cpp)
+/// w̃_i = Σ_{j=-S..S} s_j w_{(i-j) mod N}.  w:[B,N], s:[B,2S+1] -> [B,N]  (ops/circular_shift.cpp)
 Var circular_shift(Var w, Var s);
-// w_i = (w̃_i + ε)^γ / Σ_k (w̃_k + ε)^γ, ε = 1e-12.  w̃:[B,N] (≥ 0), γ:[B,1] -> [B,N]  (ops/sharpen.cpp)
+/// w_i = (w̃_i + ε)^γ / Σ_k (w̃_k + ε)^γ, ε = 1e-12.  w̃:[B,N] (≥ 0), γ:[B,1] -> [B,N]  (ops/sharpen.cpp)
 Var sharpen(Var w, Var gamma);
-// One NTM head's weighting from its similarities in one kernel (ops/ntm_addressing.cpp):
-//   sharpen(circular_shift(g softmax(β K_h) + (1 − g) w_prev, s), γ),  K_h = row `head` of similarity [B,H,N];
-//   β, g, γ:[B,1], s:[B,2S+1], w_prev:[B,N] -> [B,N]. Equal to the composed ops, which remain for other uses.
+/// One NTM head's weighting from its similarities in one kernel (ops/ntm_addressing.cpp):
+///   sharpen(circular_shift(g softmax(β K_h) + (1 − g) w_prev, s), γ),  K_h = row `head` of similarity [B,H,N];
+///   β, g, γ:[B,1], s:[B,2S+1], w_prev:[B,N] -> [B,N]. Equal to the composed ops, which remain for other uses.
 Var ntm_addressing(Var similarity, std::int64_t head, Var beta, Var gate, Var shift, Var gamma, Var w_prev);
-// R = Σ_i w_i M_i.  M:[B,N,r,c], w:[B,N] -> [B,r,c]  (ops/memory_read.cpp)
+/// R = Σ_i w_i M_i.  M:[B,N,r,c], w:[B,N] -> [B,r,c]  (ops/memory_read.cpp)
 Var memory_read(Var memory, Var w);
-// M'_i = M_i ⊙ (1 - w_i E) + w_i A.  M:[B,N,r,c], w:[B,N], E, A:[B,r,c] -> [B,N,r,c]  (ops/memory_write.cpp)
+/// M'_i = M_i ⊙ (1 - w_i E) + w_i A.  M:[B,N,r,c], w:[B,N], E, A:[B,r,c] -> [B,N,r,c]  (ops/memory_write.cpp)
 Var memory_write(Var memory, Var w, Var erase, Var add);
-// An NTM step's reads and first write in one pass over M (ops/memory_read_write.cpp): out[0] =
-// memory_write(M, w, E, A), out[1 + k] = memory_read(M, read_weights[k]) (the reads see M before the write);
-// out has 1 + R elements. Equal to the separate ops, which remain for other uses.
+/// An NTM step's reads and first write in one pass over M (ops/memory_read_write.cpp): out[0] =
+/// memory_write(M, w, E, A), out[1 + k] = memory_read(M, read_weights[k]) (the reads see M before the write);
+/// out has 1 + R elements. Equal to the separate ops, which remain for other uses.
 void memory_read_write(Var memory, std::span<const Var> read_weights, Var w, Var erase, Var add, std::span<Var> out);
 
 // --- losses: scalars [1,1,1], means over elements (or rows) --------------------------------------------------
-// mean of max(x,0) - x t + log1p(e^-|x|): BCE of sigmoid(x) against t, stable for large |x|  (ops/bce_with_logits.cpp)
+/// mean of max(x,0) - x t + log1p(e^-|x|): BCE of sigmoid(x) against t, stable for large |x|  (ops/bce_with_logits.cpp)
 Var bce_with_logits(Var logits, Var target);
-// mean of (x - t)^2  (ops/mse.cpp)
+/// mean of (x - t)^2  (ops/mse.cpp)
 Var mse(Var x, Var target);
-// -(1/rows) Σ_rows Σ_j t_j log softmax(x)_j along the last axis; t are probabilities  (ops/softmax_cross_entropy.cpp)
+/// -(1/rows) Σ_rows Σ_j t_j log softmax(x)_j along the last axis; t are probabilities  (ops/softmax_cross_entropy.cpp)
 Var softmax_cross_entropy(Var logits, Var target);
 
 // Operators for model code.
+/// a + b: add(a, b).
 inline Var operator+(Var a, Var b) { return add(a, b); }
+/// a - b: sub(a, b).
 inline Var operator-(Var a, Var b) { return sub(a, b); }
+/// a ⊙ b: hadamard(a, b).
 inline Var operator*(Var a, Var b) { return hadamard(a, b); }
+/// a x: scale(x, a).
 inline Var operator*(double a, Var x) { return scale(x, a); }
+/// a - x: affine(x, -1, a).
 inline Var operator-(double a, Var x) { return affine(x, -1.0, a); }
 
 }  // namespace matmem

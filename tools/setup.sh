@@ -3,6 +3,8 @@
 # ./build. Safe to run again: with everything present it only rebuilds what changed.
 #   tools/setup.sh             install, configure, build the matmem program (what the main job needs)
 #   tools/setup.sh --tests     the same, then everything else: test programs, examples (what ctest runs)
+#   tools/setup.sh --docs      install what the build needs and doxygen, configure, and write the API reference
+#                              of the public headers to build/docs/html (the target `docs`; compiles nothing)
 #   tools/setup.sh --packages  print the package list, one a line (the test setup:packages_cover_build
 #                              checks it against every header and library the build reads)
 # It prints a line at least every 10 s: what apt-get is installing, the build's progress, and while one
@@ -25,10 +27,11 @@ what=program
 case "${1:-}" in
   --packages) printf '%s\n' "${packages[@]}"; exit 0 ;;
   --tests) what=tests ;;
+  --docs) what=docs; packages+=(doxygen) ;;  # read by no build step: not in --packages' list
   "") ;;
-  *) echo "setup: unknown argument $1 (takes none, --tests or --packages)" >&2; exit 2 ;;
+  *) echo "setup: unknown argument $1 (takes none, --tests, --docs or --packages)" >&2; exit 2 ;;
 esac
-if [ $# -gt 1 ]; then echo "setup: takes one argument at most (--tests or --packages)" >&2; exit 2; fi
+if [ $# -gt 1 ]; then echo "setup: takes one argument at most (--tests, --docs or --packages)" >&2; exit 2; fi
 
 mkdir -p build
 log=build/setup.log
@@ -107,6 +110,12 @@ fi
 jobs=$(nproc 2>/dev/null || echo 2)
 echo "setup: configuring build/"
 run "configuring" cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON
+if [ "$what" = docs ]; then
+  echo "setup: writing the API reference"
+  run "running doxygen" cmake --build build --target docs
+  echo "setup: wrote build/docs/html/index.html ($(($(date +%s) - start)) s; doxygen's warnings: build/docs/warnings.log)"
+  exit 0
+fi
 echo "setup: building the matmem program ($jobs jobs)"
 run "compiling" cmake --build build -j "$jobs" --target matmem
 echo "setup: built build/matmem ($(($(date +%s) - start)) s)"

@@ -1,5 +1,6 @@
-// Optimiser interface: one update from the gradients held by the parameters, with state keyed by
-// parameter name (so a checkpoint stores and restores it by name, never by position).
+/// @file
+/// Optimiser interface: one update from the gradients held by the parameters, with state keyed by
+/// parameter name (so a checkpoint stores and restores it by name, never by position).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -9,24 +10,26 @@
 
 namespace matmem {
 
+/// An optimiser (RMSprop, Adam, SGD: make_optimizer() in models/training/trainer.hpp) over a ParameterStore.
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
+  /// One update of every parameter from the gradient it holds.
   virtual void step() = 0;
-  virtual const char* name() const = 0;
-  // Every state tensor, as "<parameter>/<slot>" -> tensor (for checkpoints).
+  virtual const char* name() const = 0;  ///< "rmsprop", "adam", "sgd"
+  /// Every state tensor, as "<parameter>/<slot>" -> tensor (for checkpoints).
   virtual std::map<std::string, Tensor*> state_tensors() = 0;
-  // Steps taken (Adam's bias correction needs it; checkpointed for all).
+  /// Steps taken (Adam's bias correction needs it; checkpointed for all).
   std::int64_t steps() const { return steps_; }
-  void set_steps(std::int64_t n) { steps_ = n; }
-  // The learning rate of the next steps is the configured one times this (a schedule's factor,
-  // models/training/schedule.hpp; 1 leaves every update as it was, bit for bit).
+  void set_steps(std::int64_t n) { steps_ = n; }  ///< restores the steps taken (from a checkpoint)
+  /// The learning rate of the next steps is the configured one times this (a schedule's factor,
+  /// models/training/schedule.hpp; 1 leaves every update as it was, bit for bit).
   void set_lr_scale(double scale) { lr_scale_ = scale; }
-  double lr_scale() const { return lr_scale_; }
+  double lr_scale() const { return lr_scale_; }  ///< the factor set_lr_scale() set
 
  protected:
-  std::int64_t steps_ = 0;
-  double lr_scale_ = 1.0;
+  std::int64_t steps_ = 0;  ///< steps taken
+  double lr_scale_ = 1.0;   ///< the learning rate's factor
 };
 
 }  // namespace matmem

@@ -1,59 +1,60 @@
-// Trainer: one model on one task with one optimiser, step by step, from a resolved Config.
-//
-// A step draws a batch from the task with the run's data Rng, unrolls the model on a tape, takes the mean
-// BCE over the target frames, backpropagates, checks that the loss and every gradient are finite, clips
-// (by value, then by global norm, as configured) and applies the optimiser, then checks that every
-// parameter and optimiser state is still finite. A non-finite loss or gradient changes nothing: the step is
-// re-run in anomaly mode to name the op that produced the first NaN/Inf. A non-finite update (a learning
-// rate large enough to overflow) is undone from a copy taken before it. Then, by the config key
-// `nonfinite`: "stop" (the default) throws a TrainingError naming the step and the op; "skip" counts the
-// step as done without an update (StepStats::skipped, skipped()) and throws once more than
-// `nonfinite.max_skips` steps were skipped. save() refuses to write a NaN or Inf.
-//
-// With `threads` = n > 1 in the config, a step splits its batch of B into n' = min(n, ⌊B / kMinPart⌋)
-// contiguous parts of ⌊B/n'⌋ or ⌈B/n'⌉ sequences (n' = 1: no split) and runs each part's forward and
-// backward in its own thread (ThreadTeam), on its own tape, with its own copy of the model whose parameter
-// values are copied from the trainer's model before the step. Part k backpropagates its mean loss seeded
-// with B_k / B, so the parts' gradients, added into the model's in part order, are the gradient of the
-// whole batch's mean loss; clipping and the optimiser then run once, on the model. The sums are in a
-// different order than one thread's, so a run with n threads rounds differently from a run with one, but
-// is itself reproducible bit for bit.
-//
-// Micro-batches (config key micro_batch = m > 0): a part of more than m sequences (the whole batch with one
-// thread) runs as micro-batches of m sequences and a last one of the rest, one after another on its tape, each backpropagated
-// with its share of the batch, their gradients added up in the model's: the same gradient as the part at once
-// up to rounding (the batch's sums are split differently), in a working set of m sequences, which a core's
-// caches hold where a large batch's does not (tools/README.md, "Batch scaling"). Reproducible bit for bit.
-// m is halved (16, 8, 4, …) while m sequences' largest recorded value — an NTM memory, slots × rows × cols
-// floats per sequence, which every memory op streams — takes more than micro_batch.state_kib (default 320
-// KiB, a third of the reference machine's 1 MiB L2 per core; 0: no limit): the paper's 120 slots of 6×6 keep
-// 16 (270 KiB), 256 slots take 8, 512 slots 4 and 1024 slots 2, whose memory states then fit the L2 (at batch
-// 16, three alternating runs against micro-batches of 16: 1.21–1.45× the sequences/s at 1024 slots, 1.21–1.32×
-// at 512, 1.00–1.06× at 256; tools/README.md "Batch scaling").
-// The largest value is measured on the memory estimate's probe passes (MemoryEstimate::state_bytes).
-//
-// Distributed (a Communicator of K > 1 ranks, `mpirun -np K matmem train --distributed`): every rank draws
-// the same batch from the same data Rng and takes its contiguous part, sequences ⌊B·r/K⌋ to ⌊B·(r+1)/K⌋, which
-// it splits over its own threads as above, each part seeded with its share B_k / B of the whole batch. The
-// ranks' gradients (and weighted losses and bit counts) are then gathered to every rank (MPI_Allgather) and
-// added in rank order, g = g_0 + g_1 + … + g_{K−1}, the same additions on every rank, so every rank applies the
-// same update and holds the same parameters, and a K-rank run is reproducible bit for bit. With one thread a
-// rank, the additions are those of one process with K threads: the two runs are identical bit for bit
-// (tests/tools/distributed_test.cpp). An all-reduce (MPI_Allreduce) would move less data for large K, but MPI
-// does not fix the order of its additions.
-//
-// Curriculum (config key curriculum.threshold = θ > 0; Graves et al. 2014 and later NTM work train on short
-// sequences or few items first): the task's sizes {min, max} (Task::size_range: copy lengths, recall items)
-// are drawn from {min, level} instead, level = curriculum.start (or min) at first. After every applied step
-// the step's cost per sequence (bits, class errors or NMSE) joins a window; once the window holds
-// curriculum.window steps, level grows by one if their mean cost is below θ, and the window starts afresh.
-// At level = max the draws are sample_into's, the same numbers from the same Rng. The level and the window
-// are saved in checkpoints, so a resumed run draws what an uninterrupted one does.
-//
-// save() writes DIR/checkpoint.safetensors atomically: parameters ("param/<name>"), optimiser state
-// ("optim/<name>/<slot>"), and metadata: step, the data Rng's state, the optimiser's step count and the
-// resolved config (and the curriculum's state). resume() restores all of it, so an interrupted and resumed
-// run equals an uninterrupted one bit for bit.
+/// @file
+/// Trainer: one model on one task with one optimiser, step by step, from a resolved Config.
+///
+/// A step draws a batch from the task with the run's data Rng, unrolls the model on a tape, takes the mean
+/// BCE over the target frames, backpropagates, checks that the loss and every gradient are finite, clips
+/// (by value, then by global norm, as configured) and applies the optimiser, then checks that every
+/// parameter and optimiser state is still finite. A non-finite loss or gradient changes nothing: the step is
+/// re-run in anomaly mode to name the op that produced the first NaN/Inf. A non-finite update (a learning
+/// rate large enough to overflow) is undone from a copy taken before it. Then, by the config key
+/// `nonfinite`: "stop" (the default) throws a TrainingError naming the step and the op; "skip" counts the
+/// step as done without an update (StepStats::skipped, skipped()) and throws once more than
+/// `nonfinite.max_skips` steps were skipped. save() refuses to write a NaN or Inf.
+///
+/// With `threads` = n > 1 in the config, a step splits its batch of B into n' = min(n, ⌊B / kMinPart⌋)
+/// contiguous parts of ⌊B/n'⌋ or ⌈B/n'⌉ sequences (n' = 1: no split) and runs each part's forward and
+/// backward in its own thread (ThreadTeam), on its own tape, with its own copy of the model whose parameter
+/// values are copied from the trainer's model before the step. Part k backpropagates its mean loss seeded
+/// with B_k / B, so the parts' gradients, added into the model's in part order, are the gradient of the
+/// whole batch's mean loss; clipping and the optimiser then run once, on the model. The sums are in a
+/// different order than one thread's, so a run with n threads rounds differently from a run with one, but
+/// is itself reproducible bit for bit.
+///
+/// Micro-batches (config key micro_batch = m > 0): a part of more than m sequences (the whole batch with one
+/// thread) runs as micro-batches of m sequences and a last one of the rest, one after another on its tape, each backpropagated
+/// with its share of the batch, their gradients added up in the model's: the same gradient as the part at once
+/// up to rounding (the batch's sums are split differently), in a working set of m sequences, which a core's
+/// caches hold where a large batch's does not (tools/README.md, "Batch scaling"). Reproducible bit for bit.
+/// m is halved (16, 8, 4, …) while m sequences' largest recorded value — an NTM memory, slots × rows × cols
+/// floats per sequence, which every memory op streams — takes more than micro_batch.state_kib (default 320
+/// KiB, a third of the reference machine's 1 MiB L2 per core; 0: no limit): the paper's 120 slots of 6×6 keep
+/// 16 (270 KiB), 256 slots take 8, 512 slots 4 and 1024 slots 2, whose memory states then fit the L2 (at batch
+/// 16, three alternating runs against micro-batches of 16: 1.21–1.45× the sequences/s at 1024 slots, 1.21–1.32×
+/// at 512, 1.00–1.06× at 256; tools/README.md "Batch scaling").
+/// The largest value is measured on the memory estimate's probe passes (MemoryEstimate::state_bytes).
+///
+/// Distributed (a Communicator of K > 1 ranks, `mpirun -np K matmem train --distributed`): every rank draws
+/// the same batch from the same data Rng and takes its contiguous part, sequences ⌊B·r/K⌋ to ⌊B·(r+1)/K⌋, which
+/// it splits over its own threads as above, each part seeded with its share B_k / B of the whole batch. The
+/// ranks' gradients (and weighted losses and bit counts) are then gathered to every rank (MPI_Allgather) and
+/// added in rank order, g = g_0 + g_1 + … + g_{K−1}, the same additions on every rank, so every rank applies the
+/// same update and holds the same parameters, and a K-rank run is reproducible bit for bit. With one thread a
+/// rank, the additions are those of one process with K threads: the two runs are identical bit for bit
+/// (tests/tools/distributed_test.cpp). An all-reduce (MPI_Allreduce) would move less data for large K, but MPI
+/// does not fix the order of its additions.
+///
+/// Curriculum (config key curriculum.threshold = θ > 0; Graves et al. 2014 and later NTM work train on short
+/// sequences or few items first): the task's sizes {min, max} (Task::size_range: copy lengths, recall items)
+/// are drawn from {min, level} instead, level = curriculum.start (or min) at first. After every applied step
+/// the step's cost per sequence (bits, class errors or NMSE) joins a window; once the window holds
+/// curriculum.window steps, level grows by one if their mean cost is below θ, and the window starts afresh.
+/// At level = max the draws are sample_into's, the same numbers from the same Rng. The level and the window
+/// are saved in checkpoints, so a resumed run draws what an uninterrupted one does.
+///
+/// save() writes DIR/checkpoint.safetensors atomically: parameters ("param/<name>"), optimiser state
+/// ("optim/<name>/<slot>"), and metadata: step, the data Rng's state, the optimiser's step count and the
+/// resolved config (and the curriculum's state). resume() restores all of it, so an interrupted and resumed
+/// run equals an uninterrupted one bit for bit.
 #pragma once
 #include <memory>
 #include <span>
@@ -72,110 +73,120 @@ namespace matmem {
 class Communicator;
 class ThreadTeam;
 
+/// A training step failed (a NaN or Inf under nonfinite = "stop", too many skipped steps); the message names
+/// the step and the op.
 struct TrainingError : Error {
   using Error::Error;
 };
 
+/// What one training step measured.
 struct StepStats {
-  double loss = 0, bits = 0, grad_norm = 0;
-  std::int64_t frames = 0;  // time steps of the sequence drawn
-  bool skipped = false;     // nonfinite = "skip": the step was not applied; `nonfinite` says why
-  std::string nonfinite;
+  double loss = 0, bits = 0, grad_norm = 0;  ///< the batch's mean loss, its cost per sequence, the gradient's norm
+  std::int64_t frames = 0;  ///< time steps of the sequence drawn
+  bool skipped = false;     ///< nonfinite = "skip": the step was not applied; `nonfinite` says why
+  std::string nonfinite;    ///< what was not finite (empty when all was)
 };
 
-// What a run will hold in memory at its longest sequence, estimated before training (see
-// Trainer::memory_estimate). Bytes as doubles: an absurd configuration must not overflow its own estimate.
+/// What a run will hold in memory at its longest sequence, estimated before training (see
+/// Trainer::memory_estimate). Bytes as doubles: an absurd configuration must not overflow its own estimate.
 struct MemoryEstimate {
-  double bytes = 0;                // the whole process: what it holds now, the tapes and the batch's data
-  double tape_bytes = 0;           // of which the tapes of a pass over the longest sequence
-  double tape_bytes_per_frame = 0; // one sequence's tape per time step
-  std::int64_t longest_frames = 0; // time steps of the longest sequence the task draws
-  std::int64_t batch = 0;
-  std::int64_t micro_batch = 0;    // the sequences a pass runs (0: the whole batch), after micro_batch.state_kib
-  double state_bytes = 0;          // one sequence's largest recorded value (an NTM's memory state)
-  double available = 0;            // the machine's available memory (MemAvailable, or a cgroup's limit)
-  std::string str() const;         // "about X GiB for …; Y GiB available"
+  double bytes = 0;                ///< the whole process: what it holds now, the tapes and the batch's data
+  double tape_bytes = 0;           ///< of which the tapes of a pass over the longest sequence
+  double tape_bytes_per_frame = 0; ///< one sequence's tape per time step
+  std::int64_t longest_frames = 0; ///< time steps of the longest sequence the task draws
+  std::int64_t batch = 0;          ///< B
+  std::int64_t micro_batch = 0;    ///< the sequences a pass runs (0: the whole batch), after micro_batch.state_kib
+  double state_bytes = 0;          ///< one sequence's largest recorded value (an NTM's memory state)
+  double available = 0;            ///< the machine's available memory (MemAvailable, or a cgroup's limit)
+  std::string str() const;         ///< "about X GiB for …; Y GiB available"
 };
 
-// A model's loss and cost over a whole part of a SplitTask's data, in batches of `batch` (the last one smaller),
-// without gradients: the mean loss per example, and the errors per example (for TargetKind::classes with one
-// target row, the error rate; accuracy = 1 − error).
+/// A model's loss and cost over a whole part of a SplitTask's data, in batches of `batch` (the last one smaller),
+/// without gradients: the mean loss per example, and the errors per example (for TargetKind::classes with one
+/// target row, the error rate; accuracy = 1 − error).
 struct SplitResult {
-  double loss = 0, error = 0;
-  std::int64_t count = 0;
+  double loss = 0, error = 0;  ///< mean loss and errors per example
+  std::int64_t count = 0;      ///< examples evaluated
 };
+/// Evaluates `model` on part `split` of `task` (see SplitResult), on `tape`.
 SplitResult evaluate_split(Model& model, Tape& tape, const SplitTask& task, Split split, std::int64_t batch);
 
-// The steps a run of this config trains: `steps`, or with `epochs` > 0 on a SplitTask, epochs × its steps
-// per epoch.
+/// The steps a run of this config trains: `steps`, or with `epochs` > 0 on a SplitTask, epochs × its steps
+/// per epoch.
 std::int64_t step_budget(const Config& config, const Task& task);
 
+/// Trains one model on one task with one optimiser, step by step, from a resolved Config (see the file).
 class Trainer {
  public:
-  // `ranks`: the ranks of a distributed run (nullptr or one rank: this process trains alone).
+  /// A trainer of the config's model, task and optimiser. `ranks`: the ranks of a distributed run (nullptr
+  /// or one rank: this process trains alone).
   explicit Trainer(const Config& config, const Communicator* ranks = nullptr);
   ~Trainer();
-  // A trainer restored from DIR/checkpoint.safetensors; `steps` > 0 replaces the configured step budget and
-  // `threads` > 0 the configured threads.
-  // `sets` ("key=value") change the checkpoint's config for the steps to come: only the keys of
-  // kResumeKeys (the learning rate and its schedule, clipping, non-finite handling, logging), never the model,
-  // the task or its data.
+  /// A trainer restored from DIR/checkpoint.safetensors; `steps` > 0 replaces the configured step budget and
+  /// `threads` > 0 the configured threads.
+  /// `sets` ("key=value") change the checkpoint's config for the steps to come: only the keys of
+  /// kResumeKeys (the learning rate and its schedule, clipping, non-finite handling, logging), never the model,
+  /// the task or its data.
   static std::unique_ptr<Trainer> resume(const std::string& dir, std::int64_t steps = 0, std::int64_t threads = 0,
                                          const Communicator* ranks = nullptr, std::span<const std::string> sets = {});
+  /// The keys a resume may change.
   static constexpr const char* kResumeKeys[] = {"lr",         "lr.schedule", "lr.step_every", "lr.step_factor",
                                                 "lr.cosine_final", "clip.norm", "clip.value", "nonfinite",
                                                 "nonfinite.max_skips", "log_every", "checkpoint_every"};
 
+  /// One training step (see the file).
   StepStats step();
-  std::int64_t steps_done() const { return step_; }
-  std::int64_t steps_total() const { return config_.integer("steps"); }
-  std::int64_t skipped() const { return skipped_; }  // steps skipped for a NaN/Inf, over the whole run
-  // The largest size a step draws under a curriculum (above); 0 without one.
+  std::int64_t steps_done() const { return step_; }  ///< steps done, over the whole run
+  std::int64_t steps_total() const { return config_.integer("steps"); }  ///< the step budget
+  std::int64_t skipped() const { return skipped_; }  ///< steps skipped for a NaN/Inf, over the whole run
+  /// The largest size a step draws under a curriculum (above); 0 without one.
   std::int64_t curriculum_level() const { return curriculum_.level; }
 
+  /// Writes DIR/checkpoint.safetensors atomically (see the file); refuses a NaN or Inf.
   void save(const std::string& dir) const;
 
-  // Data sets and the graph task (a SplitTask): every eval.interval steps the validation part is evaluated
-  // after the step and early stopping (models/training/early_stopping.hpp) told its eval.metric (error or
-  // loss); the parameters of the best evaluation are kept, and written beside the checkpoint as
-  // best.safetensors (its metadata names the step; a file from a step other than the checkpoint's best is
-  // not read back). stopped() says to end the run. `epochs` > 0 in the config sets the step budget to
-  // epochs × the steps of an epoch.
+  /// Data sets and the graph task (a SplitTask): every eval.interval steps the validation part is evaluated
+  /// after the step and early stopping (models/training/early_stopping.hpp) told its eval.metric (error or
+  /// loss); the parameters of the best evaluation are kept, and written beside the checkpoint as
+  /// best.safetensors (its metadata names the step; a file from a step other than the checkpoint's best is
+  /// not read back). stopped() says to end the run. `epochs` > 0 in the config sets the step budget to
+  /// epochs × the steps of an epoch. split_task() is the task as a SplitTask, or nullptr.
   const SplitTask* split_task() const { return dynamic_cast<const SplitTask*>(task_.get()); }
-  bool evaluated() const { return evaluated_; }  // the last step evaluated the validation part
-  const SplitResult& last_validation() const { return validation_; }
-  const EarlyStopping& early_stopping() const { return best_.rule(); }
-  bool stopped() const { return best_.rule().stopped(); }
+  bool evaluated() const { return evaluated_; }  ///< the last step evaluated the validation part
+  const SplitResult& last_validation() const { return validation_; }  ///< the last validation result
+  const EarlyStopping& early_stopping() const { return best_.rule(); }  ///< the stopping rule's state
+  bool stopped() const { return best_.rule().stopped(); }  ///< early stopping says to end the run
+  /// Evaluates the model on a whole part of the SplitTask's data.
   SplitResult evaluate(Split split);
-  // Puts the best evaluation's parameters into the model (training cannot go on from them); false when the
-  // run has none.
+  /// Puts the best evaluation's parameters into the model (training cannot go on from them); false when the
+  /// run has none.
   bool restore_best() { return best_.restore(*model_); }
 
-  Model& model() { return *model_; }
-  const Task& task() const { return *task_; }
-  const Config& config() const { return config_; }
-  Optimizer& optimizer() { return *optimizer_; }
-  Tape& tape() { return tape_; }  // part 0's (the only one with one thread)
-  Rng& data_rng() { return data_rng_; }
-  int threads() const;  // the parts a step runs in: n' above (in this rank)
-  int ranks() const;    // K above: 1 when not distributed
-  // The seconds the last step spent gathering and adding the ranks' gradients (0 when not distributed).
+  Model& model() { return *model_; }                ///< the model trained
+  const Task& task() const { return *task_; }       ///< the task it is trained on
+  const Config& config() const { return config_; }  ///< the resolved config
+  Optimizer& optimizer() { return *optimizer_; }    ///< the optimiser
+  Tape& tape() { return tape_; }  ///< part 0's (the only one with one thread)
+  Rng& data_rng() { return data_rng_; }  ///< the Rng the batches are drawn from
+  int threads() const;  ///< the parts a step runs in: n' above (in this rank)
+  int ranks() const;    ///< K above: 1 when not distributed
+  /// The seconds the last step spent gathering and adding the ranks' gradients (0 when not distributed).
   double reduce_seconds() const { return reduce_seconds_; }
-  // With threads > 1, the seconds each part of the last step took on its thread (forward and backward of
-  // its micro-batches), in part order; the step waits for the slowest. Empty with one thread.
+  /// With threads > 1, the seconds each part of the last step took on its thread (forward and backward of
+  /// its micro-batches), in part order; the step waits for the slowest. Empty with one thread.
   const std::vector<double>& part_seconds() const { return part_seconds_; }
-  // The fewest sequences in a part. The memory ops' SIMD lanes run over the batch, and a part of 2 or 3
-  // sequences leaves most of them empty: the MatNTM copy step at batch 4 took 2.5 ms with one thread and
-  // 3.6 ms with two (parts of 2, then run as scalar passes; as the masked passes of ops::simd_loop since,
-  // a batch of 2 runs 0.975 of that), at batch 8 4.0 and 3.6 ms.
+  /// The fewest sequences in a part. The memory ops' SIMD lanes run over the batch, and a part of 2 or 3
+  /// sequences leaves most of them empty: the MatNTM copy step at batch 4 took 2.5 ms with one thread and
+  /// 3.6 ms with two (parts of 2, then run as scalar passes; as the masked passes of ops::simd_loop since,
+  /// a batch of 2 runs 0.975 of that), at batch 8 4.0 and 3.6 ms.
   static constexpr std::int64_t kMinPart = 4;
-  // Measured before training by two short probe passes on a tape of their own (batch min(B, 64), the
-  // task's two smallest sizes): a pass's arena bytes grow linearly with the sequence's time steps and the
-  // batch, so the probes give bytes per time step and sequence, extrapolated to the longest sequence and
-  // the whole batch, plus the data and what the process holds already. A run whose estimate exceeds the
-  // available memory is refused (config key memory.check) before it allocates.
+  /// The run's memory estimate, measured before training by two short probe passes on a tape of their own
+  /// (batch min(B, 64), the task's two smallest sizes): a pass's arena bytes grow linearly with the
+  /// sequence's time steps and the batch, so the probes give bytes per time step and sequence, extrapolated
+  /// to the longest sequence and the whole batch, plus the data and what the process holds already. A run whose estimate exceeds the
+  /// available memory is refused (config key memory.check) before it allocates.
   const MemoryEstimate& memory_estimate() const { return memory_; }
-  // The FLOPs the last step's tapes recorded, forward and backward, over all parts and micro-batches.
+  /// The FLOPs the last step's tapes recorded, forward and backward, over all parts and micro-batches.
   double step_flops() const;
 
  private:
@@ -232,6 +243,7 @@ class Trainer {
   MemoryEstimate estimate_memory();
 };
 
+/// The optimiser the config names (key "optimizer": rmsprop, adam, sgd) with its settings, over `params`.
 std::unique_ptr<Optimizer> make_optimizer(const Config& config, ParameterStore& params);
 
 }  // namespace matmem
