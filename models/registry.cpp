@@ -7,6 +7,7 @@
 
 #include "matmem/models/data/fashion_mnist.hpp"
 #include "matmem/models/data/fashion_reconstruction.hpp"
+#include "matmem/models/data/user_data.hpp"
 #include "matmem/models/fastweights/fast_weights.hpp"
 #include "matmem/models/ffn/autoencoder.hpp"
 #include "matmem/models/ffn/ffn.hpp"
@@ -337,8 +338,16 @@ std::unique_ptr<Task> make_task(const Config& c) {
     if (!(noise >= 0 && noise < 1)) throw Error(fmt::format("config: task.noise = {} must be in [0, 1)", noise));
     return std::make_unique<FashionMnistReconstructionTask>(o, noise);
   }
+  if (name == "data") {
+    UserDataOptions o;
+    o.data = c.str("task.data"), o.loss = c.str("task.loss"), o.classes = c.integer("task.classes");
+    if (o.classes < 0) throw Error(fmt::format("config: task.classes = {} must be ≥ 0", o.classes));
+    o.batch = c.integer("batch");
+    o.seed = std::uint64_t(c.integer("seed"));
+    return std::make_unique<UserDataTask>(o);
+  }
   throw Error(fmt::format("config: unknown task {} (known: copy, recall, delay, retrieval, mackey_glass, "
-                          "fashion_mnist, fashion_mnist_ae, graph)", name));
+                          "fashion_mnist, fashion_mnist_ae, data, graph)", name));
 }
 
 }  // namespace matmem
