@@ -64,6 +64,11 @@ TEST_CASE("train and eval on the user's data: validation, early stopping, the te
   CHECK(best + 3 == curve.size());  // two evaluations without a new best after the best one
   const std::string step = std::to_string(curve[best].step);
   CHECK_THAT(t.output, Contains("parameters of step " + step + " (best validation loss "));
+  // The table names the BCE loss and the bit errors per sequence of task.loss = bce.
+  const CommandResult table = run_matmem("eval --checkpoint run", dir);
+  INFO(table.output);
+  REQUIRE(table.status == 0);
+  CHECK_THAT(table.output, Contains("sequences        bce   bits/seq") && Contains("test       12"));
   const CommandResult e = run_matmem("eval --checkpoint run --csv -", dir);
   INFO(e.output);
   REQUIRE(e.status == 0);
