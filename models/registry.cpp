@@ -7,6 +7,7 @@
 
 #include "matmem/models/data/fashion_mnist.hpp"
 #include "matmem/models/data/fashion_reconstruction.hpp"
+#include "matmem/models/data/user_data.hpp"
 #include "matmem/models/fastweights/fast_weights.hpp"
 #include "matmem/models/ffn/autoencoder.hpp"
 #include "matmem/models/ffn/ffn.hpp"
@@ -282,7 +283,7 @@ std::unique_ptr<Model> make_model(const Config& config, const Task& task, DType 
 namespace {
 // The tasks make_task() builds itself.
 constexpr const char* kBuiltinTasks[] = {"copy", "recall", "delay", "retrieval", "mackey_glass",
-                                         "fashion_mnist", "fashion_mnist_ae", "graph"};
+                                         "fashion_mnist", "fashion_mnist_ae", "data", "graph"};
 
 std::vector<std::pair<std::string, TaskFactory>>& task_factories() {
   static std::vector<std::pair<std::string, TaskFactory>> all;
@@ -361,6 +362,14 @@ std::unique_ptr<Task> make_task(const Config& c) {
     const double noise = c.num("task.noise");
     if (!(noise >= 0 && noise < 1)) throw Error(fmt::format("config: task.noise = {} must be in [0, 1)", noise));
     return std::make_unique<FashionMnistReconstructionTask>(o, noise);
+  }
+  if (name == "data") {
+    UserDataOptions o;
+    o.data = c.str("task.data"), o.loss = c.str("task.loss"), o.classes = c.integer("task.classes");
+    if (o.classes < 0) throw Error(fmt::format("config: task.classes = {} must be ≥ 0", o.classes));
+    o.batch = c.integer("batch");
+    o.seed = std::uint64_t(c.integer("seed"));
+    return std::make_unique<UserDataTask>(o);
   }
   std::string known;
   for (const std::string& n : task_names()) known += (known.empty() ? "" : ", ") + n;

@@ -50,7 +50,8 @@ plot::EvalSeries run_data_set(Trainer& trainer, const std::string& checkpoint, s
                                                trainer.early_stopping().best_step(), trainer.config().str("eval.metric"),
                                                trainer.early_stopping().best())
                                  : fmt::format("the last parameters (step {})", trainer.steps_done());
-  // Classes: the error rate and accuracy; reals (reconstruction): the loss is the MSE, the error the NMSE.
+  // Classes: the error rate and accuracy; reals (reconstruction): the loss is the MSE, the error the NMSE; bits
+  // (the user's data with task.loss = bce): the BCE and the bit errors per sequence.
   const bool classes = task.target_kind() == TargetKind::classes;
   if (csv && csv_header)
     fmt::print(csv, "{}split,{},loss,error{}\n", several ? "run," : "", task.example_name(), classes ? ",accuracy" : "");
@@ -59,7 +60,9 @@ plot::EvalSeries run_data_set(Trainer& trainer, const std::string& checkpoint, s
     fmt::print("{}{} after {} steps ({:.2f} epochs), {} parameters, on {}; {}\n{:>12} {:>8} {:>10} {:>10} {:>10}\n",
                several ? checkpoint + ": " : "", trainer.config().str("model"), trainer.steps_done(),
                double(trainer.steps_done()) / double(task.steps_per_epoch()), trainer.model().params().element_count(),
-               task.name(), which, "part", task.example_name(), classes ? "loss" : "mse", classes ? "error" : "nmse",
+               task.name(), which, "part", task.example_name(),
+               classes ? "loss" : task.target_kind() == TargetKind::bits ? "bce" : "mse",
+               classes ? "error" : task.target_kind() == TargetKind::bits ? "bits/seq" : "nmse",
                classes ? "accuracy" : "");
   for (Split s : {Split::validation, Split::test}) {
     const SplitResult r = trainer.evaluate(s);

@@ -224,6 +224,70 @@ Unroller::Unroller(Model& model, Tape& tape) : model_(model), tape_(tape), step_
   losses_.reserve(64);
 }
 
+// Target step k of a masked run (Sequence::lane_mask), w_b the lane's weight 1/(n_b·B'), m_b its mask:
+//   bits:    Σ_{b,i,j} (m_b w_b / (r c)) (softplus(y) − y t)      (softplus(y) − y t is the BCE with logits)
+//   reals:   Σ_{b,i,j} (m_b w_b / (r c)) (y − t)²
+//   classes: softmax_cross_entropy(y, t'), t' = t · m_b w_b B per lane (its mean over the B·r rows is linear in
+//            the target, and its gradient softmax(y) Σ t' − t' holds for any target sums)
+// The cost counts the lanes with m_b ≠ 0 only, divided by B' (`lanes`); reals add to the NMSE's sums.
+template <class T>
+void Unroller::run_masked_step(const Sequence& seq, std::size_t k, Var y, Var t_var, const T* x,
+                               double& squared_error, double& target_sum, double& target_squares,
+                               std::int64_t& target_count, std::int64_t lanes) {
+  const Tensor& target = seq.targets[k];
+  const Shape& s = target.shape();
+  const std::int64_t B = s.batch, r = s.rows, c = s.cols;
+  const float* m = seq.lane_mask.data() + k * std::size_t(B);
+  // The per-element weights of bits and reals, the weighted targets of classes: a value the tape holds.
+  const Var weights = tape_.constant(s, 0.0);
+  T* wv = weights.value<T>().data;
+  const T* t = t_var.value<T>().data;
+  auto lane_weight = [&](std::int64_t b) { return m[b] != 0 ? lane_weight_[std::size_t(b)] : 0.0; };
+  switch (seq.kind) {
+    case TargetKind::bits:
+    case TargetKind::reals: {
+      std::int64_t errors = 0;
+      for (std::int64_t i = 0; i < r; ++i)
+        for (std::int64_t b = 0; b < B; ++b)
+          for (std::int64_t j = 0; j < c; ++j) {
+            const std::int64_t o = s.offset(b, 0, i, j);
+            wv[o] = T(lane_weight(b) / double(r * c));
+            if (m[b] == 0) continue;
+            if (seq.kind == TargetKind::bits) {
+              errors += (x[o] > T(0)) != (t[o] > T(0.5));
+            } else {
+              const double e = double(x[o]) - double(t[o]);
+              squared_error += e * e, target_sum += double(t[o]), target_squares += double(t[o]) * double(t[o]);
+              ++target_count;
+            }
+          }
+      if (seq.kind == TargetKind::bits) {
+        losses_.push_back(sum(hadamard(weights, sub(softplus(y), hadamard(y, t_var)))));
+        result_.bits += double(errors) / double(lanes);
+      } else {
+        const Var d = sub(y, t_var);
+        losses_.push_back(sum(hadamard(weights, hadamard(d, d))));
+      }
+      break;
+    }
+    case TargetKind::classes: {
+      std::int64_t wrong = 0;
+      for (std::int64_t row = 0; row < B * r; ++row) {  // row i·B + b of the frame is row i of sequence b
+        const std::int64_t b = row % B;
+        const double f = lane_weight(b) * double(B);
+        for (std::int64_t j = 0; j < c; ++j) wv[row * c + j] = T(double(t[row * c + j]) * f);
+        if (m[b] == 0) continue;
+        const T* yr = t + row * c;
+        if (std::all_of(yr, yr + c, [](T v) { return v == T(0); })) continue;  // a row without a target
+        wrong += std::max_element(x + row * c, x + (row + 1) * c) - (x + row * c) != std::max_element(yr, yr + c) - yr;
+      }
+      losses_.push_back(softmax_cross_entropy(y, weights));
+      result_.bits += double(wrong) / double(lanes);
+      break;
+    }
+  }
+}
+
 const SequenceResult& Unroller::run(const Sequence& seq) {
   if (!model_.built()) model_.build();
   if (seq.inputs.empty()) throw Error("run: the sequence has no frames");
@@ -244,6 +308,20 @@ const SequenceResult& Unroller::run(const Sequence& seq) {
   std::size_t next_target = 0;
   double squared_error = 0, target_sum = 0, target_squares = 0;  // reals: the NMSE's sums
   std::int64_t target_count = 0;
+  // A lane mask (Sequence::lane_mask): w_b = 1 / (n_b·B') for a sequence with n_b > 0 target steps, B' of them.
+  const bool masked = !seq.lane_mask.empty();
+  std::int64_t lanes_with_target = B;
+  if (masked) {
+    if (seq.lane_mask.size() != seq.targets.size() * std::size_t(B))
+      throw Error(fmt::format("run: a lane mask of {} entries for {} target steps of {} sequences",
+                              seq.lane_mask.size(), seq.targets.size(), B));
+    lane_weight_.assign(std::size_t(B), 0.0);
+    for (std::size_t k = 0; k < seq.targets.size(); ++k)
+      for (std::int64_t b = 0; b < B; ++b) lane_weight_[std::size_t(b)] += seq.lane_mask[k * std::size_t(B) + std::size_t(b)] != 0;
+    lanes_with_target = std::count_if(lane_weight_.begin(), lane_weight_.end(), [](double n) { return n > 0; });
+    if (lanes_with_target == 0) throw Error("run: the lane mask leaves no sequence a target");
+    for (double& w : lane_weight_) w = w > 0 ? 1.0 / (w * double(lanes_with_target)) : 0.0;
+  }
   for (std::size_t t = 0; t < seq.inputs.size(); ++t) {
     const bool is_target = next_target < seq.target_steps.size() && seq.target_steps[next_target] == std::int64_t(t);
     step_.begin_step(std::int64_t(t), tape_.input(seq.inputs[t]), is_target);
@@ -257,6 +335,11 @@ const SequenceResult& Unroller::run(const Sequence& seq) {
       dispatch(tape_.dtype(), [&](auto z) {
         using T = decltype(z);
         const T* x = y.value<T>().data;
+        if (masked) {
+          run_masked_step<T>(seq, next_target, y, t_var, x, squared_error, target_sum, target_squares, target_count,
+                             lanes_with_target);
+          return;
+        }
         switch (seq.kind) {
           case TargetKind::bits:
             losses_.push_back(bce_with_logits(y, t_var));
@@ -299,7 +382,8 @@ const SequenceResult& Unroller::run(const Sequence& seq) {
   }
   Var total = losses_[0];
   for (std::size_t k = 1; k < losses_.size(); ++k) total = add(total, losses_[k]);
-  result_.loss = scale(total, 1.0 / double(losses_.size()));
+  // Masked: each step's loss already carries its lanes' weights 1/(n_b·B').
+  result_.loss = masked ? total : scale(total, 1.0 / double(losses_.size()));
   return result_;
 }
 

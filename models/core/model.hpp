@@ -244,7 +244,8 @@ struct SequenceResult {
 /// over target steps of a per-step loss chosen by the sequence's TargetKind (models/tasks/tasks.hpp): the
 /// BCE-with-logits of the output against the target for bits (= the BCE over every target element), the
 /// softmax cross-entropy of each output row for classes, the MSE for reals; `bits` is the kind's cost
-/// (bit errors, class errors per sequence, or NMSE). Keeps its Step, so repeated runs reuse the parameter
+/// (bit errors, class errors per sequence, or NMSE). A sequence with a lane mask (Sequence::lane_mask) takes
+/// the masked mean that Sequence describes instead. Keeps its Step, so repeated runs reuse the parameter
 /// cache and allocate nothing.
 class Unroller {
  public:
@@ -260,6 +261,12 @@ class Unroller {
   Step step_;
   SequenceResult result_;
   std::vector<Var> losses_;
+  // Masked runs: each sequence's weight 1/(n_b·B'), or 0.
+  std::vector<double> lane_weight_;
+  // Target step k of a masked run: appends its weighted loss to losses_ and adds its cost.
+  template <class T>
+  void run_masked_step(const Sequence& seq, std::size_t k, Var y, Var target, const T* x, double& squared_error,
+                       double& target_sum, double& target_squares, std::int64_t& target_count, std::int64_t lanes);
 };
 
 }  // namespace matmem

@@ -89,6 +89,7 @@ void Sequence::reset() {
   inputs.clear();
   targets.clear();
   target_steps.clear();
+  lane_mask.clear();
 }
 
 Tensor Sequence::take(DType dtype, Shape shape) {
@@ -134,6 +135,11 @@ void batch_slice(const Sequence& from, std::int64_t first, std::int64_t count, S
   for (std::size_t k = 0; k < from.targets.size(); ++k) {
     const Tensor& x = from.targets[k];
     slice(x, out.add_target(x.dtype(), matrices(count, x.shape().rows, x.shape().cols), from.target_steps[k]));
+  }
+  if (!from.lane_mask.empty()) {
+    const std::int64_t B = from.inputs.empty() ? 0 : from.inputs[0].shape().batch;
+    for (std::size_t k = 0; k < from.targets.size(); ++k)
+      for (std::int64_t b = first; b < first + count; ++b) out.lane_mask.push_back(from.lane_mask[k * std::size_t(B) + std::size_t(b)]);
   }
 }
 

@@ -55,6 +55,15 @@ struct Sequence {
   std::vector<std::int64_t> target_steps;  ///< the time step (0-based) of each target
   /// Graph tasks: the neighbours each lane (node) reads in this pass (models/tasks/graph.hpp); else empty.
   std::shared_ptr<const Neighbours> graph;
+  /// Per-lane masks of the target steps, lane_mask[k·B + b] for target step k and sequence b: nonzero when
+  /// sequence b has a target there (padding, sequences of different lengths: models/data/user_data.hpp).
+  /// Empty: every sequence has a target at every target step. With a mask the loss is the mean over the
+  /// sequences with a target of the mean over each one's target steps of its per-step loss (m ∈ {0,1}, n_b =
+  /// Σ_k m_kb, B' the sequences with n_b > 0):  L = (1/B') Σ_b (1/n_b) Σ_k m_kb ℓ_kb,  ℓ_kb the kind's loss
+  /// of sequence b's output at step k (the mean BCE or squared error over its elements, the mean softmax
+  /// cross-entropy over its rows); a masked-out lane adds nothing to the loss, its gradient or the cost, and
+  /// the cost is divided by B'. With every mask 1 this is the loss without a mask.
+  std::vector<float> lane_mask;
 
   /// Drawing into a Sequence again reuses its buffers: reset() keeps every tensor aside, and the next
   /// add_input/add_target of the same shape takes one back (zeroed), so a training loop allocates nothing.

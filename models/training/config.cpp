@@ -22,7 +22,7 @@ std::vector<ConfigKey>& all_keys() {
       {"task", "\"copy\"",
        "task: copy, recall, delay (delayed recall), retrieval (associative retrieval), mackey_glass (series "
        "prediction; models/tasks/), fashion_mnist (image classification), fashion_mnist_ae (corrupted-image "
-       "reconstruction; models/data/) or graph (node classification on a generated graph, the whole graph one "
+       "reconstruction; models/data/), data (the user's own sequences from files, task.data; models/data/user_data.hpp) or graph (node classification on a generated graph, the whole graph one "
        "batch: the key batch is not used, micro_batch must be 0 and threads 1)"},
       {"seed", "1", "seed of the run: parameter initialisation and every sequence drawn"},
       {"steps", "3000", "training steps (one batch each)"},
@@ -77,6 +77,14 @@ std::vector<ConfigKey>& all_keys() {
       {"task.split_seed", "1", "fashion_mnist: seed of the train/validation/test split (the run's seed orders the epochs)"},
       {"task.flatten", "false", "fashion_mnist: frames 1x784 (the vector nets' input) instead of the 28x28 image"},
       {"task.noise", "0.2", "fashion_mnist_ae: training inputs have each pixel set to 0 with this probability"},
+      {"task.data", "\"\"",
+       "data: directory of the user's sequences: train.safetensors, validation.safetensors, test.safetensors "
+       "(tensors inputs [N,T,r,c], targets, mask [N,T]), or train/, validation/, test/ holding inputs.npy, "
+       "targets.npy, mask.npy (models/README.md, \"Your own data\")"},
+      {"task.loss", "\"bce\"",
+       "data: bce (targets in [0,1], cost bit errors), mse (real targets, cost NMSE) or softmax_ce (integer class "
+       "targets [N,T] or [N,T,r'], cost class errors)"},
+      {"task.classes", "0", "data, task.loss = softmax_ce: the classes C (0: the largest class in the files + 1)"},
       {"epochs", "0", "data sets: train this many epochs (replaces steps by epochs x floor(task.train / batch); --steps sets it to 0); 0: by steps"},
       {"eval.interval", "0",
        "data sets and the graph task: evaluate the validation part every this many steps, keeping the parameters "
