@@ -262,7 +262,7 @@ TEST_CASE("data: a batch whose lanes all count at every target step has no lane 
   CHECK(s.lane_mask.empty());
 }
 
-TEST_CASE("data: softmax_ce reads integer classes as one-hot rows; an uncounted step's class is free", "[tasks][user-data]") {
+TEST_CASE("data: softmax_ce reads integer classes as one-hot rows, and an uncounted step's class is free", "[tasks][user-data]") {
   const fs::path dir = testing::temp_dir("user-data-classes");
   write_npy_part(dir / "train");
   // Classes [N, T] as int64: sequence n's class at step t is (n + t) mod 4, −1 where it is not counted.
