@@ -14,4 +14,8 @@ inline std::string sysfs_path(std::string_view relative) {
   return std::string(root && *root ? root : "/sys") + "/" + std::string(relative);
 }
 
+// Bytes of memory this process may still take: MemAvailable from /proc/meminfo (else free pages), or less
+// when a cgroup (v2) limits it (memory.max − memory.current under sysfs_path("fs/cgroup")).
+double available_memory();
+
 }  // namespace matmem

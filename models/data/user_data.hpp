@@ -67,10 +67,8 @@ struct UserData {
 // Reads and checks the three parts (see above); throws an Error naming the file, the tensor and its shape.
 UserData load_user_data(const UserDataOptions& o);
 
-// Refuses a file of `bytes` that would not fit in `available` bytes of memory, naming both.
-// available_memory(): MemAvailable of /proc/meminfo, or less when a cgroup (v2) limits the process (its
-// memory.max − memory.current under sysfs, runtime/sysfs.hpp).
-double available_memory();
+// Refuses a file of `bytes` that would not fit in `available` bytes of memory (available_memory(),
+// runtime/sysfs.hpp), naming both.
 void check_fits_in_memory(const std::string& path, double bytes, double available);
 
 class UserDataTask : public SplitTask {
