@@ -1,15 +1,18 @@
 # Fails unless the READMEs show the examples verbatim:
-#   * README.md shows each of its example files whole;
+#   * ops/README.md and models/README.md show their whole examples (custom_op.cpp, gamma_memory_rnn.cpp);
 #   * every region of a guide example (tools/examples/guide/*.cpp) between a line `// guide-begin README`
 #     and a line `// guide-end` appears in that README (a path from the source root) verbatim, less the
 #     indentation of its guide-begin line. Each guide example has at least one region.
 cmake_minimum_required(VERSION 3.22)
-file(READ "${SOURCE_DIR}/README.md" readme)
-foreach(example tools/examples/custom_op.cpp tools/examples/gamma_memory_rnn.cpp)
+foreach(pair ops/README.md:tools/examples/custom_op.cpp models/README.md:tools/examples/gamma_memory_rnn.cpp)
+  string(REPLACE ":" ";" pair "${pair}")
+  list(GET pair 0 shown_in)
+  list(GET pair 1 example)
+  file(READ "${SOURCE_DIR}/${shown_in}" readme)
   file(READ "${SOURCE_DIR}/${example}" text)
   string(FIND "${readme}" "${text}" at)
   if(at EQUAL -1)
-    message(FATAL_ERROR "README.md does not contain ${example} verbatim; update the README")
+    message(FATAL_ERROR "${shown_in} does not contain ${example} verbatim; update it")
   endif()
 endforeach()
 

@@ -16,6 +16,7 @@
 #include "matmem/autodiff/gradcheck.hpp"
 #include "matmem/models/core/model.hpp"
 #include "matmem/models/data/user_data.hpp"
+#include "matmem/runtime/sysfs.hpp"
 #include "matmem/runtime/error.hpp"
 #include "matmem/runtime/safetensors.hpp"
 #include "matmem/tests/models/data/small_data.hpp"
