@@ -2,10 +2,11 @@
 # Installs what matmem needs from Debian's packages (only what is missing), then configures and builds it in
 # ./build. Safe to run again: with everything present it only rebuilds what changed.
 #   tools/setup.sh             install, configure, build the matmem program (what the main job needs)
-#   tools/setup.sh --tests     the same, then everything else: test programs, examples (what ctest runs)
+#   tools/setup.sh --tests     the same, then everything else: test programs, examples and the Python module
+#                              (what ctest runs), and a .pth file that lets Debian's python3 import matmem
 #   tools/setup.sh --docs      install what the build needs and doxygen, configure, and write the API reference
 #                              of the public headers to build/docs/html (the target `docs`; compiles nothing)
-#   tools/setup.sh --packages  print the package list, one a line (the test setup:packages_cover_build
+#   tools/setup.sh --packages  print the package list of --tests, one a line (the test setup:packages_cover_build
 #                              checks it against every header and library the build reads)
 # It prints a line at least every 10 s: what apt-get is installing, the build's progress, and while one
 # long file compiles, which one and for how long. The full output goes to build/setup.log.
@@ -23,10 +24,15 @@ packages=(g++ cmake make xtensor-dev libxtensor-blas-dev libopenblas-dev liblapa
           nlohmann-json3-dev libcli11-dev libxsmm-dev libxsimd-dev
           libplplot-dev plplot-driver-cairo fonts-dejavu-core libpng-dev libopenmpi-dev openmpi-bin
           zlib1g-dev dataset-fashion-mnist pkgconf)
+# The Python module and its tests (--tests only): Debian's Python headers, pybind11 and numpy, pytest, and
+# matplotlib for the example that draws a learning curve.
+python_packages=(python3-dev pybind11-dev python3-numpy python3-pytest python3-matplotlib)
 what=program
+configure=()
 case "${1:-}" in
-  --packages) printf '%s\n' "${packages[@]}"; exit 0 ;;
-  --tests) what=tests ;;
+  --packages) printf '%s\n' "${packages[@]}" "${python_packages[@]}"; exit 0 ;;
+  --tests) what=tests; packages+=("${python_packages[@]}")
+           configure=(-DMATMEM_PYTHON=ON -DPython3_EXECUTABLE=/usr/bin/python3) ;;
   --docs) what=docs; packages+=(doxygen) ;;  # read by no build step: not in --packages' list
   "") ;;
   *) echo "setup: unknown argument $1 (takes none, --tests, --docs or --packages)" >&2; exit 2 ;;
@@ -109,7 +115,7 @@ fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
 echo "setup: configuring build/"
-run "configuring" cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON
+run "configuring" cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON "${configure[@]}"
 if [ "$what" = docs ]; then
   echo "setup: writing the API reference"
   run "running doxygen" cmake --build build --target docs
@@ -123,4 +129,13 @@ if [ "$what" = tests ]; then
   echo "setup: building the test programs and examples"
   run "compiling" cmake --build build -j "$jobs"
   echo "setup: built the tests ($(($(date +%s) - start)) s); ctest --test-dir build runs them"
+  # Debian's python3 imports the build's package (build/python/matmem) through a .pth file in its site
+  # folder for /usr/local, which this build owns: written when that folder is writable (root).
+  site=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
+  if mkdir -p "$site" 2>/dev/null && [ -w "$site" ]; then
+    echo "$PWD/build/python" > "$site/matmem.pth"
+    echo "setup: /usr/bin/python3 imports matmem from build/python ($site/matmem.pth)"
+  else
+    echo "setup: $site is not writable: set PYTHONPATH=$PWD/build/python to import matmem"
+  fi
 fi

@@ -1,0 +1,216 @@
+// Every op with a public front-end, by its C++ name, in the submodule _matmem.ops (matmem.ops). Operands
+// are Vars of one tape; lists of Vars where the C++ op takes a span; an absent bias is None.
+#include <optional>
+#include <vector>
+
+#include <pybind11/stl.h>
+
+#include "matmem/ops/attention_read.hpp"
+#include "matmem/ops/fast_weight_matrix.hpp"
+#include "matmem/ops/frobenius.hpp"
+#include "matmem/ops/graph.hpp"
+#include "matmem/ops/ops.hpp"
+#include "matmem/ops/transpose.hpp"
+#include "matmem/runtime/error.hpp"
+#include "matmem/tools/python/bindings.hpp"
+
+namespace matmem::python {
+
+namespace {
+
+using V = const PyVar&;
+using OptV = std::optional<PyVar>;
+
+// An op of Vars: checks that they are on one live tape and wraps the result.
+template <class... Vs>
+std::shared_ptr<TapeRef> tape_of(const char* op, const Vs&... vs) {
+  return common_tape(op, {&vs...});
+}
+PyVar wrap(const std::shared_ptr<TapeRef>& ref, Var v) { return PyVar::of(ref, v); }
+
+Var get_or_none(const OptV& v) { return v ? v->get() : Var{}; }
+
+void add_all(std::vector<const PyVar*>& ptrs, const std::vector<PyVar>& vs) {
+  for (const PyVar& v : vs) ptrs.push_back(&v);
+}
+std::vector<Var> gets(const std::vector<PyVar>& vs) {
+  std::vector<Var> out;
+  for (const PyVar& v : vs) out.push_back(v.get());
+  return out;
+}
+py::list wrap_all(const std::shared_ptr<TapeRef>& ref, const std::vector<Var>& vs) {
+  py::list out;
+  for (const Var& v : vs) out.append(wrap(ref, v));
+  return out;
+}
+
+#define MATMEM_UNARY(name, doc) \
+  ops.def(#name, [](V x) { return wrap(tape_of(#name, x), name(x.get())); }, py::arg("x"), doc)
+#define MATMEM_BINARY(name, a, b, doc)                                                                      \
+  ops.def(#name, [](V a, V b) { return wrap(tape_of(#name, a, b), name(a.get(), b.get())); }, py::arg(#a), \
+          py::arg(#b), doc)
+
+}  // namespace
+
+void bind_ops(py::module_& m) {
+  py::module_ ops = m.def_submodule("ops", "matmem's ops by their C++ names (ops/ops.hpp)");
+
+  ops.def("bilinear", [](V p, V u, V v) { return wrap(tape_of("bilinear", p, u, v), bilinear(p.get(), u.get(), v.get())); },
+          py::arg("p"), py::arg("u"), py::arg("v"), "Uᵀ P V per batch item. P:[B,r,c], U:[1,r,r'], V:[1,c,c'] -> [B,r',c']");
+  ops.def(
+      "mat",
+      [](const std::vector<std::tuple<PyVar, PyVar, PyVar>>& terms, const OptV& bias) {
+        std::vector<const PyVar*> ptrs;
+        for (const auto& [p, u, v] : terms) ptrs.insert(ptrs.end(), {&p, &u, &v});
+        if (bias) ptrs.push_back(&*bias);
+        const auto ref = common_tape("mat", ptrs);
+        std::vector<MatTerm> t;
+        for (const auto& [p, u, v] : terms) t.push_back({p.get(), u.get(), v.get()});
+        return wrap(ref, mat(t, get_or_none(bias)));
+      },
+      py::arg("terms"), py::arg("bias") = py::none(), "Σ_i U_iᵀ P_i V_i + B over terms [(P, U, V), ...]; bias None: none");
+  ops.def(
+      "projections",
+      [](V x, const std::vector<std::tuple<PyVar, PyVar, OptV>>& projs) {
+        std::vector<const PyVar*> ptrs{&x};
+        for (const auto& [u, v, b] : projs) {
+          ptrs.insert(ptrs.end(), {&u, &v});
+          if (b) ptrs.push_back(&*b);
+        }
+        const auto ref = common_tape("projections", ptrs);
+        std::vector<Projection> p;
+        for (const auto& [u, v, b] : projs) p.push_back({u.get(), v.get(), get_or_none(b)});
+        std::vector<Var> out(p.size());
+        projections(x.get(), p, out);
+        return wrap_all(ref, out);
+      },
+      py::arg("x"), py::arg("projections"), "[U_kᵀ x V_k + B_k for (U_k, V_k, B_k) in projections] (B_k None: none)");
+
+  MATMEM_BINARY(add, a, b, "a + b, broadcasting (a size of 1 along an axis broadcasts)");
+  MATMEM_BINARY(sub, a, b, "a - b, broadcasting as add");
+  MATMEM_BINARY(hadamard, a, b, "a ⊙ b, broadcasting as add");
+  ops.def("scale", [](V x, double a) { return wrap(tape_of("scale", x), scale(x.get(), a)); }, py::arg("x"),
+          py::arg("a"), "a x");
+  ops.def("affine", [](V x, double a, double b) { return wrap(tape_of("affine", x), affine(x.get(), a, b)); },
+          py::arg("x"), py::arg("a"), py::arg("b"), "a x + b");
+  MATMEM_UNARY(one_minus, "1 - x");
+  MATMEM_UNARY(sigmoid, "1 / (1 + e^-x)");
+  MATMEM_UNARY(tanh, "tanh x");
+  MATMEM_UNARY(relu, "max(x, 0)");
+  MATMEM_UNARY(softplus, "log(1 + e^x)");
+  MATMEM_UNARY(exp, "e^x");
+  MATMEM_UNARY(softmax, "softmax along the last axis");
+  MATMEM_UNARY(sum, "Σ of all elements -> [1,1,1]");
+  MATMEM_UNARY(mean, "mean of all elements -> [1,1,1]");
+  ops.def(
+      "layer_norm",
+      [](V x, const std::string& over, double eps) {
+        if (over != "matrix" && over != "rows")
+          throw py::value_error("layer_norm: over must be 'matrix' or 'rows', got '" + over + "'");
+        return wrap(tape_of("layer_norm", x),
+                    layer_norm(x.get(), over == "rows" ? LayerNormOver::rows : LayerNormOver::matrix, eps));
+      },
+      py::arg("x"), py::arg("over") = "matrix", py::arg("eps") = 1e-5,
+      "(x − mean)/√(var + eps) over each sample's matrix ('matrix') or each row ('rows')");
+
+  ops.def(
+      "cosine_similarity",
+      [](const py::object& keys, V memory) {
+        if (py::isinstance<PyVar>(keys)) {
+          const PyVar& k = keys.cast<const PyVar&>();
+          return py::cast(wrap(tape_of("cosine_similarity", k, memory), cosine_similarity(k.get(), memory.get())));
+        }
+        const auto ks = keys.cast<std::vector<PyVar>>();
+        std::vector<const PyVar*> ptrs{&memory};
+        add_all(ptrs, ks);
+        const auto ref = common_tape("cosine_similarity", ptrs);
+        return py::cast(wrap(ref, cosine_similarity(gets(ks), memory.get())));
+      },
+      py::arg("key"), py::arg("memory"),
+      "cos(K, M_i): key [B,r,c] -> [B,1,N]; a list of H keys -> [B,H,N]. memory [B,N,r,c]");
+  ops.def("row", [](V x, std::int64_t h) { return wrap(tape_of("row", x), row(x.get(), h)); }, py::arg("x"),
+          py::arg("h"), "row h of x [B,H,N] -> [B,1,N]");
+  MATMEM_BINARY(circular_shift, w, s, "w̃_i = Σ_j s_j w_(i-j mod N). w [B,1,N], s [B,1,2S+1]");
+  MATMEM_BINARY(sharpen, w, gamma, "(w_i + ε)^γ normalised. w [B,1,N] ≥ 0, gamma [B,1,1]");
+  ops.def(
+      "ntm_addressing",
+      [](V similarity, std::int64_t head, V beta, V gate, V shift, V gamma, V w_prev) {
+        const auto ref = tape_of("ntm_addressing", similarity, beta, gate, shift, gamma, w_prev);
+        return wrap(ref, ntm_addressing(similarity.get(), head, beta.get(), gate.get(), shift.get(), gamma.get(),
+                                        w_prev.get()));
+      },
+      py::arg("similarity"), py::arg("head"), py::arg("beta"), py::arg("gate"), py::arg("shift"), py::arg("gamma"),
+      py::arg("w_prev"), "one NTM head's weighting from row `head` of the similarities [B,H,N]");
+  MATMEM_BINARY(memory_read, memory, w, "Σ_i w_i M_i. memory [B,N,r,c], w [B,1,N] -> [B,r,c]");
+  ops.def(
+      "memory_write",
+      [](V memory, V w, V erase, V add) {
+        return wrap(tape_of("memory_write", memory, w, erase, add),
+                    memory_write(memory.get(), w.get(), erase.get(), add.get()));
+      },
+      py::arg("memory"), py::arg("w"), py::arg("erase"), py::arg("add"), "M_i ⊙ (1 - w_i E) + w_i A");
+  ops.def(
+      "memory_read_write",
+      [](V memory, const std::vector<PyVar>& read_weights, V w, V erase, V add) {
+        std::vector<const PyVar*> ptrs{&memory, &w, &erase, &add};
+        add_all(ptrs, read_weights);
+        const auto ref = common_tape("memory_read_write", ptrs);
+        std::vector<Var> out(1 + read_weights.size());
+        memory_read_write(memory.get(), gets(read_weights), w.get(), erase.get(), add.get(), out);
+        return wrap_all(ref, out);
+      },
+      py::arg("memory"), py::arg("read_weights"), py::arg("w"), py::arg("erase"), py::arg("add"),
+      "[memory_write(M, w, E, A), memory_read(M, r_1), ...]: the reads see M before the write");
+
+  MATMEM_BINARY(bce_with_logits, logits, target, "mean BCE of sigmoid(logits) against target -> [1,1,1]");
+  MATMEM_BINARY(mse, x, target, "mean of (x - target)^2 -> [1,1,1]");
+  MATMEM_BINARY(softmax_cross_entropy, logits, target, "-(1/rows) Σ t log softmax(x) along the last axis");
+
+  // The ops with headers of their own.
+  MATMEM_BINARY(frobenius, a, b, "⟨a_b, b_b⟩_F per sample: [B,r,c] x [B,r,c] -> [B,1,1]");
+  MATMEM_UNARY(transpose, "xᵀ of every matrix: [B,r,c] -> [B,c,r]");
+  MATMEM_BINARY(vec_outer, a, b, "vec(a_b) vec(b_b)ᵀ: [B,r,c] x [B,r',c'] -> [B,rc,r'c']");
+  MATMEM_BINARY(vec_matvec, m, x, "m_b vec(x_b) as [B,r,c]: m [B,rc,rc]");
+  MATMEM_BINARY(attention_read, queries, rows, "k soft reads of the rows of P: Q [B,k,d], P [B,m,d] -> [B,k,d]");
+
+  // Graphs: the batch lanes are a graph's nodes (ops/graph.hpp). A tape keeps the graph alive until clear().
+  py::class_<Neighbours, std::shared_ptr<Neighbours>>(m, "Neighbours",
+                                                       "A graph in CSR form: node i reads index[offsets[i]:offsets[i+1]].")
+      .def(py::init([](std::vector<std::int64_t> offsets, std::vector<std::int64_t> index) {
+             auto g = std::make_shared<Neighbours>();
+             g->offsets = std::move(offsets);
+             g->index = std::move(index);
+             g->check();
+             return g;
+           }),
+           py::arg("offsets"), py::arg("index"))
+      .def_property_readonly("nodes", &Neighbours::nodes);
+  ops.def(
+      "neighbour_mean",
+      [](V x, const std::shared_ptr<Neighbours>& graph) {
+        const auto ref = tape_of("neighbour_mean", x);
+        ref->keep.push_back(graph);
+        return wrap(ref, neighbour_mean(x.get(), *graph));
+      },
+      py::arg("x"), py::arg("graph"), "mean of each node's neighbours' matrices");
+  ops.def(
+      "neighbour_attention",
+      [](V x, const std::vector<PyVar>& queries, const std::shared_ptr<Neighbours>& graph) {
+        std::vector<const PyVar*> ptrs{&x};
+        add_all(ptrs, queries);
+        const auto ref = common_tape("neighbour_attention", ptrs);
+        ref->keep.push_back(graph);
+        return wrap(ref, neighbour_attention(x.get(), gets(queries), *graph));
+      },
+      py::arg("x"), py::arg("queries"), py::arg("graph"), "attention heads over each node's neighbours");
+  ops.def(
+      "neighbour_stack",
+      [](V x, const std::shared_ptr<Neighbours>& graph, std::int64_t k) {
+        const auto ref = tape_of("neighbour_stack", x);
+        ref->keep.push_back(graph);
+        return wrap(ref, neighbour_stack(x.get(), *graph, k));
+      },
+      py::arg("x"), py::arg("graph"), py::arg("k"), "each node's first k neighbours side by side");
+}
+
+}  // namespace matmem::python
