@@ -71,20 +71,17 @@ void bind_ops(py::module_& m) {
       py::arg("terms"), py::arg("bias") = py::none(), "Σ_i U_iᵀ P_i V_i + B over terms [(P, U, V), ...]; bias None: none");
   ops.def(
       "projections",
-      [](V x, const std::vector<std::tuple<PyVar, PyVar, OptV>>& projs) {
+      [](V x, const std::vector<std::tuple<PyVar, PyVar, PyVar>>& projs) {
         std::vector<const PyVar*> ptrs{&x};
-        for (const auto& [u, v, b] : projs) {
-          ptrs.insert(ptrs.end(), {&u, &v});
-          if (b) ptrs.push_back(&*b);
-        }
+        for (const auto& [u, v, b] : projs) ptrs.insert(ptrs.end(), {&u, &v, &b});
         const auto ref = common_tape("projections", ptrs);
         std::vector<Projection> p;
-        for (const auto& [u, v, b] : projs) p.push_back({u.get(), v.get(), get_or_none(b)});
+        for (const auto& [u, v, b] : projs) p.push_back({u.get(), v.get(), b.get()});
         std::vector<Var> out(p.size());
         projections(x.get(), p, out);
         return wrap_all(ref, out);
       },
-      py::arg("x"), py::arg("projections"), "[U_kᵀ x V_k + B_k for (U_k, V_k, B_k) in projections] (B_k None: none)");
+      py::arg("x"), py::arg("projections"), "[U_kᵀ x V_k + B_k for (U_k, V_k, B_k) in projections]");
 
   MATMEM_BINARY(add, a, b, "a + b, broadcasting (a size of 1 along an axis broadcasts)");
   MATMEM_BINARY(sub, a, b, "a - b, broadcasting as add");
