@@ -104,3 +104,26 @@ def test_no_grad_records_values_only():
         y = ops.tanh(x)
     assert not y.requires_grad
     assert ops.tanh(x).requires_grad
+
+
+def test_released_gradients_are_refused_unless_retained():
+    tape = matmem.Tape(np.float64)
+    x = tape.input(np.ones((1, 2, 2)), requires_grad=True)
+    h = ops.tanh(x)
+    tape.backward(ops.sum(h))
+    with pytest.raises(matmem.Error, match="was released after backward used it"):
+        h.grad()
+    tape.clear()
+    tape.retain_grads = True
+    x = tape.input(np.ones((1, 2, 2)), requires_grad=True)
+    h = ops.tanh(x)
+    tape.backward(ops.sum(h))
+    np.testing.assert_array_equal(h.grad(), np.ones((1, 2, 2)))
+
+
+def test_dtypes_by_name_and_refused():
+    assert matmem.Tape("float64").dtype == np.float64
+    assert matmem.Tape().dtype == np.float32
+    assert matmem.ParameterStore(np.float64).dtype == np.float64
+    with pytest.raises(TypeError, match="expected dtype float32 or float64, got <class 'numpy.int32'>"):
+        matmem.Tape(np.int32)

@@ -96,6 +96,15 @@ DType dtype_of_array(const py::array& a, const std::string& what) {
   throw py::type_error(what + ": expected a float32 or float64 array, got dtype " + std::string(py::str(a.dtype())));
 }
 
+DType dtype_from_python(const py::object& d) {
+  const py::dtype dt = py::dtype::from_args(d);
+  if (dt.is(py::dtype::of<float>())) return DType::f32;
+  if (dt.is(py::dtype::of<double>())) return DType::f64;
+  throw py::type_error("expected dtype float32 or float64, got " + std::string(py::str(d)));
+}
+
+py::dtype numpy_dtype(DType t) { return t == DType::f32 ? py::dtype::of<float>() : py::dtype::of<double>(); }
+
 Tensor to_tensor(const py::handle& obj, const std::string& what, std::optional<DType> want,
                  std::optional<Shape> shape) {
   const py::array a = as_array(obj, what);

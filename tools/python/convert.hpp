@@ -32,6 +32,10 @@ py::tuple shape_tuple(const Shape& shape);
 
 /// The matmem dtype of a numpy array's dtype; TypeError unless float32 or float64.
 DType dtype_of_array(const py::array& a, const std::string& what);
+/// The DType a Python dtype argument names (numpy.float32, "float64", numpy.dtype(...)); TypeError otherwise.
+DType dtype_from_python(const py::object& dtype);
+/// The numpy dtype of a DType.
+py::dtype numpy_dtype(DType t);
 
 /// A copy of a numpy array as a Tensor in matmem's layout. `want`: the dtype it must have (TypeError
 /// otherwise, no silent conversion); nullopt takes float32 or float64 as they come. `shape`: the shape it

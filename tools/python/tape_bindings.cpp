@@ -54,15 +54,6 @@ std::shared_ptr<TapeRef> common_tape(const std::string& op, const std::vector<co
 
 namespace {
 
-DType parse_dtype(const py::object& d) {
-  const py::dtype dt = py::dtype::from_args(d);
-  if (dt.is(py::dtype::of<float>())) return DType::f32;
-  if (dt.is(py::dtype::of<double>())) return DType::f64;
-  throw py::type_error("expected dtype float32 or float64, got " + std::string(py::str(d)));
-}
-
-py::dtype numpy_dtype(DType t) { return t == DType::f32 ? py::dtype::of<float>() : py::dtype::of<double>(); }
-
 py::array value_of(const PyVar& v) {
   const Var x = v.get();
   return dispatch(x.dtype(), [&](auto z) -> py::array {
@@ -78,12 +69,6 @@ py::array grad_of(const PyVar& v) {
     return to_array<T>(x.grad<T>());
   });
 }
-
-// A parameter as Python holds it: the store keeps it alive.
-struct PyParameter {
-  std::shared_ptr<ParameterStore> store;
-  Parameter* p = nullptr;
-};
 
 // matmem.no_grad(tape): a context in which the tape records no gradients.
 struct PyNoGrad {
@@ -181,7 +166,7 @@ void bind_tape(py::module_& m) {
 
 Tape(dtype=numpy.float32): every value, gradient and parameter on it is of that dtype. Vars made on it are
 valid until clear() (or the end of a `with tape:` block), which recycles its memory.)")
-      .def(py::init([](const py::object& dtype) { return std::make_shared<TapeRef>(parse_dtype(dtype)); }),
+      .def(py::init([](const py::object& dtype) { return std::make_shared<TapeRef>(dtype_from_python(dtype)); }),
            py::arg("dtype") = py::dtype::of<float>())
       .def_property_readonly("dtype", [](const TapeRef& t) { return numpy_dtype(t.get().dtype()); })
       .def(
@@ -280,7 +265,7 @@ valid until clear() (or the end of a `with tape:` block), which recycles its mem
 
   py::class_<ParameterStore, std::shared_ptr<ParameterStore>>(m, "ParameterStore",
                                                                "Named parameters, in creation order.")
-      .def(py::init([](const py::object& dtype) { return std::make_shared<ParameterStore>(parse_dtype(dtype)); }),
+      .def(py::init([](const py::object& dtype) { return std::make_shared<ParameterStore>(dtype_from_python(dtype)); }),
            py::arg("dtype") = py::dtype::of<float>())
       .def_property_readonly("dtype", [](const ParameterStore& s) { return numpy_dtype(s.dtype()); })
       .def(

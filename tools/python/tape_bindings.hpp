@@ -55,6 +55,13 @@ struct PyVar {
   static PyVar of(const std::shared_ptr<TapeRef>& ref, Var v) { return {ref, ref->generation, v.id}; }
 };
 
+/// A parameter as Python holds it (matmem.Parameter): the store keeps it alive. A model's store is held as a
+/// shared_ptr aliasing the model.
+struct PyParameter {
+  std::shared_ptr<ParameterStore> store;
+  Parameter* p = nullptr;
+};
+
 /// The current TapeRef of Vars given to one op: all must be valid and on the same tape (matmem.Error
 /// otherwise, naming the op).
 std::shared_ptr<TapeRef> common_tape(const std::string& op, const std::vector<const PyVar*>& vars);
