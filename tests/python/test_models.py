@@ -192,3 +192,33 @@ def test_capacity_functions():
     assert exact["relative"] == pytest.approx(1.0, rel=1e-8)  # normal convergent U, V: J_tot = I(W)
     assert paper["relative"] < 1.0 and len(paper["j"]) == 6
     assert matmem.capacity.spectral_radius(u) == pytest.approx(0.9)
+
+
+def test_a_python_model_reads_its_own_config_key():
+    if "pywide.rows" not in matmem.Config.keys():
+        matmem.register_config_key("pywide.rows", 3, "rows of pywide's hidden state")
+
+    def factory(config, task, dtype, seed):
+        r = config["pywide.rows"]
+        return matrnn.MatRNN([(r, 4)], (task.input_rows, task.input_cols, task.output_rows, task.output_cols),
+                             dtype, seed)
+
+    matmem.register_model("pywide", factory)
+    t = matmem.Trainer({"model": "pywide", "task": "copy", "steps": 1, "batch": 4, "pywide.rows": 5})
+    assert "pyrnn/l1/h/U" in t.params and t.params["pyrnn/l1/h/U"].shape == (1, 5, 5)
+
+
+def test_user_data_validation_is_evaluated(tmp_path):
+    name = memory_rnn.register()
+    rng = np.random.default_rng(2)
+    for part, n in (("train", 32), ("validation", 16)):
+        (tmp_path / part).mkdir()
+        x = rng.uniform(0, 1, (n, 3, 2, 3)).astype(np.float32)
+        np.save(tmp_path / part / "inputs.npy", x)
+        np.save(tmp_path / part / "targets.npy", (x[:, :, :, :2] > 0.5).astype(np.float32))
+    t = matmem.Trainer({"model": name, "task": "data", "task.data": str(tmp_path), "batch": 8, "steps": 4})
+    t.train()
+    r = t.evaluate("validation")
+    assert r["count"] == 16 and 0 < r["loss"] < 5
+    with pytest.raises(matmem.Error, match="no data parts"):
+        matmem.Trainer({"model": "matrnn", "task": "copy", "steps": 1}).evaluate()

@@ -318,6 +318,14 @@ and s.output(logits). Parameters are made on the first (build) pass by s.mat(...
         py::arg("name"), py::arg("factory"),
         "Registers model `name` for Trainer and make_model: factory(config, task, dtype, seed) returns a new "
         "matmem.Model (a Python subclass or a bundled model); `task` gives the frame sizes.");
+  m.def("register_config_key",
+        [](const std::string& key, const py::object& default_value, const std::string& doc) {
+          const std::string text = py::str(py::module_::import("json").attr("dumps")(default_value));
+          register_config_key({key, text, doc});
+        },
+        py::arg("key"), py::arg("default"), py::arg("doc"),
+        "Adds a config key (a Python model's own, e.g. mymodel.size) with its default (a bool, number or "
+        "string) and one line of documentation; Config and Trainer accept it afterwards.");
   m.def("model_names", &model_names, "Every registered model's name.");
   m.def("task_names", &task_names, "Every task's name.");
   m.def("make_model",
