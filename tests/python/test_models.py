@@ -222,3 +222,24 @@ def test_user_data_validation_is_evaluated(tmp_path):
     assert r["count"] == 16 and 0 < r["loss"] < 5
     with pytest.raises(matmem.Error, match="no data parts"):
         matmem.Trainer({"model": "matrnn", "task": "copy", "steps": 1}).evaluate()
+
+
+def test_an_exception_in_a_python_step_under_threads_arrives_as_itself():
+    armed = []
+
+    class Fails(matrnn.MatRNN):
+        def step(self, s):
+            if armed and s.time == 1:
+                raise ZeroDivisionError("step failed in a worker")
+            super().step(s)
+
+    matmem.register_model("pyfails", lambda c, t, d, s: Fails(
+        [(4, 4)], (t.input_rows, t.input_cols, t.output_rows, t.output_cols), d, s))
+    t = matmem.Trainer({"model": "pyfails", "task": "copy", "steps": 3, "batch": 8, "threads": 2,
+                        "task.min_length": 2, "task.max_length": 3})
+    assert t.threads == 2
+    armed.append(True)
+    with pytest.raises(ZeroDivisionError, match="step failed in a worker"):
+        t.step()
+    armed.clear()
+    assert np.isfinite(t.step()["loss"])  # the trainer and the interpreter go on
