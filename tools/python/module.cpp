@@ -4,6 +4,7 @@
 #include "matmem/runtime/error.hpp"
 #include "matmem/runtime/isa.hpp"
 #include "matmem/tools/python/bindings.hpp"
+#include "matmem/tools/python/model_bindings.hpp"
 #include "matmem/tools/python/python_op.hpp"
 
 namespace matmem::python {
@@ -52,4 +53,5 @@ PYBIND11_MODULE(_matmem, m) {
   bind_tape(m);
   bind_ops(m);
   bind_python_op(m);
+  bind_training(m), bind_models(m);
 }

@@ -7,6 +7,7 @@ from ._matmem import (Error, GradcheckReport, Neighbours, NoGrad, NumericError, 
                       PythonOp, ShapeError, Tape, Var, __version__, gradcheck, gradcheck_op, op_names)
 from ._matmem import register_op as _register_op
 from . import ops
+from ._matmem import (Config, ChainLink, Init, Model, Step, Task, Trainer, capacity, make_model, model_names, register_config_key, register_model, run_steps, task_names)  # noqa: E501 models and training
 
 
 def register_op(name, forward, backward, *, output_shape=None, sample_shapes, sample_range=(-1.0, 1.0),
