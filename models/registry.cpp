@@ -18,6 +18,9 @@
 #include "matmem/models/tasks/delayed_recall.hpp"
 #include "matmem/models/tasks/graph.hpp"
 #include "matmem/models/tasks/mackey_glass.hpp"
+#include "matmem/models/tasks/ngrams.hpp"
+#include "matmem/models/tasks/priority_sort.hpp"
+#include "matmem/models/tasks/repeat_copy.hpp"
 #include "matmem/models/tasks/retrieval.hpp"
 #include "matmem/runtime/error.hpp"
 
@@ -282,8 +285,9 @@ std::unique_ptr<Model> make_model(const Config& config, const Task& task, DType 
 
 namespace {
 // The tasks make_task() builds itself.
-constexpr const char* kBuiltinTasks[] = {"copy", "recall", "delay", "retrieval", "mackey_glass",
-                                         "fashion_mnist", "fashion_mnist_ae", "data", "graph"};
+constexpr const char* kBuiltinTasks[] = {"copy",          "recall",        "repeat_copy",      "priority_sort",
+                                         "ngrams",        "delay",         "retrieval",        "mackey_glass",
+                                         "fashion_mnist", "fashion_mnist_ae", "data",          "graph"};
 
 std::vector<std::pair<std::string, TaskFactory>>& task_factories() {
   static std::vector<std::pair<std::string, TaskFactory>> all;
@@ -315,6 +319,17 @@ std::unique_ptr<Task> make_task(const Config& c) {
     return std::make_unique<RecallTask>(RecallTaskOptions{c.integer("task.rows"), c.integer("task.cols"),
                                                           c.integer("task.item_matrices"), c.integer("task.min_items"),
                                                           c.integer("task.max_items"), c.integer("batch")});
+  if (name == "repeat_copy")
+    return std::make_unique<RepeatCopyTask>(RepeatCopyOptions{
+        c.integer("task.rows"), c.integer("task.cols"), c.integer("task.min_length"), c.integer("task.max_length"),
+        c.integer("task.min_repeats"), c.integer("task.max_repeats"), c.integer("batch"), c.str("task.size_by"),
+        c.integer("task.fixed_size")});
+  if (name == "priority_sort")
+    return std::make_unique<PrioritySortTask>(PrioritySortOptions{c.integer("task.rows"), c.integer("task.cols"),
+                                                                  c.integer("task.inputs"), c.integer("task.outputs"),
+                                                                  c.integer("batch")});
+  if (name == "ngrams")
+    return std::make_unique<NgramTask>(NgramOptions{c.integer("task.order"), c.integer("task.bits"), c.integer("batch")});
   if (name == "delay") {
     const std::int64_t d = c.integer("task.delay");
     if (d < 1) throw Error(fmt::format("config: task.delay = {}: the delay must be ≥ 1 step", d));

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/tools/commands.hpp"
@@ -18,6 +19,7 @@ namespace matmem::tools {
 namespace {
 struct Options {
   std::vector<std::string> checkpoints;
+  std::vector<std::string> sets;  // task.* keys of the evaluation sequences (the frames' shapes must not change)
   std::string sizes, csv, plot;
   int batches = 10;
   std::uint64_t seed = 2024;
@@ -82,7 +84,24 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
                          std::string& size_name) {
   const bool several = o.checkpoints.size() > 1;
   auto trainer = Trainer::resume(checkpoint);
-  const Task& task = trainer->task();
+  // --set task.KEY=VALUE: the evaluation sequences from the trained task with those keys changed (repeat_copy's
+  // task.fixed_size, task.size_by), frames of the same shapes.
+  std::unique_ptr<Task> changed;
+  if (!o.sets.empty()) {
+    Config c = trainer->config();
+    for (const std::string& set : o.sets) {
+      if (set.rfind("task.", 0) != 0)
+        throw Error(fmt::format("eval: --set {}: only the task's keys (task.*) change the evaluation sequences", set));
+      c.assign(set, "--set");
+    }
+    changed = make_task(c);
+    const Task& t = trainer->task();
+    if (changed->input_rows() != t.input_rows() || changed->input_cols() != t.input_cols() ||
+        changed->output_rows() != t.output_rows() || changed->output_cols() != t.output_cols())
+      throw Error(fmt::format("eval: --set {}: the frames would change shape from those {} learned",
+                              fmt::join(o.sets, " --set "), checkpoint));
+  }
+  const Task& task = changed ? *changed : trainer->task();
   if (trainer->split_task()) return run_data_set(*trainer, checkpoint, csv, csv_header, several, o.last);
   if (!size_name.empty() && size_name != task.size_name())
     throw Error(fmt::format("eval: {} learned {}, by {}, unlike the checkpoints before it (by {}): evaluate them apart",
@@ -92,24 +111,27 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
   plot::EvalSeries series{fmt::format("{} ({}, {} steps)", checkpoint, trainer->config().str("model"), trainer->steps_done()),
                           {}, {}, {}, {}};
   if (csv && csv_header)
-    fmt::print(csv, "{}{},bits_per_sequence,bits_per_sequence_min,bits_per_sequence_max,loss\n", several ? "run," : "",
-               task.size_name());
+    fmt::print(csv, "{}{},bits_per_sequence,bits_per_sequence_min,bits_per_sequence_max,loss{}\n", several ? "run," : "",
+               task.size_name(), task.target_kind() == TargetKind::probabilities ? ",optimal" : "");
   csv_header = false;
   if (csv != stdout && several) fmt::print("{}:\n", checkpoint);
   if (csv != stdout)
-    fmt::print("{} after {} steps, {} on {}; {} batches of {} per size (seed {})\n{:>8} {:>16} {:>10} {:>10} {:>10}\n",
+    fmt::print("{} after {} steps, {} on {}; {} batches of {} per size (seed {})\n{:>8} {:>16} {:>10} {:>10} {:>10}{}\n",
                trainer->config().str("model"), trainer->steps_done(), trainer->model().params().element_count(), task.name(),
                o.batches, task.batch(), o.seed, task.size_name(),
-               task.target_kind() == TargetKind::bits ? "bits/sequence" : cost_name(task.target_kind()), "min", "max", "loss");
+               task.target_kind() == TargetKind::bits ? "bits/sequence" : cost_name(task.target_kind()), "min", "max", "loss",
+               task.target_kind() == TargetKind::probabilities ? fmt::format(" {:>10}", "optimal") : "");
   Tape& tape = trainer->tape();
   Unroller unroller(trainer->model(), tape);
   NoGrad no_grad(tape);
   Sequence seq;  // outlives each run: the tape points into its frames
   for (std::int64_t size : sizes) {
     Rng rng(o.seed + std::uint64_t(size));
-    double bits = 0, loss = 0, lo = 1e300, hi = 0;
+    double bits = 0, loss = 0, lo = 1e300, hi = 0, optimal = 0;
+    std::size_t optimal_count = 0;
     for (int k = 0; k < o.batches; ++k) {
       task.sample_size_into(rng, size, seq);
+      for (double v : seq.optimal_cost) optimal += v, ++optimal_count;
       const SequenceResult& r = unroller.run(seq);
       bits += r.bits;
       loss += r.loss.item();
@@ -118,8 +140,12 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
     }
     bits /= o.batches;
     loss /= o.batches;
-    if (csv != stdout) fmt::print("{:>8} {:>16.3f} {:>10.3f} {:>10.3f} {:>10.4f}\n", size, bits, lo, hi, loss);
-    if (csv) fmt::print(csv, "{}{},{:.4f},{:.4f},{:.4f},{:.6f}\n", several ? checkpoint + "," : "", size, bits, lo, hi, loss);
+    // A task with a cost floor (Sequence::optimal_cost: dynamic N-grams' optimal predictor) shows it beside.
+    const std::string floor = optimal_count ? fmt::format(" {:>10.3f}", optimal / double(optimal_count)) : "";
+    if (csv != stdout) fmt::print("{:>8} {:>16.3f} {:>10.3f} {:>10.3f} {:>10.4f}{}\n", size, bits, lo, hi, loss, floor);
+    if (csv)
+      fmt::print(csv, "{}{},{:.4f},{:.4f},{:.4f},{:.6f}{}\n", several ? checkpoint + "," : "", size, bits, lo, hi, loss,
+                 optimal_count ? fmt::format(",{:.4f}", optimal / double(optimal_count)) : "");
     series.size.push_back(double(size));
     series.bits.push_back(bits);
     series.lo.push_back(lo);
@@ -148,7 +174,7 @@ void add_eval_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("eval", "Cost per sequence of a trained model by sequence length or item count");
   cmd->add_option("--checkpoint", o->checkpoints, "Run directory holding checkpoint.safetensors (repeat for several)")
       ->required();
-  cmd->add_option("--sizes", o->sizes, "Comma-separated lengths (copy) or item counts (recall); default 10..100 / 2..20")
+  cmd->add_option("--sizes", o->sizes, "Comma-separated sizes: lengths (copy), item counts (recall), repeats or lengths (repeat_copy), inputs (priority_sort), bits (ngrams); default the task's")
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
             try {
@@ -159,6 +185,10 @@ void add_eval_command(CLI::App& app) {
             }
           },
           "LIST"));
+  cmd->add_option("--set", o->sets,
+                  "task.KEY=VALUE: evaluate on sequences of the trained task with this key changed, frames of the same "
+                  "shapes (repeat_copy: task.fixed_size=10 holds the repeats at 10 over lengths; with "
+                  "task.size_by=repeats, the length over repeat counts); repeatable");
   cmd->add_option("--batches", o->batches, "Batches per size")
       ->capture_default_str()
       ->check(whole_number(1, kMaxEvalBatches));

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <numbers>
 
 #include <fmt/format.h>
 
@@ -245,8 +247,11 @@ void Unroller::run_masked_step(const Sequence& seq, std::size_t k, Var y, Var t_
   auto lane_weight = [&](std::int64_t b) { return m[b] != 0 ? lane_weight_[std::size_t(b)] : 0.0; };
   switch (seq.kind) {
     case TargetKind::bits:
+    case TargetKind::probabilities:
     case TargetKind::reals: {
+      const bool binary = seq.kind != TargetKind::reals;
       std::int64_t errors = 0;
+      double nats = 0;
       for (std::int64_t i = 0; i < r; ++i)
         for (std::int64_t b = 0; b < B; ++b)
           for (std::int64_t j = 0; j < c; ++j) {
@@ -255,15 +260,18 @@ void Unroller::run_masked_step(const Sequence& seq, std::size_t k, Var y, Var t_
             if (m[b] == 0) continue;
             if (seq.kind == TargetKind::bits) {
               errors += (x[o] > T(0)) != (t[o] > T(0.5));
+            } else if (seq.kind == TargetKind::probabilities) {
+              const double v = double(x[o]);
+              nats += std::max(v, 0.0) + std::log1p(std::exp(-std::abs(v))) - v * double(t[o]);
             } else {
               const double e = double(x[o]) - double(t[o]);
               squared_error += e * e, target_sum += double(t[o]), target_squares += double(t[o]) * double(t[o]);
               ++target_count;
             }
           }
-      if (seq.kind == TargetKind::bits) {
+      if (binary) {
         losses_.push_back(sum(hadamard(weights, sub(softplus(y), hadamard(y, t_var)))));
-        result_.bits += double(errors) / double(lanes);
+        result_.bits += (seq.kind == TargetKind::bits ? double(errors) : nats / std::numbers::ln2) / double(lanes);
       } else {
         const Var d = sub(y, t_var);
         losses_.push_back(sum(hadamard(weights, hadamard(d, d))));
@@ -344,6 +352,10 @@ const SequenceResult& Unroller::run(const Sequence& seq) {
           case TargetKind::bits:
             losses_.push_back(bce_with_logits(y, t_var));
             result_.bits += bit_errors_per_sequence(x, target);
+            break;
+          case TargetKind::probabilities:
+            losses_.push_back(bce_with_logits(y, t_var));
+            result_.bits += cross_entropy_bits_per_sequence(x, target);
             break;
           case TargetKind::classes: {
             // Rows of zeros carry no target (models/tasks/tasks.hpp): the mean is over the labelled rows.

@@ -1,7 +1,9 @@
 #include "matmem/models/tasks/tasks.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <numbers>
 
 #include <fmt/format.h>
 
@@ -68,6 +70,7 @@ const char* cost_name(TargetKind kind) {
     case TargetKind::bits: return "bits/seq";
     case TargetKind::classes: return "errors/seq";
     case TargetKind::reals: return "nmse";
+    case TargetKind::probabilities: return "xent bits/seq";
   }
   return "?";
 }
@@ -77,6 +80,7 @@ const char* target_kind_name(TargetKind kind) {
     case TargetKind::bits: return "bits";
     case TargetKind::classes: return "classes";
     case TargetKind::reals: return "reals";
+    case TargetKind::probabilities: return "probabilities";
   }
   return "?";
 }
@@ -90,6 +94,7 @@ void Sequence::reset() {
   targets.clear();
   target_steps.clear();
   lane_mask.clear();
+  optimal_cost.clear();
 }
 
 Tensor Sequence::take(DType dtype, Shape shape) {
@@ -136,6 +141,8 @@ void batch_slice(const Sequence& from, std::int64_t first, std::int64_t count, S
     const Tensor& x = from.targets[k];
     slice(x, out.add_target(x.dtype(), matrices(count, x.shape().rows, x.shape().cols), from.target_steps[k]));
   }
+  if (!from.optimal_cost.empty())
+    out.optimal_cost.assign(from.optimal_cost.begin() + first, from.optimal_cost.begin() + first + count);
   if (!from.lane_mask.empty()) {
     const std::int64_t B = from.inputs.empty() ? 0 : from.inputs[0].shape().batch;
     for (std::size_t k = 0; k < from.targets.size(); ++k)
@@ -247,6 +254,32 @@ double bit_errors_per_sequence(const Tensor& logits, const Tensor& target) {
   return dispatch(logits.dtype(), [&](auto z) {
     using T = decltype(z);
     return bit_errors_per_sequence(logits.view<T>().data, target);
+  });
+}
+
+template <class T>
+double cross_entropy_bits_per_sequence(const T* logits, const Tensor& target) {
+  double nats = 0;
+  dispatch(target.dtype(), [&](auto z) {
+    using U = decltype(z);
+    const U* t = target.view<U>().data;
+    for (std::int64_t k = 0; k < target.numel(); ++k) {
+      // softplus(y) − y t, with softplus(y) = max(y, 0) + log1p(e^−|y|) (no overflow).
+      const double y = double(logits[k]);
+      nats += std::max(y, 0.0) + std::log1p(std::exp(-std::abs(y))) - y * double(t[k]);
+    }
+  });
+  return nats / std::numbers::ln2 / double(target.shape().batch);
+}
+template double cross_entropy_bits_per_sequence<float>(const float*, const Tensor&);
+template double cross_entropy_bits_per_sequence<double>(const double*, const Tensor&);
+
+double cross_entropy_bits_per_sequence(const Tensor& logits, const Tensor& target) {
+  if (logits.shape() != target.shape())
+    throw ShapeError(fmt::format("cross-entropy: logits {} and target {} differ", logits.shape().str(), target.shape().str()));
+  return dispatch(logits.dtype(), [&](auto z) {
+    using T = decltype(z);
+    return cross_entropy_bits_per_sequence(logits.view<T>().data, target);
   });
 }
 

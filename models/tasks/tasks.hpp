@@ -41,11 +41,14 @@ struct Neighbours;  // ops/graph.hpp
 ///            Σ (y − t)² / Σ (t − t̄)² over every target element of the batch (t̄ their mean), the plain MSE
 ///            when the targets do not vary. Not additive over a split batch: a batch run in parts reports
 ///            the parts' NMSE weighted by their sizes.
+///   probabilities: targets in {0,1}, each output the logit of the probability of a 1; loss the mean BCE as for
+///            bits; cost the cross-entropy in bits per sequence, Σ (softplus(y) − y t)/ln 2 over the target
+///            elements (−log₂ of the probability given to each target bit), / B (models/tasks/ngrams.hpp).
 /// The cost is what metrics.csv's column bits_per_sequence holds whatever the kind (the name is kept for
 /// the files already written); what is printed is named by cost_name.
-enum class TargetKind { bits, classes, reals };
-const char* cost_name(TargetKind kind);  ///< "bits/seq", "errors/seq", "nmse"
-const char* target_kind_name(TargetKind kind);  ///< "bits", "classes", "reals"
+enum class TargetKind { bits, classes, reals, probabilities };
+const char* cost_name(TargetKind kind);  ///< "bits/seq", "errors/seq", "nmse", "xent bits/seq"
+const char* target_kind_name(TargetKind kind);  ///< "bits", "classes", "reals", "probabilities"
 
 /// A batch of B sequences drawn by a task: the input frame of every time step and the targets of some.
 struct Sequence {
@@ -64,6 +67,9 @@ struct Sequence {
   /// cross-entropy over its rows); a masked-out lane adds nothing to the loss, its gradient or the cost, and
   /// the cost is divided by B'. With every mask 1 this is the loss without a mask.
   std::vector<float> lane_mask;
+  /// A task whose cost has a known floor (dynamic N-grams: the optimal predictor's cross-entropy in bits,
+  /// models/tasks/ngrams.hpp): that floor, one value per sequence of the batch; empty when the task has none.
+  std::vector<double> optimal_cost;
 
   /// Drawing into a Sequence again reuses its buffers: reset() keeps every tensor aside, and the next
   /// add_input/add_target of the same shape takes one back (zeroed), so a training loop allocates nothing.
@@ -204,6 +210,12 @@ double bit_errors_per_sequence(const Tensor& logits, const Tensor& target);
 /// The same, for logits of type T laid out as `target`.
 template <class T>
 double bit_errors_per_sequence(const T* logits, const Tensor& target);
+/// Cross-entropy in bits of logits against a binary target, Σ (softplus(y) − y t)/ln 2 over the elements,
+/// divided by the batch (TargetKind::probabilities).
+double cross_entropy_bits_per_sequence(const Tensor& logits, const Tensor& target);
+/// The same, for logits of type T laid out as `target`.
+template <class T>
+double cross_entropy_bits_per_sequence(const T* logits, const Tensor& target);
 /// Rows whose largest logit is not at the target's largest entry (the first of equals), summed over every
 /// row of every matrix and divided by the batch. A target row of zeros is no target (a graph's unlabelled
 /// nodes, models/tasks/graph.hpp): it is skipped, and the division is by the sequences with a target row.

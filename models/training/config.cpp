@@ -20,7 +20,8 @@ std::vector<ConfigKey>& all_keys() {
       {"model", "\"matntm\"", "model: matntm (alias ntm), matrnn, matlstm, matgru, gamma, fastweights, irnn, ffn, "
        "autoencoder, cln (graph task), or one registered by the user"},
       {"task", "\"copy\"",
-       "task: copy, recall, delay (delayed recall), retrieval (associative retrieval), mackey_glass (series "
+       "task: copy, recall, repeat_copy, priority_sort, ngrams (dynamic N-grams; Graves et al. 2014's tasks, "
+       "models/tasks/), delay (delayed recall), retrieval (associative retrieval), mackey_glass (series "
        "prediction; models/tasks/), fashion_mnist (image classification), fashion_mnist_ae (corrupted-image "
        "reconstruction; models/data/), data (the user's own sequences from files, task.data; models/data/user_data.hpp) or graph (node classification on a generated graph, the whole graph one "
        "batch: the key batch is not used, micro_batch must be 0 and threads 1)"},
@@ -48,8 +49,19 @@ std::vector<ConfigKey>& all_keys() {
       {"clip.norm", "0.0", "clip the global gradient norm to this (0: off)"},
       {"task.rows", "5", "rows r of the task's matrices (1: the vector task)"},
       {"task.cols", "5", "columns c of the task's matrices"},
-      {"task.min_length", "1", "copy: shortest sequence; delay: fewest recalled frames"},
-      {"task.max_length", "20", "copy: longest sequence; delay: most recalled frames"},
+      {"task.min_length", "1", "copy, repeat_copy: shortest sequence; delay: fewest recalled frames"},
+      {"task.max_length", "20", "copy, repeat_copy: longest sequence (the repeat_copy presets: 10); delay: most recalled frames"},
+      {"task.min_repeats", "1", "repeat_copy: fewest repeats (the range also normalises the repeat count)"},
+      {"task.max_repeats", "10", "repeat_copy: most repeats"},
+      {"task.size_by", "\"length\"",
+       "repeat_copy: what a size is (curriculum, `matmem eval --sizes`): length or repeats"},
+      {"task.fixed_size", "0",
+       "repeat_copy: hold the dimension that is not the size at this (0: draw it from its range); e.g. `matmem eval "
+       "--set task.fixed_size=10` evaluates over lengths with 10 repeats"},
+      {"task.inputs", "20", "priority_sort: matrices in, each with its priority"},
+      {"task.outputs", "16", "priority_sort: the highest-priority matrices written, in descending order"},
+      {"task.order", "6", "ngrams: the N-gram order N (contexts of N−1 bits)"},
+      {"task.bits", "200", "ngrams: bits a sequence"},
       {"task.delay", "5", "delay: the target is the input of this many steps ago"},
       {"task.min_items", "2", "recall: fewest items"},
       {"task.max_items", "10", "recall: most items"},
@@ -203,6 +215,20 @@ const std::vector<Preset>& presets() {
       {"matntm", "recall", R"({"model.layers": "20x20,20x20,20x20", "task.rows": 5, "task.cols": 5, "ntm.slots": 120,
         "ntm.slot_rows": 6, "ntm.slot_cols": 6, "batch": 16, "ntm.controller": "lstm", "lr": 3e-4, "clip.norm": 10.0,
         "steps": 20000, "nonfinite": "skip", "nonfinite.max_skips": 1000, "log_every": 100, "checkpoint_every": 2000})"},
+      // Graves et al. 2014's other tasks (models/tasks/repeat_copy.hpp, priority_sort.hpp, ngrams.hpp) at the copy
+      // and recall presets' matrix sizes; clip.norm 10 as recall's.
+      {"matntm", "repeat_copy", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "task.max_length": 10,
+        "ntm.slots": 120, "ntm.slot_rows": 6, "ntm.slot_cols": 6, "batch": 16, "lr": 1e-4, "clip.norm": 10.0})"},
+      {"matntm", "priority_sort", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "ntm.slots": 120,
+        "ntm.slot_rows": 6, "ntm.slot_cols": 6, "batch": 16, "lr": 1e-4,
+        "clip.norm": 10.0})"},
+      {"matntm", "ngrams", R"({"model.layers": "10x10", "ntm.slots": 64, "ntm.slot_rows": 4, "ntm.slot_cols": 4,
+        "batch": 16, "lr": 1e-4, "clip.norm": 10.0})"},
+      {"matlstm", "repeat_copy", R"({"model.layers": "20x20,20x20,20x20", "task.rows": 5, "task.cols": 5,
+        "task.max_length": 10, "batch": 16, "lr": 1e-4, "clip.norm": 10.0})"},
+      {"matlstm", "priority_sort", R"({"model.layers": "20x20,20x20,20x20", "task.rows": 5, "task.cols": 5, "batch": 16,
+        "lr": 1e-4, "clip.norm": 10.0})"},
+      {"matlstm", "ngrams", R"({"model.layers": "10x10,10x10", "batch": 16, "lr": 1e-4, "clip.norm": 10.0})"},
       {"matrnn", "copy", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "batch": 16, "lr": 1e-4})"},
       {"matlstm", "copy", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "batch": 16, "lr": 1e-4})"},
       {"matgru", "copy", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "batch": 16, "lr": 1e-4})"},

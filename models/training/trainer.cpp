@@ -258,10 +258,16 @@ MemoryEstimate Trainer::estimate_memory() {
   const bool pairs = size_name == "pairs";
   // graph: one frame whatever the split; a data set (images): one size, one frame a sample. Probed twice.
   const bool split = size_name == "split", images = size_name == "images", one = split || images;
-  const std::int64_t smallest = one || pairs ? 1 : config_.integer(copy ? "task.min_length" : "task.min_items"),
-                     largest = one ? 1
-                               : pairs ? config_.integer("task.pairs")
-                                       : config_.integer(copy ? "task.max_length" : "task.max_items");
+  // Else the task's own range of sizes (repeat_copy, priority_sort, ngrams), or the copy and recall keys.
+  const auto [range_lo, range_hi] = task_->size_range();
+  const bool ranged = !one && !pairs && range_hi > 0;
+  const std::int64_t smallest = one || pairs ? 1
+                                : ranged     ? range_lo
+                                             : config_.integer(copy ? "task.min_length" : "task.min_items"),
+                     largest = one      ? 1
+                               : pairs  ? config_.integer("task.pairs")
+                               : ranged ? range_hi
+                                        : config_.integer(copy ? "task.max_length" : "task.max_items");
   Tape tape(DType::f32);
   // Both passes save what backward needs, as a run's first pass does: recomputing only ever holds less.
   tape.set_recompute_above(SIZE_MAX);

@@ -105,3 +105,50 @@ TEST_CASE("eval: bad sizes and a missing checkpoint are refused, naming them", "
   CHECK(none.refused());
   CHECK_THAT(none.output, Contains("nothing_here"));
 }
+
+TEST_CASE("eval: --set changes the task's keys of the evaluation sequences, not a frame's shape", "[tools][eval]") {
+  const fs::path dir = fresh_dir("eval_set");
+  const std::string small = "--set task.rows=2 --set task.cols=2 --set task.max_length=3 --set task.max_repeats=3 "
+                            "--set ntm.slots=8 --set ntm.slot_rows=2 --set ntm.slot_cols=2 --set batch=2";
+  const CommandResult train = run_matmem("train --model matntm --task repeat_copy " + small + " --steps 1 --out run", dir);
+  INFO(train.output);
+  REQUIRE(train.status == 0);
+  // Over lengths with 5 repeats (size 4: four matrices), then over repeats with 2 matrices (size 5: five repeats).
+  const CommandResult by_length = run_matmem("eval --checkpoint run --sizes 4 --batches 1 --set task.fixed_size=5 --csv -", dir);
+  INFO(by_length.output);
+  REQUIRE(by_length.status == 0);
+  CHECK_THAT(by_length.output, Contains("length,bits_per_sequence"));
+  // Held at 1 repeat the sequences have 5 targets of 3×2 elements, at 5 repeats 21: a model near chance errs
+  // on about half of them.
+  const CommandResult once = run_matmem("eval --checkpoint run --sizes 4 --batches 1 --set task.fixed_size=1 --csv -", dir);
+  auto bits = [](const std::string& out) { return std::stod(fields(lines(out).at(1)).at(1)); };
+  CHECK(bits(by_length.output) > 2.5 * bits(once.output));
+  const CommandResult by_repeats = run_matmem(
+      "eval --checkpoint run --sizes 5 --batches 1 --set task.size_by=repeats --set task.fixed_size=2", dir);
+  INFO(by_repeats.output);
+  REQUIRE(by_repeats.status == 0);
+  CHECK_THAT(by_repeats.output, Contains("repeats"));
+  CHECK(table_sizes(by_repeats.output) == std::vector<std::string>{"5"});
+  CHECK_THAT(run_matmem("eval --checkpoint run --set task.rows=3", dir).output, Contains("change shape"));
+  CHECK_THAT(run_matmem("eval --checkpoint run --set lr=1", dir).output, Contains("only the task's keys"));
+}
+
+TEST_CASE("eval: the N-gram task's optimal cost is printed beside the model's", "[tools][eval]") {
+  const fs::path dir = fresh_dir("eval_ngrams");
+  const CommandResult train = run_matmem(
+      "train --model matlstm --task ngrams --set 'model.layers=\"2x2\"' --set batch=2 --set task.bits=20 --steps 1 --out run", dir);
+  INFO(train.output);
+  REQUIRE(train.status == 0);
+  const CommandResult r = run_matmem("eval --checkpoint run --sizes 20,40 --batches 2", dir);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("xent bits/seq") && Contains("optimal"));
+  CHECK(table_sizes(r.output) == std::vector<std::string>{"20", "40"});
+  const CommandResult csv = run_matmem("eval --checkpoint run --sizes 20 --batches 1 --csv -", dir);
+  CHECK_THAT(csv.output, Contains("loss,optimal"));
+  // The optimal predictor's mean cost of 20 bits: 1 bit for each context's first bit, less for most after.
+  const std::vector<std::string> row = fields(lines(csv.output).at(1));
+  REQUIRE(row.size() == 6);
+  CHECK(std::stod(row[5]) > 5);
+  CHECK(std::stod(row[5]) < 25);
+}

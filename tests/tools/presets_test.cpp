@@ -66,7 +66,7 @@ std::string small_sets(const Preset& p, const std::string& data) {
         "ffn.depth=2", "gamma.taps=2", "cln.height=2", "cln.slots=4", "cln.heads=2", "task.graph.nodes=60",
         "task.graph.classes=2", "task.graph.words=20", "task.graph.topic_words=5", "task.graph.test=10",
         "task.graph.validation=10", "task.train=16", "task.validation=4", "task.test=4", "eval.batch=4",
-        "log_every=1", "checkpoint_every=0"})
+        "task.max_repeats=2", "task.inputs=4", "task.outputs=3", "task.bits=20", "log_every=1", "checkpoint_every=0"})
     s += std::string(" --set ") + kv;
   return s + " --set task.data_dir=" + data;
 }

@@ -111,3 +111,30 @@ TEST_CASE("bits is the default kind, a batch slice keeps the kind, the costs are
   CHECK(std::string(cost_name(TargetKind::classes)) == "errors/seq");
   CHECK(std::string(cost_name(TargetKind::reals)) == "nmse");
 }
+
+TEST_CASE("probabilities: the BCE as the loss, the cross-entropy in bits per sequence as the cost", "[tasks][target-kinds]") {
+  // Output 1x2 with logits (0, ln 3), P(1) = (½, ¾); a batch of 2. −log₂ P(target): 1 bit for the first element
+  // whatever its target; the second 2 bits for a 0 (P = ¼), log₂(4/3) for a 1.
+  // Step 0: sequence 0 wants (1, 0): 1 + 2; sequence 1 (0, 1): 1 + log₂(4/3).
+  // Step 1: sequence 0 wants (0, 0): 1 + 2; sequence 1 (1, 1): 1 + log₂(4/3).
+  // Cost (8 + 2 log₂(4/3)) / 2; loss the mean over the 8 elements of the same in nats.
+  Fixed model(1, 2);
+  model.set({0.0, std::log(3.0)});
+  Sequence s = sequence(TargetKind::probabilities, 2, 1, 2, 2);
+  Tensor& t0 = s.add_target(DType::f64, matrices(2, 1, 2), 0);
+  set(t0, 0, 0, 0, 1.0), set(t0, 1, 0, 1, 1.0);
+  Tensor& t1 = s.add_target(DType::f64, matrices(2, 1, 2), 1);
+  set(t1, 1, 0, 0, 1.0), set(t1, 1, 0, 1, 1.0);
+  Tape tape(DType::f64);
+  Unroller u(model, tape);
+  const double l43 = std::log2(4.0 / 3.0), total = 8 + 2 * l43;
+  const SequenceResult& r = u.run(s);
+  CHECK(r.bits == Approx(total / 2).epsilon(1e-12));
+  CHECK(r.loss.item() == Approx(total * std::log(2.0) / 8).epsilon(1e-12));
+  CHECK(cross_entropy_bits_per_sequence(r.logits[0].value_copy(), s.targets[0]) == Approx((3 + 1 + l43) / 2).epsilon(1e-12));
+  // Masked: sequence 1 has no target at step 1; the cost is over the steps left, / the 2 sequences with one.
+  s.lane_mask = {1, 1, 1, 0};
+  CHECK(u.run(s).bits == Approx((3 + 1 + l43 + 3) / 2).epsilon(1e-12));
+  CHECK(std::string(cost_name(TargetKind::probabilities)) == "xent bits/seq");
+  CHECK(std::string(target_kind_name(TargetKind::probabilities)) == "probabilities");
+}
