@@ -33,14 +33,6 @@ std::shared_ptr<ParameterStore> params_of(Model& model, py::object owner) {
 
 namespace {
 
-DType dtype_arg(const py::object& d) {
-  const py::dtype dt = py::dtype::from_args(d);
-  if (dt.is(py::dtype::of<float>())) return DType::f32;
-  if (dt.is(py::dtype::of<double>())) return DType::f64;
-  throw py::type_error("expected dtype float32 or float64, got " + std::string(py::str(d)));
-}
-py::dtype numpy_dtype(DType t) { return t == DType::f32 ? py::dtype::of<float>() : py::dtype::of<double>(); }
-
 // A Step as Python sees it during one call of a Python model's step(): the step and the TapeRef its Vars use.
 struct PyStep {
   Step* step = nullptr;
@@ -171,7 +163,7 @@ Subclass it: __init__ calls super().__init__(name, dtype, seed), set_io(in_rows,
 and declare_state(...) for each recurrent state; step(s) reads s.input() and s.state(name), sets s.next(name, v)
 and s.output(logits). Parameters are made on the first (build) pass by s.mat(...) / s.parameter(...).)")
       .def(py::init([](const std::string& name, const py::object& dtype, std::uint64_t seed) {
-             return std::make_unique<PyModel>(name, dtype_arg(dtype), seed);
+             return std::make_unique<PyModel>(name, dtype_from_python(dtype), seed);
            }),
            py::arg("name"), py::arg("dtype") = py::dtype::of<float>(), py::arg("seed") = 1)
       .def_property_readonly("name", &Model::name)
@@ -331,7 +323,7 @@ and s.output(logits). Parameters are made on the first (build) pass by s.mat(...
   m.def("make_model",
         [](const Config& config, const py::object& dtype) {
           std::unique_ptr<Task> task = make_task(config);
-          return make_model(config, *task, dtype_arg(dtype));
+          return make_model(config, *task, dtype_from_python(dtype));
         },
         py::arg("config"), py::arg("dtype") = py::dtype::of<float>(),
         "The model the config's `model` key names, for its task, seeded with its seed.");
