@@ -20,6 +20,9 @@ struct Parameter {
   std::string name;  ///< a path, "ntm/write/erase/U"
   Tensor value;      ///< the value (the store's dtype)
   Tensor grad;       ///< the gradient, same shape; backward adds into it, zero_grad() clears it
+  /// A buffer: state the model keeps but does not learn (batch norm's running statistics). Saved, restored
+  /// and copied with the parameters; the optimisers, clipping and the gradient norm leave it out.
+  bool buffer = false;
   /// The tape leaf this parameter has on the tape pass `tape_epoch` (so each pass makes one leaf).
   std::uint64_t tape_epoch = 0;
   std::uint32_t tape_node = 0;  ///< that leaf's node id

@@ -206,7 +206,8 @@ std::unique_ptr<Model> ffn(const Config& c, const Task& t, DType dtype, std::uin
   const std::string norm = c.str("ffn.norm");
   if (norm == "none") fc.norm = FFNConfig::Norm::none;
   else if (norm == "layer") fc.norm = FFNConfig::Norm::layer;
-  else throw Error(fmt::format("config: ffn.norm = {}: choose none or layer", norm));
+  else if (norm == "batch") fc.norm = FFNConfig::Norm::batch;
+  else throw Error(fmt::format("config: ffn.norm = {}: choose none, layer or batch", norm));
   if (fc.norm == FFNConfig::Norm::layer && fc.rows * fc.cols < 2)
     throw Error(fmt::format("config: ffn.norm = layer over model.layers = {}: a layer needs 2 elements or more",
                             c.str("model.layers")));

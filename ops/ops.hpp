@@ -55,6 +55,10 @@ enum class LayerNormOver { matrix, rows };
 /// Layer normalisation (ops/layer_norm.cpp): each sample's matrix (matrix) or each of its rows (rows) shifted
 /// and scaled to mean 0, variance 1: y = (x − m)/√(v + ε).  x:[B,r,c] -> [B,r,c]. Gain and bias: hadamard, add.
 Var layer_norm(Var x, LayerNormOver over = LayerNormOver::matrix, double eps = 1e-5);
+/// Batch normalisation over the batch (ops/batch_norm.cpp): each matrix element (i, j) shifted and scaled by its
+/// mean and biased variance over the batch, y = (x − μ)/√(σ² + ε). x:[B,r,c] -> [B,r,c]. γ and β: hadamard, add.
+/// Over a batch split across threads or ranks, with running statistics for evaluation: ops/batch_norm.hpp.
+Var batch_norm(Var x, double eps = 1e-5);
 
 // --- memory addressing (NTM) ---------------------------------------------------------------------------------
 /// cos(K, M_i) = ⟨K, M_i⟩_F / (‖K‖_F ‖M_i‖_F + ε), ε = 1e-8.  K:[B,r,c], M:[B,N,r,c] -> [B,N]  (ops/cosine_similarity.cpp)

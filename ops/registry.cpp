@@ -24,6 +24,7 @@ OpEntry exp_entry();
 OpEntry softmax_entry();
 OpEntry sum_entry();
 OpEntry layer_norm_entry();
+OpEntry batch_norm_entry();
 OpEntry cosine_similarity_entry();
 OpEntry row_entry();
 OpEntry transpose_entry();
@@ -50,7 +51,7 @@ std::vector<OpEntry>& entries() {
   static std::vector<OpEntry> all = {
       bilinear_entry(),  mat_entry(),     add_entry(),     sub_entry(),          hadamard_entry(),
       scale_entry(),     sigmoid_entry(), tanh_entry(),    relu_entry(),         softplus_entry(),
-      exp_entry(),       softmax_entry(), sum_entry(),     layer_norm_entry(),     cosine_similarity_entry(),
+      exp_entry(),       softmax_entry(), sum_entry(),     layer_norm_entry(),     batch_norm_entry(),     cosine_similarity_entry(),
       row_entry(), circular_shift_entry(), sharpen_entry(), ntm_addressing_entry(), memory_read_entry(),
       memory_write_entry(), memory_read_write_entry(), projections_entry(),
       bce_with_logits_entry(), mse_entry(), softmax_cross_entropy_entry(), frobenius_entry(),

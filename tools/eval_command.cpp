@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "matmem/models/training/trainer.hpp"
+#include "matmem/ops/batch_norm.hpp"
 #include "matmem/tools/commands.hpp"
 #include "matmem/tools/options.hpp"
 #include "matmem/tools/csv_file.hpp"
@@ -124,6 +125,7 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
   Tape& tape = trainer->tape();
   Unroller unroller(trainer->model(), tape);
   NoGrad no_grad(tape);
+  BatchNormScope running({BatchNormMode::running});  // batch norm on its running statistics
   Sequence seq;  // outlives each run: the tape points into its frames
   for (std::int64_t size : sizes) {
     Rng rng(o.seed + std::uint64_t(size));

@@ -18,6 +18,13 @@ FFN::FFN(const FFNConfig& config, DType dtype, std::uint64_t seed, std::string n
   for (std::int64_t l = 1; l <= config.depth; ++l) {
     paths_.push_back(fmt::format("{}/l{}", name, l));
     norm_paths_.push_back(fmt::format("{}/l{}/norm", name, l));
+    if (config.norm == FFNConfig::Norm::batch) {
+      Parameter& mean = params().add(norm_paths_.back() + "/running_mean", parameter(config.rows, config.cols));
+      Parameter& var = params().add(norm_paths_.back() + "/running_var", parameter(config.rows, config.cols));
+      mean.buffer = var.buffer = true;
+      var.value.fill(1.0);
+      running_.push_back({&mean.value, &var.value, 0.1});
+    }
   }
 }
 
@@ -27,9 +34,11 @@ void FFN::step(Step& s) {
   Var h = s.input();
   for (std::size_t l = 0; l < paths_.size(); ++l) {
     Var z = s.mat(paths_[l], {{"h", h}}, c.rows, c.cols);
-    if (c.norm == FFNConfig::Norm::layer)
-      z = add(hadamard(layer_norm(z, LayerNormOver::matrix), s.parameter(norm_paths_[l], "", "G", p, Init::Constant(1.0))),
+    if (c.norm != FFNConfig::Norm::none) {
+      const Var n = c.norm == FFNConfig::Norm::layer ? layer_norm(z, LayerNormOver::matrix) : batch_norm(z, running_[l]);
+      z = add(hadamard(n, s.parameter(norm_paths_[l], "", "G", p, Init::Constant(1.0))),
               s.parameter(norm_paths_[l], "", "D", p, Init::Constant(0.0)));
+    }
     Var f = activate(c.activation, z);
     h = c.residual && l > 0 ? add(h, f) : f;
   }

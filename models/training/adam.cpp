@@ -6,6 +6,7 @@ namespace matmem {
 
 Adam::Adam(ParameterStore& params, AdamOptions options) : options_(options) {
   for (auto& p : params)
+    if (!p->buffer)
     state_.push_back({p.get(), Tensor(p->value.dtype(), p->value.shape()), Tensor(p->value.dtype(), p->value.shape())});
 }
 

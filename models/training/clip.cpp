@@ -6,20 +6,24 @@
 namespace matmem {
 
 void clip_by_value(ParameterStore& params, double c) {
-  for (auto& p : params)
+  for (auto& p : params) {
+    if (p->buffer) continue;  // not learned: no gradient
     dispatch(p->grad.dtype(), [&](auto z) {
       using T = decltype(z);
       for (T& g : p->grad.view<T>()) g = std::clamp(g, T(-c), T(c));
     });
+  }
 }
 
 double gradient_norm(const ParameterStore& params) {
   double total = 0;
-  for (const auto& p : params)
+  for (const auto& p : params) {
+    if (p->buffer) continue;
     dispatch(p->grad.dtype(), [&](auto z) {
       using T = decltype(z);
       for (T g : p->grad.view<T>()) total += double(g) * double(g);
     });
+  }
   return std::sqrt(total);
 }
 
@@ -27,11 +31,13 @@ double clip_by_global_norm(ParameterStore& params, double c) {
   const double n = gradient_norm(params);
   if (n > c) {
     const double s = c / n;
-    for (auto& p : params)
+    for (auto& p : params) {
+      if (p->buffer) continue;
       dispatch(p->grad.dtype(), [&](auto z) {
         using T = decltype(z);
         for (T& g : p->grad.view<T>()) g = T(double(g) * s);
       });
+    }
   }
   return n;
 }

@@ -7,6 +7,7 @@ namespace matmem {
 
 RMSprop::RMSprop(ParameterStore& params, RMSpropOptions options) : options_(options) {
   for (auto& p : params) {
+    if (p->buffer) continue;
     State s{p.get(), Tensor(p->value.dtype(), p->value.shape()), {}, {}};
     if (options_.centered) s.grad_avg = Tensor(p->value.dtype(), p->value.shape());
     if (options_.momentum > 0) s.momentum_buffer = Tensor(p->value.dtype(), p->value.shape());

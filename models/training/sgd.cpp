@@ -3,7 +3,8 @@
 namespace matmem {
 
 SGD::SGD(ParameterStore& params, SGDOptions options) : options_(options) {
-  for (auto& p : params) state_.push_back({p.get(), Tensor(p->value.dtype(), p->value.shape())});
+  for (auto& p : params)
+    if (!p->buffer) state_.push_back({p.get(), Tensor(p->value.dtype(), p->value.shape())});
 }
 
 std::map<std::string, Tensor*> SGD::state_tensors() {

@@ -22,6 +22,7 @@
 #include "matmem/models/training/rmsprop.hpp"
 #include "matmem/models/training/schedule.hpp"
 #include "matmem/models/training/sgd.hpp"
+#include "matmem/ops/batch_norm.hpp"
 #include "matmem/runtime/communicator.hpp"
 #include "matmem/runtime/error.hpp"
 #include "matmem/runtime/safetensors.hpp"
@@ -202,6 +203,7 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
         if (theirs[i].name != ours[i].name || theirs[i].value.shape() != ours[i].value.shape())
           throw Error(fmt::format("threads: model {} built a second time creates different parameters "
                                   "(parameter {})", model_->name(), ours[i].name));
+      part->own_model->build();  // here, not in a step's BatchNormScope
       part->own_tape = std::make_unique<Tape>(DType::f32);
       part->own_unroller = std::make_unique<Unroller>(*part->own_model, *part->own_tape);
       part->model = part->own_model.get(), part->tape = part->own_tape.get(), part->unroller = part->own_unroller.get();
@@ -210,6 +212,8 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
     parts_.push_back(std::move(part));
   }
   if (threads > 1) team_ = std::make_unique<ThreadTeam>(int(threads));
+  // Batch statistics (ops/batch_norm.hpp) over this rank's parts and the ranks.
+  if (threads > 1 || ranks_) collective_ = std::make_unique<BatchCollective>(int(threads), ranks_);
   seed_ = Tensor(DType::f32, scalars(1));
   set_anomaly_mode(config_.flag("anomaly"));
   // What an update changes, and room to put it back when the update is not finite.
@@ -221,6 +225,9 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
     updated_.push_back({"optimiser state " + name, t});
     saved_.push_back(*t);
   }
+  // What a step's forward changes (batch norm's running statistics), to undo a step that is not finite.
+  for (auto& p : model_->params())
+    if (p->buffer) buffers_.push_back({&p->value, p->value});
 }
 
 Trainer::~Trainer() = default;
@@ -342,6 +349,7 @@ void Trainer::run_parallel(const Sequence& seq, std::int64_t total, StepStats& s
   team_->run([&](int k) {
     Part& p = *parts_[std::size_t(k)];
     const auto start = std::chrono::steady_clock::now();
+    BatchNormScope scope({BatchNormMode::batch, true, collective_.get(), k, p.slice.inputs[0].shape().batch});
     const PartResult r = part_gradients(*p.model, *p.unroller, *p.tape, p.slice, total, micro, p.chunk, p.seed);
     p.loss = r.loss;
     p.bits = r.bits;
@@ -426,6 +434,7 @@ StepStats Trainer::step() {
   StepStats stats;
   stats.frames = std::int64_t(seq.inputs.size());
   flops_ = 0;
+  for (auto& [value, copy] : buffers_) std::memcpy(copy.raw(), value->raw(), copy.bytes());
   if (ranks_) {
     const std::int64_t B = seq.inputs[0].shape().batch, K = ranks_->size(), r = ranks_->rank();
     const std::int64_t first = B * r / K, count = B * (r + 1) / K - first;
@@ -433,6 +442,7 @@ StepStats Trainer::step() {
     if (team_) {
       run_parallel(rank_part_, B, stats);
     } else {
+      BatchNormScope scope({BatchNormMode::batch, true, collective_.get(), 0, count});
       const PartResult r = part_gradients(*model_, *unroller_, tape_, rank_part_, B,
                                           memory_.micro_batch, chunk_, seed_);
       stats.loss = r.loss;
@@ -443,6 +453,7 @@ StepStats Trainer::step() {
   } else if (team_) {
     run_parallel(seq, seq.inputs[0].shape().batch, stats);
   } else {
+    BatchNormScope scope({BatchNormMode::batch, true, nullptr, 0, seq.inputs[0].shape().batch});
     const PartResult r = part_gradients(*model_, *unroller_, tape_, seq, seq.inputs[0].shape().batch,
                                         memory_.micro_batch, chunk_, seed_);
     stats.loss = r.loss;
@@ -461,6 +472,7 @@ StepStats Trainer::step() {
     }
     tape_.set_anomaly_mode(config_.flag("anomaly"));
     params.zero_grad();
+    for (auto& [value, copy] : buffers_) std::memcpy(value->raw(), copy.raw(), copy.bytes());
     return not_finite(stats, fmt::format("the {} is not finite; {}", std::isfinite(stats.loss) ? "gradient" : "loss",
                                          where));
   }
@@ -476,6 +488,7 @@ StepStats Trainer::step() {
       std::memcpy(updated_[k].second->raw(), saved_[k].raw(), saved_[k].bytes());
     optimizer_->set_steps(optimizer_steps);
     params.zero_grad();
+    for (auto& [value, copy] : buffers_) std::memcpy(value->raw(), copy.raw(), copy.bytes());
     return not_finite(stats, fmt::format("the {} update (lr = {}) made {} non-finite", optimizer_->name(),
                                          config_.num("lr") * optimizer_->lr_scale(), *bad));
   }
@@ -503,6 +516,7 @@ SplitResult evaluate_split(Model& model, Tape& tape, const SplitTask& task, Spli
   if (n == 0) return r;
   Unroller unroller(model, tape);
   NoGrad no_grad(tape);
+  BatchNormScope eval({BatchNormMode::running});  // batch norm on its running statistics
   Sequence seq;
   for (std::int64_t first = 0; first < n; first += batch) {
     const std::int64_t count = std::min(batch, n - first);

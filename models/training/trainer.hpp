@@ -20,6 +20,14 @@
 /// different order than one thread's, so a run with n threads rounds differently from a run with one, but
 /// is itself reproducible bit for bit.
 ///
+/// Batch normalisation (ops/batch_norm.hpp) takes the whole batch's statistics however it is split: the parts'
+/// sums meet in a BatchCollective (part order, then rank order), set for each part's thread by a
+/// BatchNormScope, which also has the training pass update the running statistics. Those are the model's
+/// buffers (Parameter::buffer: saved, resumed, kept in the best parameters and copied to the parts like
+/// parameters, left out by the optimiser, clipping and the gradient norm); a step that is not finite puts them
+/// back as they were before its forward. The memory estimate's probes run without a scope (nothing updated);
+/// evaluate_split() normalises by the running statistics. Micro-batches are refused with batch norm.
+///
 /// Micro-batches (config key micro_batch = m > 0): a part of more than m sequences (the whole batch with one
 /// thread) runs as micro-batches of m sequences and a last one of the rest, one after another on its tape, each backpropagated
 /// with its share of the batch, their gradients added up in the model's: the same gradient as the part at once
@@ -70,6 +78,7 @@
 
 namespace matmem {
 
+class BatchCollective;
 class Communicator;
 class ThreadTeam;
 
@@ -217,6 +226,10 @@ class Trainer {
   // before the update, to undo one that is not finite.
   std::vector<std::pair<std::string, Tensor*>> updated_;
   std::vector<Tensor> saved_;
+  // The model's buffers (batch norm's running statistics), which a step's forward updates, and their copies
+  // from before it.
+  std::vector<std::pair<Tensor*, Tensor>> buffers_;
+  std::unique_ptr<BatchCollective> collective_;  // threads > 1 or distributed: batch norm's sums over the parts
   // threads > 1: the batch's parts (part 0 runs model_ on tape_) and the team that runs them; else empty.
   struct Part;
   std::vector<std::unique_ptr<Part>> parts_;

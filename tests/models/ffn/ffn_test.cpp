@@ -27,15 +27,24 @@ FFNConfig tiny(std::int64_t rows, std::int64_t cols, FFNConfig::Norm norm, bool 
 TEST_CASE("the ffn passes gradcheck whole: matrix and vector, with and without norm and residual blocks",
           "[models][ffn][gradcheck]") {
   using N = FFNConfig::Norm;
-  for (N norm : {N::none, N::layer})
+  for (N norm : {N::none, N::layer, N::batch})
     for (bool residual : {false, true})
       for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{2, 3}, {1, 4}}) {
         // tanh: smooth everywhere, so central differences are exact to rounding (relu's kink is not).
         FFN m(tiny(rows, cols, norm, residual, Activation::tanh), DType::f64, 4);
-        SECTION(fmt::format("{}x{} norm {} residual {}", rows, cols, norm == N::layer ? "layer" : "none", residual)) {
+        SECTION(fmt::format("{}x{} norm {} residual {}", rows, cols, norm == N::layer ? "layer" : norm == N::batch ? "batch" : "none", residual)) {
           // Two steps: the first is the input only, the second carries a target (model_gradcheck.hpp); the net
           // has no state, so the first step's parameters get their gradient through the second's alone.
-          const GradcheckReport r = testing::gradcheck_model(m, 2, 3);
+          // Under batch norm a layer's bias B_l has no gradient (the batch's mean takes it out again), and the
+          // running statistics are not learned.
+          std::vector<std::string> flat;
+          if (norm == N::batch)
+            for (int l = 1; l <= 3; ++l)
+              for (const char* leaf : {"B", "norm/running_mean", "norm/running_var"})
+                flat.push_back(fmt::format("ffn/l{}/{}", l, leaf));
+          if (norm == N::batch && rows == 1)  // a 1×1 U_l scales the whole layer, which batch norm undoes
+            for (int l = 2; l <= 3; ++l) flat.push_back(fmt::format("ffn/l{}/h/U", l));
+          const GradcheckReport r = testing::gradcheck_model(m, 2, 3, flat);
           INFO(r.str());
           CHECK(r.passed);
         }
@@ -96,7 +105,7 @@ TEST_CASE("ffn's config keys: impossible values refused by key", "[models][ffn]"
     CHECK_THROWS_WITH(make_model(d, *task), Contains(message));
   };
   refused("ffn.depth=0", "ffn.depth = 0");
-  refused("ffn.norm=batch", "ffn.norm = batch");
+  refused("ffn.norm=group", "ffn.norm = group");
   refused("ffn.activation=gelu", "ffn.activation = gelu");
   refused("model.layers=5x4,5x4", "ffn's hidden layers share one shape");
   Config d = c;
