@@ -143,7 +143,7 @@ Var Step::mat(std::string_view path, std::span<const NamedTerm> terms, std::int6
   std::array<MatTerm, 21> mt;
   if (terms.size() > mt.size()) throw Error(fmt::format("{}: at most {} terms", path, mt.size()));
   for (std::size_t k = 0; k < terms.size(); ++k) {
-    const Shape& x = terms[k].x.shape();
+    const Shape x = terms[k].x.shape();  // a copy: parameter() may record a leaf, moving the tape's nodes
     mt[k] = {terms[k].x, parameter(path, terms[k].name, "U", matmem::parameter(x.rows, rows)),
              parameter(path, terms[k].name, "V", matmem::parameter(x.cols, cols))};
   }
@@ -159,7 +159,9 @@ Var Step::mat(std::string_view path, std::initializer_list<NamedTerm> terms, std
 void Step::projections(NamedTerm x, std::span<const ProjectionSpec> p, std::span<Var> out) {
   if (out.size() != p.size())
     throw Error(fmt::format("projections: {} specs, room for {} outputs", p.size(), out.size()));
-  const Shape& xs = x.x.shape();
+  // A copy: a Var's shape lives in the tape's node list, which the parameters' leaves and every group's
+  // op node may move to a larger allocation.
+  const Shape xs = x.x.shape();
   std::array<Projection, Tape::kMaxOutputs> ops_p;
   for (std::size_t first = 0; first < p.size(); first += Tape::kMaxOutputs) {
     const std::size_t n = std::min(p.size() - first, Tape::kMaxOutputs);

@@ -56,7 +56,7 @@ std::vector<std::pair<std::string, double>> FastWeightsRNN::learned_scalars() co
 
 Var FastWeightsRNN::slow(Step& s, Var h, Var x) const {
   const std::int64_t r = config_.rows, c = config_.cols;
-  const Shape& xs = x.shape();
+  const Shape xs = x.shape();  // a copy: the parameters' leaves may move the tape's nodes
   const MatTerm terms[2] = {
       {h, s.parameter(slow_, "h", "U", matmem::parameter(r, r), Init::Identity(1.0)),
        s.parameter(slow_, "h", "V", matmem::parameter(c, c), Init::Identity(config_.init_scale))},
