@@ -36,7 +36,15 @@ Parameter& ParameterStore::at(const std::string& name) {
 
 std::int64_t ParameterStore::element_count() const {
   std::int64_t n = 0;
-  for (const auto& p : params_) n += p->value.numel();
+  for (const auto& p : params_)
+    if (!p->buffer) n += p->value.numel();
+  return n;
+}
+
+std::int64_t ParameterStore::buffer_element_count() const {
+  std::int64_t n = 0;
+  for (const auto& p : params_)
+    if (p->buffer) n += p->value.numel();
   return n;
 }
 

@@ -51,8 +51,10 @@ class ParameterStore {
 
   /// Number of parameters.
   std::size_t size() const { return params_.size(); }
-  /// Elements of all parameters together.
+  /// Elements of the learned parameters together (buffers, Parameter::buffer, not counted).
   std::int64_t element_count() const;
+  /// Elements of the buffers together.
+  std::int64_t buffer_element_count() const;
   /// Parameter k in creation order.
   Parameter& operator[](std::size_t k) { return *params_[k]; }
   /// Parameter k in creation order, read-only.

@@ -229,8 +229,9 @@ std::unique_ptr<Model> autoencoder(const Config& c, const Task& t, DType dtype, 
     throw Error(fmt::format("config: ffn.depth = {}: the autoencoder has an even number of layers, 2 to 1000 (half "
                             "encoder, half decoder)", depth));
   ac.encoder_layers = depth / 2;
-  if (c.str("ffn.norm") != "none")
-    throw Error(fmt::format("config: ffn.norm = {}: the autoencoder has no normalisation (none)", c.str("ffn.norm")));
+  if (c.str("ffn.norm") == "batch") ac.batch_norm = true;
+  else if (c.str("ffn.norm") != "none")
+    throw Error(fmt::format("config: ffn.norm = {}: the autoencoder has none or batch", c.str("ffn.norm")));
   if (c.flag("ffn.residual")) throw Error("config: ffn.residual = true: the autoencoder has no residual blocks");
   ac.activation = ffn_activation(c);
   if (t.output_rows() != t.input_rows() || t.output_cols() != t.input_cols())

@@ -12,7 +12,10 @@
 //
 // Layout (runtime/shape.hpp): element (b, i, j) is at (i·B + b)·c + j, so for each row i the batch's c-long
 // rows follow one another and a sum over b runs along contiguous rows.
-#include <barrier>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -31,22 +34,74 @@ namespace matmem {
 // --- BatchCollective -----------------------------------------------------------------------------------------
 // Two sets of slots used in turn (call parity), so one barrier a call suffices: a part that writes the set of
 // call n + 2 has passed the barrier of call n + 1, which every part reaches only after reading call n's.
+// The barrier is a generation counter under a mutex that abort() can break: a waiting part spins a little on
+// the generation (a step's sums come every few microseconds), then sleeps on the condition variable.
 struct BatchCollective::Shared {
-  explicit Shared(int parts) : barrier(parts), slots{std::vector<std::vector<double>>(std::size_t(parts)),
-                                                      std::vector<std::vector<double>>(std::size_t(parts))} {}
-  std::barrier<> barrier;
+  explicit Shared(int parts) : parts(parts), slots{std::vector<std::vector<double>>(std::size_t(parts)),
+                                                   std::vector<std::vector<double>>(std::size_t(parts))} {}
+  const int parts;
+  std::mutex mutex;
+  std::condition_variable wake;
+  int arrived = 0;                       // parts at the barrier of this generation
+  std::atomic<std::uint64_t> generation{0};
+  std::atomic<bool> failed{false};
   std::vector<std::vector<double>> slots[2];
   std::vector<double> ranks_in[2], ranks_out[2];  // distributed: this rank's sum, and every rank's
   std::vector<int> calls;                         // per part: its calls so far (the parity)
+
+  [[noreturn]] static void throw_aborted() {
+    throw BatchCollectiveAborted("batch_norm: another part of the batch failed, so its statistics cannot be summed");
+  }
+  void arrive_and_wait() {
+    if (failed.load(std::memory_order_acquire)) throw_aborted();
+    std::unique_lock lock(mutex);
+    const std::uint64_t g = generation.load(std::memory_order_relaxed);
+    if (++arrived == parts) {
+      arrived = 0;
+      generation.store(g + 1, std::memory_order_release);
+      lock.unlock();
+      wake.notify_all();
+      return;
+    }
+    lock.unlock();
+    const auto start = std::chrono::steady_clock::now();
+    while (generation.load(std::memory_order_acquire) == g && !failed.load(std::memory_order_acquire))
+      if (std::chrono::steady_clock::now() - start > std::chrono::microseconds(200)) {
+        lock.lock();
+        wake.wait(lock, [&] { return generation.load() != g || failed.load(); });
+        break;
+      }
+    if (generation.load(std::memory_order_acquire) == g) throw_aborted();  // failed before every part arrived
+  }
 };
 
 BatchCollective::BatchCollective(int parts, const Communicator* ranks)
-    : parts_(parts), ranks_(ranks && ranks->size() > 1 ? ranks : nullptr), shared_(std::make_unique<Shared>(parts)) {
+    : parts_(parts), ranks_(ranks && ranks->size() > 1 ? ranks : nullptr) {
   if (parts < 1) throw Error(fmt::format("BatchCollective: {} parts (≥ 1 expected)", parts));
+  shared_ = std::make_unique<Shared>(parts);
   shared_->calls.assign(std::size_t(parts), 0);
 }
 
 BatchCollective::~BatchCollective() = default;
+
+void BatchCollective::abort() {
+  Shared& s = *shared_;
+  {
+    std::lock_guard lock(s.mutex);
+    s.failed.store(true, std::memory_order_release);
+  }
+  s.wake.notify_all();
+}
+
+bool BatchCollective::failed() const { return shared_->failed.load(std::memory_order_acquire); }
+
+void BatchCollective::reset() {
+  Shared& s = *shared_;
+  std::lock_guard lock(s.mutex);
+  s.arrived = 0;
+  s.calls.assign(std::size_t(parts_), 0);
+  s.failed.store(false, std::memory_order_release);
+}
 
 void BatchCollective::sum(int part, double* values, std::size_t n) {
   Shared& s = *shared_;
@@ -54,7 +109,7 @@ void BatchCollective::sum(int part, double* values, std::size_t n) {
   if (parts_ > 1) {
     std::vector<double>& mine = s.slots[parity][std::size_t(part)];
     mine.assign(values, values + n);
-    s.barrier.arrive_and_wait();
+    s.arrive_and_wait();
     for (std::size_t e = 0; e < n; ++e) values[e] = 0;
     for (int k = 0; k < parts_; ++k) {
       const double* v = s.slots[parity][std::size_t(k)].data();
@@ -73,7 +128,7 @@ void BatchCollective::sum(int part, double* values, std::size_t n) {
     for (std::size_t r = 0; r < K; ++r)
       for (std::size_t e = 0; e < n; ++e) in[e] += out[r * n + e];
   }
-  if (parts_ > 1) s.barrier.arrive_and_wait();
+  if (parts_ > 1) s.arrive_and_wait();
   std::memcpy(values, in.data(), n * sizeof(double));
 }
 

@@ -19,7 +19,10 @@
 /// is reproducible bit for bit, and one with K ranks of one thread each makes the same additions. Each part's
 /// tape records the same ops in the same order (the same model on its share of the batch), so the k-th
 /// batch_norm of every part meets the k-th of the others; a part must not record a batch_norm the others do
-/// not (a failure that ends one part's pass before a sum leaves the others waiting).
+/// not. A part whose pass fails (an exception) calls abort(): every part waiting for a sum, or arriving at one
+/// later, throws BatchCollectiveAborted, so no part waits for one that will not come; the caller reports the
+/// failed part's own error and calls reset() once every part has left. (Across ranks the collective cannot
+/// wake another rank waiting in its MPI call: a rank that fails ends the run.)
 ///
 /// The thread's BatchNormContext (set by a BatchNormScope) says how batch_norm(x, running) runs: on the batch's
 /// statistics (training), through a collective and part index or over its own batch, updating the running
@@ -35,10 +38,16 @@
 #include <memory>
 
 #include "matmem/autodiff/tape.hpp"
+#include "matmem/runtime/error.hpp"
 
 namespace matmem {
 
 class Communicator;
+
+/// Thrown by BatchCollective::sum() in a part when another part has failed (BatchCollective::abort()).
+struct BatchCollectiveAborted : Error {
+  using Error::Error;
+};
 
 /// Adds partial sums over the parts of one batch, in part order and then rank order (see the file).
 class BatchCollective {
@@ -52,7 +61,14 @@ class BatchCollective {
   int parts() const { return parts_; }  ///< threads in this process
   /// Called by every part with its own `values` (n of them, the same n): replaces them by the sum over all
   /// parts and ranks, added in part order and then rank order. Blocks until every part has called.
+  /// Throws BatchCollectiveAborted, at once or when woken, if the collective has been aborted.
   void sum(int part, double* values, std::size_t n);
+  /// Marks the collective failed and wakes every part waiting in sum(), which throws; called by a part that
+  /// leaves with an exception (any thread, any number of times).
+  void abort();
+  bool failed() const;  ///< abort() has been called since the last reset()
+  /// Makes an aborted collective usable again: to be called when no part is inside sum().
+  void reset();
 
  private:
   struct Shared;

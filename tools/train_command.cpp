@@ -239,8 +239,12 @@ void run(const Options& o) {
   // Whole or not at all: a run killed here must not leave an empty config.json for `sweep` to trip on.
   write_file_durably((std::filesystem::path(out) / "config.json").string(), c.dump() + "\n");
   if (!o.json)
-    fmt::print("training {} on {} ({} parameters), steps {}..{}, seed {}{}, into {}\n", c.str("model"),
-               c.str("task"), trainer->model().params().element_count(), trainer->steps_done() + 1, total,
+    fmt::print("training {} on {} ({} parameters{}), steps {}..{}, seed {}{}, into {}\n", c.str("model"),
+               c.str("task"), trainer->model().params().element_count(),
+               trainer->model().params().buffer_element_count() > 0
+                   ? fmt::format(" and {} buffer values", trainer->model().params().buffer_element_count())
+                   : "",
+               trainer->steps_done() + 1, total,
                c.integer("seed"),
                trainer->ranks() > 1 ? fmt::format(", {} ranks × {} threads", trainer->ranks(), trainer->threads())
                : trainer->threads() > 1 ? fmt::format(", {} threads", trainer->threads())

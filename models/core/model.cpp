@@ -139,7 +139,7 @@ Var Step::parameter(std::string_view path, std::string_view term, std::string_vi
 }
 
 Var Step::mat(std::string_view path, std::span<const NamedTerm> terms, std::int64_t rows, std::int64_t cols,
-              double bias) {
+              std::optional<double> bias) {
   std::array<MatTerm, 21> mt;
   if (terms.size() > mt.size()) throw Error(fmt::format("{}: at most {} terms", path, mt.size()));
   for (std::size_t k = 0; k < terms.size(); ++k) {
@@ -147,12 +147,12 @@ Var Step::mat(std::string_view path, std::span<const NamedTerm> terms, std::int6
     mt[k] = {terms[k].x, parameter(path, terms[k].name, "U", matmem::parameter(x.rows, rows)),
              parameter(path, terms[k].name, "V", matmem::parameter(x.cols, cols))};
   }
-  Var b = parameter(path, "", "B", matmem::parameter(rows, cols), Init::Constant(bias));
+  const Var b = bias ? parameter(path, "", "B", matmem::parameter(rows, cols), Init::Constant(*bias)) : Var{};
   return matmem::mat(std::span<const MatTerm>(mt.data(), terms.size()), b);
 }
 
 Var Step::mat(std::string_view path, std::initializer_list<NamedTerm> terms, std::int64_t rows, std::int64_t cols,
-              double bias) {
+              std::optional<double> bias) {
   return mat(path, std::span<const NamedTerm>(terms.begin(), terms.size()), rows, cols, bias);
 }
 

@@ -15,6 +15,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -178,12 +179,13 @@ class Step {
   Var parameter(std::string_view path, std::string_view term, std::string_view leaf, Shape shape,
                 Init init = Init::Glorot());
   /// mat(x_1..x_k) = Σ_t U_tᵀ x_t V_t + B, giving [B, rows, cols]; U_t, V_t Glorot, B constant `bias`.
-  /// The parameters are `<path>/<term>/U`, `<path>/<term>/V` and `<path>/B`.
+  /// The parameters are `<path>/<term>/U`, `<path>/<term>/V` and `<path>/B`. `bias` std::nullopt: no B
+  /// (not created), Σ_t U_tᵀ x_t V_t alone — for a map followed by batch norm, whose mean cancels B.
   Var mat(std::string_view path, std::initializer_list<NamedTerm> terms, std::int64_t rows, std::int64_t cols,
-          double bias = 0.0);
+          std::optional<double> bias = 0.0);
   /// mat() with the terms in a span.
   Var mat(std::string_view path, std::span<const NamedTerm> terms, std::int64_t rows, std::int64_t cols,
-          double bias = 0.0);
+          std::optional<double> bias = 0.0);
   /// out[k] = mat(p[k].path, {x}, p[k].rows, p[k].cols, p[k].bias) for every k, with the same parameters
   /// created in the same order, computed by ops' projections (one op per 16): several projections of one
   /// state (an NTM's heads) share their first-stage GEMM.

@@ -33,7 +33,16 @@ void FFN::step(Step& s) {
   const Shape p = matmem::parameter(c.rows, c.cols);
   Var h = s.input();
   for (std::size_t l = 0; l < paths_.size(); ++l) {
-    Var z = s.mat(paths_[l], {{"h", h}}, c.rows, c.cols);
+    Var z;
+    if (c.norm != FFNConfig::Norm::batch) {
+      z = s.mat(paths_[l], {{"h", h}}, c.rows, c.cols);
+    } else if (c.rows == 1 && h.shape().rows == 1) {
+      // The vector net: h V alone; batch norm cancels a 1×1 U as it cancels B.
+      const Var one = s.tape().constant(matmem::parameter(1, 1), 1.0);
+      z = mat({{h, one, s.parameter(paths_[l], "h", "V", matmem::parameter(h.shape().cols, c.cols))}}, Var{});
+    } else {
+      z = s.mat(paths_[l], {{"h", h}}, c.rows, c.cols, std::nullopt);
+    }
     if (c.norm != FFNConfig::Norm::none) {
       const Var n = c.norm == FFNConfig::Norm::layer ? layer_norm(z, LayerNormOver::matrix) : batch_norm(z, running_[l]);
       z = add(hadamard(n, s.parameter(norm_paths_[l], "", "G", p, Init::Constant(1.0))),

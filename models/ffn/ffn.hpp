@@ -7,7 +7,12 @@
 //                                  (ops/layer_norm.cpp), gain G_l (starts at 1) and shift D_l (starts at 0)
 //   N_l(Z)   = G_l ⊙ BN(Z) + D_l   (norm = batch): BN normalises each element (i, j) over the whole batch
 //                                  (ops/batch_norm.hpp: across the trainer's threads and ranks), in
-//                                  evaluation by its running mean and variance (momentum 0.1, as PyTorch)
+//                                  evaluation by its running mean and variance (momentum 0.1, as PyTorch).
+//                                  BN(Z + B) = BN(Z), so mat_l has no B_l here: a B_l would get no gradient
+//                                  but rounding noise (which Adam scales up to steps of lr). In the vector
+//                                  net (r = r_in = 1) U_l is a 1×1 scale, which BN cancels too: the layer is
+//                                  H V_l alone. The matrix net's U_l stays: only the common scale of U_l and
+//                                  V_l cancels, each has a gradient.
 //   F_l(H)   = σ(N_l(mat_l(H)))                          (001 eq. 5, normalised before the nonlinearity)
 //   H_0 = X;  H_1 = F_1(H_0);  for l = 2..L:  H_l = F_l(H_{l−1})               (plain)
 //                                             H_l = H_{l−1} + F_l(H_{l−1})     (residual: the matrix ResNet
@@ -16,8 +21,10 @@
 // The first layer changes the shape, so it is never residual. With r = 1 every mat is a dense layer,
 // y = h V + b (U_l a 1×1 scale): the vector net. 001 normalises with batch norm (norm = batch).
 // Parameters: <name>/l<k>/h/U, …/V, <name>/l<k>/B, <name>/l<k>/norm/G, …/D, <name>/out/h/U, …/V, <name>/out/B;
-// with norm = batch also the buffers (Parameter::buffer, not learned) <name>/l<k>/norm/running_mean and …/running_var.
-// Parameter count: Σ_l (r_in r + c_in c + r c) (+ 2 r c a layer with norm) + r + c·classes + classes.
+// with norm = batch no <name>/l<k>/B (nor …/h/U in the vector net) and the buffers (Parameter::buffer, not
+// learned) <name>/l<k>/norm/running_mean and …/running_var.
+// Parameter count: Σ_l (r_in r + c_in c + r c) (+ 2 r c a layer with norm; − r c with batch norm, − 1 more in
+// the vector net) + r + c·classes + classes.
 #pragma once
 #include <string>
 #include <vector>

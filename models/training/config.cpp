@@ -111,7 +111,7 @@ std::vector<ConfigKey>& all_keys() {
       {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm, dense layers for gamma) as RxC, comma separated"},
       {"lstm.forget_bias", "1.0", "a matlstm's forget-gate bias at the start"},
       {"ffn.depth", "10", "ffn: hidden layers, each of the shape model.layers (one RxC; 1xn: a vector net); autoencoder: all its layers, encoder and decoder (even)"},
-      {"ffn.norm", "\"none\"", "ffn: none, layer (layer norm of each layer's pre-activation, with gain and shift) or batch (batch norm of each element over the whole batch, with gain and shift; running averages, momentum 0.1, in evaluation)"},
+      {"ffn.norm", "\"none\"", "ffn: none, layer (layer norm of each layer's pre-activation, with gain and shift) or batch (batch norm of each element over the whole batch, with gain and shift; running averages, momentum 0.1, in evaluation); autoencoder: none or batch (every hidden layer, encoder and decoder)"},
       {"ffn.residual", "false", "ffn: matrix ResNet blocks H_l = H_{l-1} + F(H_{l-1}) after the first layer (001 §2.2)"},
       {"ffn.activation", "\"relu\"", "ffn: the hidden layers' nonlinearity: relu, tanh or sigmoid"},
       {"gamma.kind", "\"gamma\"", "gamma model's memory: gamma, laguerre, gamma2 or delay (the tap delay line; see models/layers/gamma.hpp)"},

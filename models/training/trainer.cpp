@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 
@@ -73,6 +74,12 @@ void validate(const Config& c) {
   if (c.integer("micro_batch.state_kib") < 0)
     throw Error(fmt::format("config: micro_batch.state_kib = {} must be ≥ 0 (0: no limit)",
                             c.integer("micro_batch.state_kib")));
+  // A micro-batch's statistics would not be the batch's (ops/batch_norm.hpp).
+  if ((c.str("model") == "ffn" || c.str("model") == "autoencoder") && c.str("ffn.norm") == "batch" &&
+      c.integer("micro_batch") > 0 && c.integer("micro_batch") < c.integer("batch"))
+    throw Error(fmt::format("config: micro_batch = {} with ffn.norm = batch: batch norm takes the statistics of the "
+                            "whole batch of {}, not of micro-batches (set micro_batch = 0)",
+                            c.integer("micro_batch"), c.integer("batch")));
   if (c.num("clip.value") < 0 || c.num("clip.norm") < 0) throw Error("config: clip.value and clip.norm must be ≥ 0");
   if (c.str("nonfinite") != "stop" && c.str("nonfinite") != "skip")
     throw Error(fmt::format("config: nonfinite = \"{}\" must be \"stop\" or \"skip\"", c.str("nonfinite")));
@@ -148,6 +155,8 @@ struct Trainer::Part {
   Sequence chunk;  // a micro-batch of them
   Tensor seed;     // [1] holding B_k / B, the loss's backward seed
   double weight = 0, loss = 0, bits = 0, flops = 0;
+  std::exception_ptr error;  // the exception the part's pass left with, if any
+  bool aborted = false;      // that exception is the collective's abort (another part failed first)
 };
 
 Trainer::Trainer(const Config& config, const Communicator* ranks)
@@ -346,16 +355,38 @@ void Trainer::run_parallel(const Sequence& seq, std::int64_t total, StepStats& s
   }
   const std::int64_t micro = memory_.micro_batch;
   part_seconds_.resize(std::size_t(n));  // each thread writes its own part's
+  // A part that fails aborts the batch-norm collective, so that the others, waiting for its sums, fail too
+  // instead of waiting for ever; the error reported is the first (in part order) that was not that abort.
   team_->run([&](int k) {
     Part& p = *parts_[std::size_t(k)];
-    const auto start = std::chrono::steady_clock::now();
-    BatchNormScope scope({BatchNormMode::batch, true, collective_.get(), k, p.slice.inputs[0].shape().batch});
-    const PartResult r = part_gradients(*p.model, *p.unroller, *p.tape, p.slice, total, micro, p.chunk, p.seed);
-    p.loss = r.loss;
-    p.bits = r.bits;
-    p.flops = r.flops;
-    part_seconds_[std::size_t(k)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    p.error = nullptr;
+    p.aborted = false;
+    try {
+      const auto start = std::chrono::steady_clock::now();
+      BatchNormScope scope({BatchNormMode::batch, true, collective_.get(), k, p.slice.inputs[0].shape().batch});
+      const PartResult r = part_gradients(*p.model, *p.unroller, *p.tape, p.slice, total, micro, p.chunk, p.seed);
+      p.loss = r.loss;
+      p.bits = r.bits;
+      p.flops = r.flops;
+      part_seconds_[std::size_t(k)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    } catch (const BatchCollectiveAborted&) {
+      p.error = std::current_exception();
+      p.aborted = true;
+    } catch (...) {
+      p.error = std::current_exception();
+      if (collective_) collective_->abort();
+    }
   });
+  std::exception_ptr error;
+  for (const auto& p : parts_)
+    if (p->error && (!error || !p->aborted)) {
+      error = p->error;
+      if (!p->aborted) break;
+    }
+  if (error) {
+    if (collective_) collective_->reset();
+    std::rethrow_exception(error);
+  }
   // In part order, into part 0's (the model's) gradients.
   for (std::int64_t k = 0; k < n; ++k) {
     const Part& p = *parts_[std::size_t(k)];
@@ -435,30 +466,37 @@ StepStats Trainer::step() {
   stats.frames = std::int64_t(seq.inputs.size());
   flops_ = 0;
   for (auto& [value, copy] : buffers_) std::memcpy(copy.raw(), value->raw(), copy.bytes());
-  if (ranks_) {
-    const std::int64_t B = seq.inputs[0].shape().batch, K = ranks_->size(), r = ranks_->rank();
-    const std::int64_t first = B * r / K, count = B * (r + 1) / K - first;
-    batch_slice(seq, first, count, rank_part_);
-    if (team_) {
-      run_parallel(rank_part_, B, stats);
+  // A pass that throws (a part's error) leaves the parameters and buffers as they were before the step.
+  try {
+    if (ranks_) {
+      const std::int64_t B = seq.inputs[0].shape().batch, K = ranks_->size(), r = ranks_->rank();
+      const std::int64_t first = B * r / K, count = B * (r + 1) / K - first;
+      batch_slice(seq, first, count, rank_part_);
+      if (team_) {
+        run_parallel(rank_part_, B, stats);
+      } else {
+        BatchNormScope scope({BatchNormMode::batch, true, collective_.get(), 0, count});
+        const PartResult r = part_gradients(*model_, *unroller_, tape_, rank_part_, B,
+                                            memory_.micro_batch, chunk_, seed_);
+        stats.loss = r.loss;
+        stats.bits = r.bits;
+        flops_ = r.flops;
+      }
+      reduce_over_ranks(stats);
+    } else if (team_) {
+      run_parallel(seq, seq.inputs[0].shape().batch, stats);
     } else {
-      BatchNormScope scope({BatchNormMode::batch, true, collective_.get(), 0, count});
-      const PartResult r = part_gradients(*model_, *unroller_, tape_, rank_part_, B,
+      BatchNormScope scope({BatchNormMode::batch, true, nullptr, 0, seq.inputs[0].shape().batch});
+      const PartResult r = part_gradients(*model_, *unroller_, tape_, seq, seq.inputs[0].shape().batch,
                                           memory_.micro_batch, chunk_, seed_);
       stats.loss = r.loss;
       stats.bits = r.bits;
       flops_ = r.flops;
     }
-    reduce_over_ranks(stats);
-  } else if (team_) {
-    run_parallel(seq, seq.inputs[0].shape().batch, stats);
-  } else {
-    BatchNormScope scope({BatchNormMode::batch, true, nullptr, 0, seq.inputs[0].shape().batch});
-    const PartResult r = part_gradients(*model_, *unroller_, tape_, seq, seq.inputs[0].shape().batch,
-                                        memory_.micro_batch, chunk_, seed_);
-    stats.loss = r.loss;
-    stats.bits = r.bits;
-    flops_ = r.flops;
+  } catch (...) {
+    params.zero_grad();
+    for (auto& [value, copy] : buffers_) std::memcpy(value->raw(), copy.raw(), copy.bytes());
+    throw;
   }
   stats.grad_norm = gradient_norm(params);
   if (!std::isfinite(stats.loss) || !std::isfinite(stats.grad_norm)) {

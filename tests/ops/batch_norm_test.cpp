@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <chrono>
+#include <future>
 #include <cmath>
 #include <thread>
 #include <vector>
@@ -140,6 +142,39 @@ TEST_CASE("batch_norm over a batch split across threads through a BatchCollectiv
     CHECK(mean[0].get(e) == mean[1].get(e));
     CHECK(var[0].get(e) == var[1].get(e));
   }
+}
+
+TEST_CASE("an aborted BatchCollective wakes the part waiting for a sum, and works again after reset",
+          "[ops][batch_norm]") {
+  BatchCollective c(2);
+  double v0[2] = {1, 2};
+  // Part 0 waits for part 1, which fails instead of calling sum().
+  auto waiting = std::async(std::launch::async, [&] {
+    try {
+      c.sum(0, v0, 2);
+    } catch (const BatchCollectiveAborted& e) {
+      return std::string(e.what());
+    }
+    return std::string("summed");
+  });
+  CHECK(waiting.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout);  // it waits
+  c.abort();
+  REQUIRE(waiting.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK_THAT(waiting.get(), Contains("another part of the batch failed"));
+  CHECK(c.failed());
+  // A part arriving after the abort fails at once.
+  CHECK_THROWS_AS(c.sum(1, v0, 2), BatchCollectiveAborted);
+  c.reset();
+  CHECK_FALSE(c.failed());
+  double v1[2] = {10, 20};
+  v0[0] = 1, v0[1] = 2;
+  std::thread other([&] { c.sum(1, v1, 2); });
+  c.sum(0, v0, 2);
+  other.join();
+  CHECK(v0[0] == 11);
+  CHECK(v0[1] == 22);
+  CHECK(v1[0] == 11);
+  CHECK(v1[1] == 22);
 }
 
 TEST_CASE("batch_norm refuses a memory, a pass of another size than its part's, and mismatched statistics",

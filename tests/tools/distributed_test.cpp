@@ -16,6 +16,7 @@
 
 #include "matmem/runtime/safetensors.hpp"
 #include "matmem/tests/tools/command.hpp"
+#include "../models/data/small_data.hpp"
 
 using namespace matmem;
 using namespace matmem::testing;
@@ -62,6 +63,32 @@ TEST_CASE("distributed: 2 ranks train bit for bit as 1 process with 2 threads, a
   // One process alone rounds differently: the test can tell the runs apart.
   REQUIRE(run_matmem("train " + kRun + " --steps 40 --out alone", dir).status == 0);
   CHECK(tensors(dir / "alone") != tensors(dir / "ranks"));
+}
+
+TEST_CASE("distributed: with batch norm, 2 ranks train bit for bit as 1 process with 2 threads",
+          "[tools][distributed][batch_norm]") {
+  // Each element's batch statistics are summed over the ranks as over the threads (ops/batch_norm.hpp): the
+  // same additions in the same order, so the same parameters, running statistics and evaluations.
+  const fs::path dir = fresh_dir("distributed_batch_norm");
+  write_fashion_dir((dir / "data").string(), 48, 20);
+  const std::string run = "--model ffn --task fashion_mnist --set task.data_dir=" + (dir / "data").string() +
+                          " --set task.train=40 --set task.validation=10 --set task.test=15 --set model.layers=3x4"
+                          " --set ffn.depth=3 --set ffn.norm=batch --set batch=8 --set optimizer=adam --set lr=0.01"
+                          " --set eval.interval=5 --set eval.batch=5 --set log_every=5 --set checkpoint_every=10"
+                          " --json --steps 20";
+  const CommandResult threads = run_matmem("train " + run + " --threads 2 --out threads", dir);
+  INFO(threads.output);
+  REQUIRE(threads.status == 0);
+  const CommandResult ranks = run_mpi("train --distributed " + run + " --out ranks", dir);
+  INFO(ranks.output);
+  REQUIRE(ranks.status == 0);
+  CHECK(metrics_without_seconds(dir / "ranks") == metrics_without_seconds(dir / "threads"));
+  const std::string saved = tensors(dir / "ranks");
+  CHECK(saved.find("norm/running_mean") != std::string::npos);  // the running statistics are compared too
+  CHECK(saved == tensors(dir / "threads"));
+  // One process of one thread takes the same statistics but adds in another order: the test tells them apart.
+  REQUIRE(run_matmem("train " + run + " --out alone", dir).status == 0);
+  CHECK(tensors(dir / "alone") != saved);
 }
 
 TEST_CASE("distributed: without an MPI launcher, --distributed is refused saying how to start it",

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "matmem/models/registry.hpp"
 #include "matmem/runtime/error.hpp"
@@ -53,6 +54,33 @@ TEST_CASE("the autoencoder passes gradcheck whole, matrix and vector", "[models]
       const GradcheckReport r = gradcheck(f, none, &m.params());
       INFO(r.str());
       CHECK(r.passed);
+    }
+  }
+}
+
+TEST_CASE("the autoencoder with batch norm passes the model gradcheck, matrix and vector",
+          "[models][autoencoder][gradcheck][batch_norm]") {
+  for (bool vector : {false, true}) {
+    SECTION(vector ? "vector 1x4 of 1x6" : "matrix 2x3 of 3x4") {
+      AutoencoderConfig ac = vector ? tiny(1, 4, 1, 6, 2) : tiny(2, 3, 3, 4, 2);
+      ac.batch_norm = true;
+      MatAutoencoder m(ac, DType::f64, 3);
+      // Every learned parameter has a gradient (no bias or 1×1 U that batch norm cancels is left); the
+      // running statistics are not learned.
+      std::vector<std::string> flat;
+      for (const char* path : {"l1/norm", "l2/norm", "l2/dnorm"})
+        for (const char* leaf : {"running_mean", "running_var"}) flat.push_back(fmt::format("autoencoder/{}/{}", path, leaf));
+      const GradcheckReport r = testing::gradcheck_model(m, 2, 3, flat);
+      INFO(r.str());
+      CHECK(r.passed);
+      CHECK_FALSE(m.params().contains("autoencoder/l1/B"));
+      CHECK_FALSE(m.params().contains("autoencoder/l2/C"));
+      CHECK(m.params().contains("autoencoder/l1/C"));
+      CHECK(m.params().contains("autoencoder/l2/h/U") == !vector);
+      // Layer 1: U, V, C and a gain and shift; layer 2: U (matrix), V, two gains and shifts.
+      CHECK(m.params().element_count() ==
+            (vector ? (1 + 24 + 6 + 8) + (16 + 16) : (6 + 12 + 12 + 12) + (4 + 9 + 24)));
+      CHECK(m.params().buffer_element_count() == 3 * 2 * (vector ? 4 : 6));
     }
   }
 }

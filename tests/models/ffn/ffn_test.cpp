@@ -35,15 +35,13 @@ TEST_CASE("the ffn passes gradcheck whole: matrix and vector, with and without n
         SECTION(fmt::format("{}x{} norm {} residual {}", rows, cols, norm == N::layer ? "layer" : norm == N::batch ? "batch" : "none", residual)) {
           // Two steps: the first is the input only, the second carries a target (model_gradcheck.hpp); the net
           // has no state, so the first step's parameters get their gradient through the second's alone.
-          // Under batch norm a layer's bias B_l has no gradient (the batch's mean takes it out again), and the
-          // running statistics are not learned.
+          // Under batch norm the running statistics are not learned. (The layers have no B_l, and the vector
+          // net's no 1×1 U_l after the first, which batch norm would cancel: every parameter has a gradient.)
           std::vector<std::string> flat;
           if (norm == N::batch)
             for (int l = 1; l <= 3; ++l)
-              for (const char* leaf : {"B", "norm/running_mean", "norm/running_var"})
+              for (const char* leaf : {"norm/running_mean", "norm/running_var"})
                 flat.push_back(fmt::format("ffn/l{}/{}", l, leaf));
-          if (norm == N::batch && rows == 1)  // a 1×1 U_l scales the whole layer, which batch norm undoes
-            for (int l = 2; l <= 3; ++l) flat.push_back(fmt::format("ffn/l{}/h/U", l));
           const GradcheckReport r = testing::gradcheck_model(m, 2, 3, flat);
           INFO(r.str());
           CHECK(r.passed);
@@ -91,6 +89,17 @@ TEST_CASE("ffn's parameters: the formula of the header", "[models][ffn]") {
   CHECK(make_model(c, *task)->params().element_count() == (5 + 148 + 20) + 2 * 61 + 55);
   c.set("ffn.norm", "layer", "test");
   CHECK(make_model(c, *task)->params().element_count() == (5 + 148 + 20) + 2 * 61 + 55 + 3 * 40);
+  // Batch norm: no B_l (its mean cancels them); the running statistics are buffers, not counted.
+  c.set("ffn.norm", "batch", "test");
+  auto bn = make_model(c, *task);
+  CHECK(bn->params().element_count() == (5 + 148) + 2 * 41 + 55 + 3 * 40);
+  CHECK(bn->params().buffer_element_count() == 3 * 40);
+  for (int l = 1; l <= 3; ++l) CHECK_FALSE(bn->params().contains(fmt::format("ffn/l{}/B", l)));
+  // The vector net: no 1×1 U_l either (the frames are 1×37 rows), only V_l, G_l, D_l.
+  c.set("model.layers", "1x20", "test");
+  auto vector = make_model(c, *task);
+  CHECK(vector->params().element_count() == 37 * 20 + 2 * 400 + 3 * 40 + (1 + 200 + 10));
+  for (int l = 1; l <= 3; ++l) CHECK_FALSE(vector->params().contains(fmt::format("ffn/l{}/h/U", l)));
 }
 
 TEST_CASE("ffn's config keys: impossible values refused by key", "[models][ffn]") {
