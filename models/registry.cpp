@@ -337,8 +337,18 @@ std::unique_ptr<Task> make_task(const Config& c) {
                                                                     c.integer("task.min_length"),
                                                                     c.integer("task.max_length"), c.integer("batch")});
   }
-  if (name == "retrieval")
-    return std::make_unique<RetrievalTask>(RetrievalOptions{c.integer("task.pairs"), c.integer("batch")});
+  if (name == "retrieval") {
+    if (!c.flag("task.fixed"))
+      return std::make_unique<RetrievalTask>(RetrievalOptions{c.integer("task.pairs"), c.integer("batch")});
+    for (const char* key : {"task.train_strings", "task.validation_strings", "task.test_strings", "task.data_seed"})
+      if (c.integer(key) < 0) throw Error(fmt::format("config: {} = {} must be ≥ 0", key, c.integer(key)));
+    FixedRetrievalOptions o;
+    o.pairs = c.integer("task.pairs"), o.batch = c.integer("batch");
+    o.train = c.integer("task.train_strings"), o.validation = c.integer("task.validation_strings");
+    o.test = c.integer("task.test_strings");
+    o.data_seed = std::uint64_t(c.integer("task.data_seed")), o.seed = std::uint64_t(c.integer("seed"));
+    return std::make_unique<FixedRetrievalTask>(o);
+  }
   if (name == "mackey_glass")
     return std::make_unique<MackeyGlassTask>(MackeyGlassOptions{c.integer("task.horizon"), c.integer("task.min_length"),
                                                                 c.integer("task.max_length"), c.integer("batch")});

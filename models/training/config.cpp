@@ -67,6 +67,15 @@ std::vector<ConfigKey>& all_keys() {
       {"task.max_items", "10", "recall: most items"},
       {"task.item_matrices", "2", "recall: matrices per item"},
       {"task.pairs", "4", "retrieval: letter–digit pairs before the query (1..26)"},
+      {"task.fixed", "false",
+       "retrieval: a fixed data set in train/validation/test parts, read by epochs (Ba et al.'s protocol), instead "
+       "of fresh strings every step"},
+      {"task.train_strings", "100000", "retrieval, task.fixed: training strings"},
+      {"task.validation_strings", "10000", "retrieval, task.fixed: validation strings (early stopping)"},
+      {"task.test_strings", "20000", "retrieval, task.fixed: test strings (the end report, `matmem eval`)"},
+      {"task.data_seed", "1",
+       "retrieval, task.fixed: seed of the data set, apart from the run's seed (which orders the epochs), so every "
+       "model seed sees the same strings"},
       {"task.horizon", "1", "mackey_glass: predict the sample this many steps ahead"},
       {"task.graph.nodes", "2708", "graph: nodes of the generated citation-like graph (models/tasks/graph.hpp)"},
       {"task.graph.classes", "7", "graph: classes (blocks of the stochastic block model), equal sizes"},
