@@ -139,6 +139,15 @@ std::unique_ptr<Model> fast_weights(bool fast, const Config& c, const Task& t, D
       throw Error(fmt::format("config: fw.lambda = {}: a learned λ = σ(θ) must start in (0, 1)", fc.lambda));
     if (fc.learn_eta && !(fc.eta > 0))
       throw Error(fmt::format("config: fw.eta = {}: a learned η = softplus(θ) must start above 0", fc.eta));
+    fc.input_terms = c.integer("fw.input_terms"), fc.output_terms = c.integer("fw.output_terms");
+    if (fc.input_terms < 0 || fc.input_terms > 64)
+      throw Error(fmt::format("config: fw.input_terms = {}: choose 1 to 64 terms, or 0 (the state's rows)", fc.input_terms));
+    if (fc.output_terms < 1 || fc.output_terms > 64)
+      throw Error(fmt::format("config: fw.output_terms = {}: choose 1 to 64 terms", fc.output_terms));
+    const std::string over = c.str("fw.layer_norm_over");
+    if (over != "matrix" && over != "rows")
+      throw Error(fmt::format("config: fw.layer_norm_over = {}: choose matrix or rows", over));
+    fc.norm_rows = over == "rows";
     const std::string form = c.str("fw.form");
     if (form == "auto") fc.form = FastWeightsConfig::Form::automatic;
     else if (form == "sum") fc.form = FastWeightsConfig::Form::sum;

@@ -134,6 +134,13 @@ std::vector<ConfigKey>& all_keys() {
       {"fw.inner_steps", "1", "fastweights: inner-loop steps S per time step (1 to 64)"},
       {"fw.layer_norm", "\"sum\"", "fastweights: layer norm over the sum (Ba et al.), over the slow part only (slow, 004 §7), or none"},
       {"fw.init_scale", "0.05", "fastweights: the recurrence starts as this times the identity"},
+      {"fw.input_terms", "0",
+       "fastweights: bilinear terms of the input map Σ U_iᵀ X V_i (0: the state's rows, which reach any linear map "
+       "of the input; 1: every row of the state gets one code of the input, scaled)"},
+      {"fw.output_terms", "1",
+       "fastweights: bilinear terms of the output map Σ U_iᵀ H V_i (1: one fixed combination of the state's rows "
+       "is read; the rows or more: any linear map of vec(H))"},
+      {"fw.layer_norm_over", "\"matrix\"", "fastweights: layer norm over the whole state (matrix) or each row (rows)"},
       {"fw.learn_lambda", "false", "fastweights: learn λ = σ(θ), starting at fw.lambda (then in (0, 1))"},
       {"fw.learn_eta", "false", "fastweights: learn η = softplus(θ), starting at fw.eta (then > 0)"},
       {"fw.form", "\"auto\"",
