@@ -295,7 +295,7 @@ std::unique_ptr<Model> make_model(const Config& config, const Task& task, DType 
 namespace {
 // The tasks make_task() builds itself.
 constexpr const char* kBuiltinTasks[] = {"copy",          "recall",        "repeat_copy",      "priority_sort",
-                                         "ngrams",        "delay",         "retrieval",        "mackey_glass",
+                                         "ngrams",        "delay",         "retrieval",        "matrix_retrieval", "mackey_glass",
                                          "fashion_mnist", "fashion_mnist_ae", "data",          "graph"};
 
 std::vector<std::pair<std::string, TaskFactory>>& task_factories() {
@@ -358,6 +358,9 @@ std::unique_ptr<Task> make_task(const Config& c) {
     o.data_seed = std::uint64_t(c.integer("task.data_seed")), o.seed = std::uint64_t(c.integer("seed"));
     return std::make_unique<FixedRetrievalTask>(o);
   }
+  if (name == "matrix_retrieval")
+    return std::make_unique<MatrixRetrievalTask>(MatrixRetrievalOptions{c.integer("task.rows"), c.integer("task.cols"),
+                                                                        c.integer("task.pairs"), c.integer("batch")});
   if (name == "mackey_glass")
     return std::make_unique<MackeyGlassTask>(MackeyGlassOptions{c.integer("task.horizon"), c.integer("task.min_length"),
                                                                 c.integer("task.max_length"), c.integer("batch")});

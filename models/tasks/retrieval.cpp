@@ -1,5 +1,6 @@
 #include "matmem/models/tasks/retrieval.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <numeric>
@@ -163,6 +164,66 @@ void FixedRetrievalTask::split_batch_into(Split s, std::int64_t at, std::int64_t
   std::vector<std::int64_t> index(static_cast<std::size_t>(count));
   std::iota(index.begin(), index.end(), first(s) + at);
   fill(index.data(), count, out, dtype);
+}
+
+namespace {
+// The keys distinct: at most 2^(r·c) of them (any K when r·c ≥ 63).
+bool keys_fit(std::int64_t K, std::int64_t rows, std::int64_t cols) {
+  return rows * cols >= 63 || K <= (std::int64_t(1) << (rows * cols));
+}
+}  // namespace
+
+MatrixRetrievalTask::MatrixRetrievalTask(MatrixRetrievalOptions o) : o_(o) {
+  if (o.rows < 1 || o.cols < 1 || o.batch < 1)
+    throw Error(fmt::format("matrix_retrieval task: task.rows = {}, task.cols = {}, batch = {} must be ≥ 1", o.rows,
+                            o.cols, o.batch));
+  if (o.pairs < 1 || !keys_fit(o.pairs, o.rows, o.cols))
+    throw Error(fmt::format("matrix_retrieval task: task.pairs = {} must be in 1..2^(rows·cols) (distinct keys of "
+                            "{}x{})",
+                            o.pairs, o.rows, o.cols));
+}
+
+void MatrixRetrievalTask::sample_into(Rng& rng, Sequence& out, DType dtype) const {
+  sample_size_into(rng, o_.pairs, out, dtype);
+}
+
+void MatrixRetrievalTask::sample_size_into(Rng& rng, std::int64_t K, Sequence& s, DType dtype) const {
+  const std::int64_t r = o_.rows, c = o_.cols, B = o_.batch, n = r * c;
+  if (K < 1 || !keys_fit(K, r, c))
+    throw Error(fmt::format("matrix_retrieval task: {} pairs; the keys are distinct {}x{} binary matrices", K, r, c));
+  s.reset();
+  s.kind = TargetKind::bits;
+  for (std::int64_t t = 0; t < 2 * K + 3; ++t) s.add_input(dtype, matrices(B, r + 2, c));
+  Tensor& target = s.add_target(dtype, matrices(B, r, c), 2 * K + 2);
+  std::vector<std::vector<std::uint8_t>> keys(static_cast<std::size_t>(K)), values(static_cast<std::size_t>(K));
+  auto put = [&](Tensor& x, std::int64_t b, const std::vector<std::uint8_t>& m) {
+    for (std::int64_t k = 0; k < n; ++k)
+      if (m[std::size_t(k)]) x.set(x.shape().offset(b, 0, k / c, k % c), 1.0);
+  };
+  auto mark = [&](Tensor& x, std::int64_t b, std::int64_t row) {
+    for (std::int64_t j = 0; j < c; ++j) x.set(x.shape().offset(b, 0, row, j), 1.0);
+  };
+  auto draw = [&](std::vector<std::uint8_t>& m) {
+    m.resize(std::size_t(n));
+    for (auto& e : m) e = std::uint8_t(rng.uniform_int(std::uint64_t(2)));
+  };
+  for (std::int64_t b = 0; b < B; ++b) {
+    for (std::int64_t k = 0; k < K; ++k) {
+      auto& key = keys[std::size_t(k)];
+      do draw(key);
+      while (std::find(keys.begin(), keys.begin() + k, key) != keys.begin() + k);
+      draw(values[std::size_t(k)]);
+      put(s.inputs[std::size_t(2 * k)], b, key);
+      mark(s.inputs[std::size_t(2 * k)], b, r);
+      put(s.inputs[std::size_t(2 * k + 1)], b, values[std::size_t(k)]);
+    }
+    mark(s.inputs[std::size_t(2 * K)], b, r + 1);
+    mark(s.inputs[std::size_t(2 * K + 1)], b, r + 1);
+    const std::int64_t q = rng.uniform_int(std::int64_t(0), K - 1);
+    put(s.inputs[std::size_t(2 * K + 2)], b, keys[std::size_t(q)]);
+    mark(s.inputs[std::size_t(2 * K + 2)], b, r);
+    put(target, b, values[std::size_t(q)]);
+  }
 }
 
 }  // namespace matmem

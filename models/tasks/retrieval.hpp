@@ -108,3 +108,41 @@ class FixedRetrievalTask : public SplitTask {
 };
 
 }  // namespace matmem
+
+namespace matmem {
+
+// Matrix associative retrieval (task `matrix_retrieval`): the retrieval task with matrices for symbols. K pairs
+// of an r×c binary key matrix and an r×c binary value matrix, then two query-delimiter frames and one of the K
+// keys; the target is that key's value.
+//   Keys: K distinct matrices of {0,1}^{r×c} (each element Bernoulli(½), a key equal to one before it drawn
+//   again); values Bernoulli(½) each (they may repeat); the query one of the K keys, uniformly. Each sequence of
+//   the batch draws its own. Frames are (r+2)×c: rows 0..r−1 the content, row r all 1 on a key frame (the K
+//   keys and the query), row r+1 all 1 on a query-delimiter frame (content 0). Steps 0..2K−1: key, value, key,
+//   value, …; steps 2K and 2K+1 the delimiters; step 2K+2 the query key. 2K + 3 steps in all.
+//   One target, at the last step: the query's value, r×c bits (TargetKind::bits: the BCE loss, the cost the
+//   bit errors per sequence).
+// Size: the number of pairs K ("pairs", task.pairs), 1 ≤ K ≤ 2^(r·c) (distinct keys); r, c = task.rows, task.cols.
+struct MatrixRetrievalOptions {
+  std::int64_t rows = 3, cols = 3, pairs = 4, batch = 16;
+};
+
+class MatrixRetrievalTask : public Task {
+ public:
+  explicit MatrixRetrievalTask(MatrixRetrievalOptions o);
+  const char* name() const override { return "matrix_retrieval"; }
+  void sample_into(Rng& rng, Sequence& out, DType dtype = DType::f32) const override;
+  void sample_size_into(Rng& rng, std::int64_t pairs, Sequence& out, DType dtype = DType::f32) const override;
+  const char* size_name() const override { return "pairs"; }
+  std::vector<std::int64_t> eval_sizes() const override { return {o_.pairs}; }
+  std::int64_t input_rows() const override { return o_.rows + 2; }
+  std::int64_t input_cols() const override { return o_.cols; }
+  std::int64_t output_rows() const override { return o_.rows; }
+  std::int64_t output_cols() const override { return o_.cols; }
+  std::int64_t batch() const override { return o_.batch; }
+  const MatrixRetrievalOptions& options() const { return o_; }
+
+ private:
+  MatrixRetrievalOptions o_;
+};
+
+}  // namespace matmem

@@ -66,7 +66,7 @@ std::vector<ConfigKey>& all_keys() {
       {"task.min_items", "2", "recall: fewest items"},
       {"task.max_items", "10", "recall: most items"},
       {"task.item_matrices", "2", "recall: matrices per item"},
-      {"task.pairs", "4", "retrieval: letter–digit pairs before the query (1..26)"},
+      {"task.pairs", "4", "retrieval: letter–digit pairs before the query (1..26); matrix_retrieval: key–value pairs (task.rows x task.cols binary matrices)"},
       {"task.fixed", "false",
        "retrieval: a fixed data set in train/validation/test parts, read by epochs (Ba et al.'s protocol), instead "
        "of fresh strings every step"},

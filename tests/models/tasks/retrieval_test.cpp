@@ -253,3 +253,86 @@ TEST_CASE("retrieval, fixed data: trained by epochs, the test error is that of t
   CHECK(best.error == kept.error);
   CHECK(best.loss != last.loss);
 }
+
+namespace {
+// Frame t of sequence b, as (r+2)·c characters '0'/'1' row by row, rows separated by '|'.
+std::string frame_text(const Tensor& x, std::int64_t b) {
+  std::string out;
+  for (std::int64_t i = 0; i < x.shape().rows; ++i) {
+    if (i > 0) out += '|';
+    for (std::int64_t j = 0; j < x.shape().cols; ++j) {
+      const double v = x.at(b, i, j);
+      out += v == 1.0 ? '1' : v == 0.0 ? '0' : '?';
+    }
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("matrix retrieval: key, value, …, two delimiters, a key; its value the target, frame by frame",
+          "[tasks][retrieval]") {
+  const MatrixRetrievalTask task({.rows = 2, .cols = 2, .pairs = 2, .batch = 1});
+  CHECK(task.input_rows() == 4);
+  CHECK(task.output_rows() == 2);
+  CHECK(task.target_kind() == TargetKind::bits);
+  // The draws the comment of retrieval.hpp names, replayed from an Rng of the same seed: key 0's 4 bits, value
+  // 0's 4, key 1's (again while equal to key 0), value 1's, then the query's index.
+  Rng replay(11);
+  auto bits = [&]() {
+    std::string m;
+    for (int k = 0; k < 4; ++k) m += char('0' + replay.uniform_int(std::uint64_t(2)));
+    return m;
+  };
+  const std::string key0 = bits(), value0 = bits();
+  std::string key1 = bits();
+  while (key1 == key0) key1 = bits();
+  const std::string value1 = bits();
+  const std::int64_t q = replay.uniform_int(std::int64_t(0), std::int64_t(1));
+  auto content = [](const std::string& m, const char* marks) {  // 2x2 content, then the two marker rows
+    return m.substr(0, 2) + "|" + m.substr(2, 2) + "|" + marks;
+  };
+  const std::vector<std::string> want = {content(key0, "11|00"),   content(value0, "00|00"),
+                                         content(key1, "11|00"),   content(value1, "00|00"),
+                                         content("0000", "00|11"), content("0000", "00|11"),
+                                         content(q == 0 ? key0 : key1, "11|00")};
+  Rng rng(11);
+  const Sequence s = task.sample(rng, DType::f64);
+  REQUIRE(s.inputs.size() == 7);
+  for (std::size_t t = 0; t < 7; ++t) {
+    INFO("step " << t);
+    CHECK(frame_text(s.inputs[t], 0) == want[t]);
+  }
+  REQUIRE(s.targets.size() == 1);
+  CHECK(s.target_steps[0] == 6);
+  const std::string value = q == 0 ? value0 : value1;
+  CHECK(frame_text(s.targets[0], 0) == value.substr(0, 2) + "|" + value.substr(2, 2));
+}
+
+TEST_CASE("matrix retrieval: keys distinct within a sequence, every query one of them, sizes refused",
+          "[tasks][retrieval]") {
+  // 1x2 keys: 4 possible, all 4 drawn, so the rejection of a repeated key is exercised on every sequence.
+  const MatrixRetrievalTask task({.rows = 1, .cols = 2, .pairs = 4, .batch = 50});
+  Rng rng(3);
+  const Sequence s = task.sample(rng, DType::f64);
+  for (std::int64_t b = 0; b < 50; ++b) {
+    std::set<std::string> keys;
+    std::string query_value;
+    const std::string query = frame_text(s.inputs[10], b);
+    for (int k = 0; k < 4; ++k) {
+      keys.insert(frame_text(s.inputs[std::size_t(2 * k)], b));
+      if (frame_text(s.inputs[std::size_t(2 * k)], b) == query) query_value = frame_text(s.inputs[std::size_t(2 * k + 1)], b);
+    }
+    CHECK(keys.size() == 4);
+    REQUIRE(!query_value.empty());
+    CHECK(frame_text(s.targets[0], b) == query_value.substr(0, 2));
+  }
+  CHECK_THROWS_WITH(MatrixRetrievalTask({.rows = 1, .cols = 2, .pairs = 5, .batch = 1}), Catch::Contains("task.pairs = 5"));
+  Config c;
+  c.set("task", "matrix_retrieval", "test");
+  c.set("task.rows", "3", "test");
+  c.set("task.cols", "3", "test");
+  const auto made = make_task(c);
+  CHECK(std::string(made->name()) == "matrix_retrieval");
+  CHECK(made->input_rows() == 5);
+  CHECK(made->eval_sizes() == std::vector<std::int64_t>{4});
+}
