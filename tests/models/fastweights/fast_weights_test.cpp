@@ -207,7 +207,7 @@ TEST_CASE("fastweights and irnn are registered, configured by fw.* and irnn.* ke
   CHECK(dynamic_cast<FastWeightsRNN&>(*irnn).config().init_scale == 1.0);
 }
 
-TEST_CASE("fw.input_terms is the state's rows by default, fw.output_terms 1; both and fw.layer_norm_over from the config",
+TEST_CASE("fw.input_terms is the state's rows by default and fw.output_terms 1, both and fw.layer_norm_over set by the config",
           "[models][fastweights]") {
   Config c;
   c.set("task", "retrieval", "test");

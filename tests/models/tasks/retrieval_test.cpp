@@ -269,7 +269,7 @@ std::string frame_text(const Tensor& x, std::int64_t b) {
 }
 }  // namespace
 
-TEST_CASE("matrix retrieval: key, value, …, two delimiters, a key; its value the target, frame by frame",
+TEST_CASE("matrix retrieval: key, value, …, two delimiters, a key, and its value the target, frame by frame",
           "[tasks][retrieval]") {
   const MatrixRetrievalTask task({.rows = 2, .cols = 2, .pairs = 2, .batch = 1});
   CHECK(task.input_rows() == 4);
