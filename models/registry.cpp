@@ -139,6 +139,15 @@ std::unique_ptr<Model> fast_weights(bool fast, const Config& c, const Task& t, D
       throw Error(fmt::format("config: fw.lambda = {}: a learned λ = σ(θ) must start in (0, 1)", fc.lambda));
     if (fc.learn_eta && !(fc.eta > 0))
       throw Error(fmt::format("config: fw.eta = {}: a learned η = softplus(θ) must start above 0", fc.eta));
+    fc.input_terms = c.integer("fw.input_terms"), fc.output_terms = c.integer("fw.output_terms");
+    if (fc.input_terms < 0 || fc.input_terms > 64)
+      throw Error(fmt::format("config: fw.input_terms = {}: choose 1 to 64 terms, or 0 (the state's rows)", fc.input_terms));
+    if (fc.output_terms < 1 || fc.output_terms > 64)
+      throw Error(fmt::format("config: fw.output_terms = {}: choose 1 to 64 terms", fc.output_terms));
+    const std::string over = c.str("fw.layer_norm_over");
+    if (over != "matrix" && over != "rows")
+      throw Error(fmt::format("config: fw.layer_norm_over = {}: choose matrix or rows", over));
+    fc.norm_rows = over == "rows";
     const std::string form = c.str("fw.form");
     if (form == "auto") fc.form = FastWeightsConfig::Form::automatic;
     else if (form == "sum") fc.form = FastWeightsConfig::Form::sum;
@@ -288,7 +297,7 @@ std::unique_ptr<Model> make_model(const Config& config, const Task& task, DType 
 namespace {
 // The tasks make_task() builds itself.
 constexpr const char* kBuiltinTasks[] = {"copy",          "recall",        "repeat_copy",      "priority_sort",
-                                         "ngrams",        "delay",         "retrieval",        "mackey_glass",
+                                         "ngrams",        "delay",         "retrieval",        "matrix_retrieval", "mackey_glass",
                                          "fashion_mnist", "fashion_mnist_ae", "data",          "graph"};
 
 std::vector<std::pair<std::string, TaskFactory>>& task_factories() {
@@ -339,8 +348,21 @@ std::unique_ptr<Task> make_task(const Config& c) {
                                                                     c.integer("task.min_length"),
                                                                     c.integer("task.max_length"), c.integer("batch")});
   }
-  if (name == "retrieval")
-    return std::make_unique<RetrievalTask>(RetrievalOptions{c.integer("task.pairs"), c.integer("batch")});
+  if (name == "retrieval") {
+    if (!c.flag("task.fixed"))
+      return std::make_unique<RetrievalTask>(RetrievalOptions{c.integer("task.pairs"), c.integer("batch")});
+    for (const char* key : {"task.train_strings", "task.validation_strings", "task.test_strings", "task.data_seed"})
+      if (c.integer(key) < 0) throw Error(fmt::format("config: {} = {} must be ≥ 0", key, c.integer(key)));
+    FixedRetrievalOptions o;
+    o.pairs = c.integer("task.pairs"), o.batch = c.integer("batch");
+    o.train = c.integer("task.train_strings"), o.validation = c.integer("task.validation_strings");
+    o.test = c.integer("task.test_strings");
+    o.data_seed = std::uint64_t(c.integer("task.data_seed")), o.seed = std::uint64_t(c.integer("seed"));
+    return std::make_unique<FixedRetrievalTask>(o);
+  }
+  if (name == "matrix_retrieval")
+    return std::make_unique<MatrixRetrievalTask>(MatrixRetrievalOptions{c.integer("task.rows"), c.integer("task.cols"),
+                                                                        c.integer("task.pairs"), c.integer("batch")});
   if (name == "mackey_glass")
     return std::make_unique<MackeyGlassTask>(MackeyGlassOptions{c.integer("task.horizon"), c.integer("task.min_length"),
                                                                 c.integer("task.max_length"), c.integer("batch")});

@@ -19,6 +19,10 @@ FastWeightsRNN::FastWeightsRNN(const FastWeightsConfig& c, DType dtype, std::uin
     : Model(name.empty() ? (c.fast ? "fastweights" : "irnn") : name, dtype, seed), config_(c) {
   const std::string& n = this->name();
   if (c.rows < 1 || c.cols < 1) throw Error(fmt::format("model {}: hidden state {}x{}", n, c.rows, c.cols));
+  if (config_.input_terms == 0) config_.input_terms = c.rows;
+  if (c.input_terms < 0 || c.output_terms < 1)
+    throw Error(fmt::format("model {}: fw.input_terms = {} (0: the rows) must be ≥ 0, fw.output_terms = {} ≥ 1", n,
+                            c.input_terms, c.output_terms));
   if (c.inner_steps < 1) throw Error(fmt::format("model {}: fw.inner_steps = {} must be ≥ 1", n, c.inner_steps));
   if (c.fast && c.learn_lambda && !(c.lambda > 0 && c.lambda < 1))
     throw Error(fmt::format("model {}: a learned λ = σ(θ) starts in (0, 1), not at fw.lambda = {}", n, c.lambda));
@@ -54,16 +58,33 @@ std::vector<std::pair<std::string, double>> FastWeightsRNN::learned_scalars() co
   return out;
 }
 
+namespace {
+// The name of term i of a map of several: "x", "x1", "x2", …
+std::string term_name(const char* base, std::int64_t i) { return i == 0 ? base : fmt::format("{}{}", base, i); }
+}  // namespace
+
 Var FastWeightsRNN::slow(Step& s, Var h, Var x) const {
   const std::int64_t r = config_.rows, c = config_.cols;
   const Shape xs = x.shape();  // a copy: the parameters' leaves may move the tape's nodes
-  const MatTerm terms[2] = {
+  std::vector<MatTerm> terms = {
       {h, s.parameter(slow_, "h", "U", matmem::parameter(r, r), Init::Identity(1.0)),
-       s.parameter(slow_, "h", "V", matmem::parameter(c, c), Init::Identity(config_.init_scale))},
-      {x, s.parameter(slow_, "x", "U", matmem::parameter(xs.rows, r)),
-       s.parameter(slow_, "x", "V", matmem::parameter(xs.cols, c))}};
-  return mat(std::span<const MatTerm>(terms, 2),
+       s.parameter(slow_, "h", "V", matmem::parameter(c, c), Init::Identity(config_.init_scale))}};
+  for (std::int64_t i = 0; i < config_.input_terms; ++i) {
+    const std::string term = term_name("x", i);
+    terms.push_back({x, s.parameter(slow_, term, "U", matmem::parameter(xs.rows, r)),
+                     s.parameter(slow_, term, "V", matmem::parameter(xs.cols, c))});
+  }
+  return mat(std::span<const MatTerm>(terms),
              s.parameter(slow_, "", "B", matmem::parameter(r, c), Init::Constant(0.0)));
+}
+
+Var FastWeightsRNN::read(Step& s, Var h) const {
+  if (config_.output_terms == 1) return s.mat(out_, {{"h", h}}, output_rows(), output_cols());
+  std::vector<NamedTerm> terms;
+  std::vector<std::string> names;
+  for (std::int64_t i = 0; i < config_.output_terms; ++i) names.push_back(term_name("h", i));
+  for (const std::string& n : names) terms.push_back({n, h});
+  return s.mat(out_, std::span<const NamedTerm>(terms), output_rows(), output_cols());
 }
 
 Var FastWeightsRNN::lambda(Step& s) const {
@@ -114,7 +135,8 @@ Var FastWeightsRNN::fast(Var h, std::int64_t t, const std::vector<Var>& coef) co
 
 Var FastWeightsRNN::norm(Step& s, Var z) const {
   const Shape p = matmem::parameter(config_.rows, config_.cols);
-  return add(hadamard(layer_norm(z, LayerNormOver::matrix), s.parameter(ln_, "", "G", p, Init::Constant(1.0))),
+  return add(hadamard(layer_norm(z, config_.norm_rows ? LayerNormOver::rows : LayerNormOver::matrix),
+                     s.parameter(ln_, "", "G", p, Init::Constant(1.0))),
              s.parameter(ln_, "", "B", p, Init::Constant(0.0)));
 }
 
@@ -152,7 +174,7 @@ void FastWeightsRNN::step(Step& s) {
     }
   }
   s.next("h", h);
-  if (s.output_needed()) s.output(s.mat(out_, {{"h", h}}, output_rows(), output_cols()));
+  if (s.output_needed()) s.output(read(s, h));
 }
 
 }  // namespace matmem

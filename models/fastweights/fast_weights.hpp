@@ -40,6 +40,12 @@
 //   "sum"  (default, Ba et al. eq. 2): N over Z_t + A(Hˢ), as above;
 //   "slow" (004 §7): Hˢ⁺¹ = ReLU(N(Z_t) + A(Hˢ)), only the slow part normalised;
 //   "none": Hˢ⁺¹ = ReLU(Z_t + A(Hˢ)).
+// The input map mat_x(X) = Σ_{i<k} U_{x,i}ᵀ X V_{x,i}, k = fw.input_terms, r by default (parameters
+// <name>/slow/x, x1, …, x{k−1}): with one term, U_xᵀ X V_x of a 1×c' input frame is u ⊗ (X V_x), every row of
+// the state a scaled copy of one c-vector code of the symbol, and a matrix state (r > 1) fed so does not learn
+// associative retrieval (models/README.md, "Matrix fast weights"); with r terms the map reaches every linear
+// map of X into the state. The output Y = Σ_{i<k} U_{o,i}ᵀ H V_{o,i} + B_o, k = fw.output_terms, 1 by default
+// (<name>/out/h, h1, …). fw.layer_norm_over = rows: N normalises each row (LayerNormOver::rows).
 // Parameters: <name>/slow/h/U, …/h/V, …/x/U, …/x/V, …/B; <name>/ln/G, <name>/ln/B; <name>/out/…; learned
 // λ and η: <name>/fast/lambda_logit, <name>/fast/eta_raw.
 #pragma once
@@ -60,6 +66,12 @@ struct FastWeightsConfig {
   bool learn_lambda = false, learn_eta = false;
   enum class Form { automatic, sum, matrix } form = Form::automatic;
   std::int64_t typical_steps = 0;  // T, the sequence length "auto" chooses the form for (0: unknown, "sum")
+  // The input and output maps' bilinear terms (fw.input_terms, fw.output_terms): k terms Σ_i U_iᵀ X V_i reach
+  // every linear map of X into the r×c state once k ≥ r (and of vec(H) to the output once k ≥ r), where one
+  // term gives every row of the state the same c-vector code of the input, scaled. input_terms 0 (the
+  // default): r terms, so the vector model (r = 1) keeps its one; output_terms 1.
+  std::int64_t input_terms = 0, output_terms = 1;
+  bool norm_rows = false;  // fw.layer_norm_over = rows: N normalises each row of the state, not the whole matrix
   std::int64_t input_rows = 1, input_cols = 37, output_rows = 1, output_cols = 10;
 };
 
@@ -74,6 +86,7 @@ class FastWeightsRNN : public Model {
 
  private:
   Var slow(Step& s, Var h, Var x) const;    // Z_t
+  Var read(Step& s, Var h) const;           // Y_t
   // The coefficients η λ^{t−1−τ} of the past states τ = 0 … t−1, as Vars when λ or η is learned.
   std::vector<Var> coefficients(Step& s, std::int64_t t) const;
   Var fast(Var h, std::int64_t t, const std::vector<Var>& coef) const;  // A_{t−1}(H), from past_ ("sum")

@@ -66,7 +66,16 @@ std::vector<ConfigKey>& all_keys() {
       {"task.min_items", "2", "recall: fewest items"},
       {"task.max_items", "10", "recall: most items"},
       {"task.item_matrices", "2", "recall: matrices per item"},
-      {"task.pairs", "4", "retrieval: letter–digit pairs before the query (1..26)"},
+      {"task.pairs", "4", "retrieval: letter–digit pairs before the query (1..26); matrix_retrieval: key–value pairs (task.rows x task.cols binary matrices)"},
+      {"task.fixed", "false",
+       "retrieval: a fixed data set in train/validation/test parts, read by epochs (Ba et al.'s protocol), instead "
+       "of fresh strings every step"},
+      {"task.train_strings", "100000", "retrieval, task.fixed: training strings"},
+      {"task.validation_strings", "10000", "retrieval, task.fixed: validation strings (early stopping)"},
+      {"task.test_strings", "20000", "retrieval, task.fixed: test strings (the end report, `matmem eval`)"},
+      {"task.data_seed", "1",
+       "retrieval, task.fixed: seed of the data set, apart from the run's seed (which orders the epochs), so every "
+       "model seed sees the same strings"},
       {"task.horizon", "1", "mackey_glass: predict the sample this many steps ahead"},
       {"task.graph.nodes", "2708", "graph: nodes of the generated citation-like graph (models/tasks/graph.hpp)"},
       {"task.graph.classes", "7", "graph: classes (blocks of the stochastic block model), equal sizes"},
@@ -125,6 +134,13 @@ std::vector<ConfigKey>& all_keys() {
       {"fw.inner_steps", "1", "fastweights: inner-loop steps S per time step (1 to 64)"},
       {"fw.layer_norm", "\"sum\"", "fastweights: layer norm over the sum (Ba et al.), over the slow part only (slow, 004 §7), or none"},
       {"fw.init_scale", "0.05", "fastweights: the recurrence starts as this times the identity"},
+      {"fw.input_terms", "0",
+       "fastweights: bilinear terms of the input map Σ U_iᵀ X V_i (0: the state's rows, which reach any linear map "
+       "of the input; 1: every row of the state gets one code of the input, scaled)"},
+      {"fw.output_terms", "1",
+       "fastweights: bilinear terms of the output map Σ U_iᵀ H V_i (1: one fixed combination of the state's rows "
+       "is read; the rows or more: any linear map of vec(H))"},
+      {"fw.layer_norm_over", "\"matrix\"", "fastweights: layer norm over the whole state (matrix) or each row (rows)"},
       {"fw.learn_lambda", "false", "fastweights: learn λ = σ(θ), starting at fw.lambda (then in (0, 1))"},
       {"fw.learn_eta", "false", "fastweights: learn η = softplus(θ), starting at fw.eta (then > 0)"},
       {"fw.form", "\"auto\"",

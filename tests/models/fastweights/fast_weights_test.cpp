@@ -57,6 +57,28 @@ TEST_CASE("fast weights and IRNN pass gradcheck whole, every parameter's gradien
     INFO(r.str());
     CHECK(r.passed);
   }
+  SECTION("fast weights, matrix 2x3, one input term (every row a scaled copy of one code)") {
+    FastWeightsConfig c = small(true, 2, 3);
+    c.input_terms = 1;
+    FastWeightsRNN m(c, DType::f64, 3);
+    const GradcheckReport r = testing::gradcheck_model(m, 4, 2);
+    INFO(r.str());
+    CHECK(r.passed);
+    CHECK_FALSE(m.params().contains("fastweights/slow/x1/U"));
+  }
+  SECTION("fast weights, matrix 2x3, three input terms, two output terms, LN over rows, both forms") {
+    // (LN over rows of two elements is all but a sign, ±1, whose gradient is negligible: rows of three here.)
+    for (auto form : {FastWeightsConfig::Form::sum, FastWeightsConfig::Form::matrix}) {
+      FastWeightsConfig c = small(true, 2, 3);
+      c.input_terms = 3, c.output_terms = 2, c.norm_rows = true, c.form = form;
+      FastWeightsRNN m(c, DType::f64, 3);
+      const GradcheckReport r = testing::gradcheck_model(m, 4, 2);
+      INFO(r.str());
+      CHECK(r.passed);
+      CHECK(m.params().contains("fastweights/slow/x2/V"));
+      CHECK(m.params().contains("fastweights/out/h1/U"));
+    }
+  }
   SECTION("IRNN") {
     FastWeightsRNN m(small(false, 2, 3), DType::f64, 3);
     const GradcheckReport r = testing::gradcheck_model(m, 4, 2);
@@ -118,6 +140,46 @@ TEST_CASE("fast weights: the inner loop adds η Σ λ^{t−1−τ} ⟨H_τ, H⟩
   CHECK(y2.data[1] == Approx(164.0));
 }
 
+TEST_CASE("fast weights: input and output maps of several terms and LN over rows, checked by hand",
+          "[models][fastweights]") {
+  // Hidden 2x2, S = 1, one step (no fast term yet), input 1x2 X = (3, 5). Input terms: U_x0 = (1, 0),
+  // V_x0 = I puts X in row 0; U_x1 = (0, 1), V_x1 = [[0, 2], [0, 0]] puts (0, 2·3) in row 1; B = 0:
+  //   Z = [[3, 5], [0, 6]].  LN over rows (gain 1, bias 0): each row (a, b) ↦ ((a − b)/|a − b|, (b − a)/|a − b|)
+  //   = (−1, 1) (up to ε = 1e-5), H = ReLU = [[0, 1], [0, 1]]. (LN over the matrix would give row 0 (−0.22,
+  //   0.65), row 1 (−1.53, 1.09).)
+  // Output 1x1 of two terms: U_o0 = (1, 0)ᵀ, V_o0 = (0, 1)ᵀ reads H[0,1]; U_o1 = (0, 1)ᵀ, V_o1 = (0, 3)ᵀ reads
+  //   3 H[1,1]; B_o = 0.5: Y = 1 + 3 + 0.5 = 4.5.
+  FastWeightsConfig c;
+  c.rows = 2, c.cols = 2, c.fast = true, c.inner_steps = 1, c.norm = FastWeightsConfig::Norm::sum;
+  c.input_terms = 2, c.output_terms = 2, c.norm_rows = true;
+  c.input_rows = 1, c.input_cols = 2, c.output_rows = 1, c.output_cols = 1;
+  FastWeightsRNN m(c, DType::f64, 1);
+  m.build();
+  auto set = [&](const char* name, std::initializer_list<double> v) {
+    Tensor& t = m.params().at(name).value;
+    REQUIRE(t.shape().numel() == std::int64_t(v.size()));
+    std::int64_t k = 0;
+    for (double x : v) t.set(k++, x);
+  };
+  set("fastweights/slow/x/U", {1, 0});
+  set("fastweights/slow/x/V", {1, 0, 0, 1});
+  set("fastweights/slow/x1/U", {0, 1});
+  set("fastweights/slow/x1/V", {0, 2, 0, 0});
+  set("fastweights/out/h/U", {1, 0});
+  set("fastweights/out/h/V", {0, 1});
+  set("fastweights/out/h1/U", {0, 1});
+  set("fastweights/out/h1/V", {0, 3});
+  set("fastweights/out/B", {0.5});
+  Sequence s;
+  Tensor& x = s.add_input(DType::f64, matrices(1, 1, 2));
+  x.set(0, 3.0), x.set(1, 5.0);
+  s.add_target(DType::f64, matrices(1, 1, 1), 0);
+  Tape tape(DType::f64);
+  Unroller u(m, tape);
+  const SequenceResult& r = u.run(s);
+  CHECK(r.logits[0].value<double>().data[0] == Approx(4.5).epsilon(1e-4));
+}
+
 TEST_CASE("fastweights and irnn are registered, configured by fw.* and irnn.* keys, bad values refused", "[models][fastweights]") {
   Config c;
   c.set("task", "retrieval", "test");
@@ -143,6 +205,33 @@ TEST_CASE("fastweights and irnn are registered, configured by fw.* and irnn.* ke
   auto irnn = make_model(c, *task, DType::f64);
   CHECK_FALSE(dynamic_cast<FastWeightsRNN&>(*irnn).config().fast);
   CHECK(dynamic_cast<FastWeightsRNN&>(*irnn).config().init_scale == 1.0);
+}
+
+TEST_CASE("fw.input_terms is the state's rows by default and fw.output_terms 1, both and fw.layer_norm_over set by the config",
+          "[models][fastweights]") {
+  Config c;
+  c.set("task", "retrieval", "test");
+  c.set("batch", "2", "test");
+  c.set("model", "fastweights", "test");
+  c.set("model.layers", "5x4", "test");
+  auto task = make_task(c);
+  auto config = [&]() { return dynamic_cast<FastWeightsRNN&>(*make_model(c, *task, DType::f64)).config(); };
+  CHECK(config().input_terms == 5);
+  CHECK(config().output_terms == 1);
+  CHECK_FALSE(config().norm_rows);
+  c.set("model.layers", "1x8", "test");
+  CHECK(config().input_terms == 1);  // the vector model keeps its one term
+  c.set("fw.input_terms", "2", "test");
+  c.set("fw.output_terms", "3", "test");
+  c.set("fw.layer_norm_over", "rows", "test");
+  CHECK(config().input_terms == 2);
+  CHECK(config().output_terms == 3);
+  CHECK(config().norm_rows);
+  c.set("fw.output_terms", "0", "test");
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Contains("fw.output_terms = 0"));
+  c.set("fw.output_terms", "1", "test");
+  c.set("fw.layer_norm_over", "columns", "test");
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Contains("fw.layer_norm_over = columns"));
 }
 
 namespace {
@@ -310,7 +399,7 @@ using testing::ref::Mat;
 
 // The fast-weights model's logits for sample b at every step of `seq`, from Ba et al.'s form with the fast-weight
 // matrix kept explicitly over vec(H) (n = rows·cols): A_t = λ A_{t−1} + η vec(H_t) vec(H_t)ᵀ, A_{−1} = 0, and
-//   Z_t = U_hᵀ H_{t−1} V_h + U_xᵀ X_t V_x + B,  H⁰ = ReLU(Z_t),
+//   Z_t = U_hᵀ H_{t−1} V_h + Σ_i U_{x,i}ᵀ X_t V_{x,i} + B,  H⁰ = ReLU(Z_t),
 //   Hˢ⁺¹ = ReLU(N(Z_t + A_{t−1} Hˢ)) (LN over the sum), ReLU(N(Z_t) + A_{t−1} Hˢ) (over the slow part),
 //          ReLU(Z_t + A_{t−1} Hˢ) (none),  s = 0 … S−1,   H_t = Hˢ,   Y_t = U_oᵀ H_t V_o + B_o,
 // N(Z) = G ⊙ LN(Z) + Bₙ; λ = σ(θ_λ), η = softplus(θ_η) when learned.
@@ -341,7 +430,11 @@ std::vector<Mat> reference_fast_weights(const FastWeightsRNN& m, const Sequence&
   std::vector<Mat> y;
   for (const Tensor& frame : seq.inputs) {
     const Mat x = testing::ref::frame(frame, b);
-    const Mat z = testing::ref::bilinear(h, Uh, Vh) + testing::ref::bilinear(x, Ux, Vx) + B;
+    Mat z = testing::ref::bilinear(h, Uh, Vh) + testing::ref::bilinear(x, Ux, Vx) + B;
+    for (std::int64_t i = 1; i < c.input_terms; ++i) {  // Σ_i U_{x,i}ᵀ X V_{x,i}
+      const std::string term = "fastweights/slow/x" + std::to_string(i);
+      z = z + testing::ref::bilinear(x, param(m, term + "/U"), param(m, term + "/V"));
+    }
     Mat hs = testing::ref::relu(z);
     for (int s = 0; s < c.inner_steps; ++s) {
       const Mat fast = unvec(testing::ref::matmul(A, vec(hs)));
@@ -375,7 +468,7 @@ TEST_CASE("fast weights' logits equal Ba et al.'s inner loop with A kept as a ma
           SECTION(std::string(norm_names[int(norm)]) + (rows == 1 ? ", vector 1x4" : ", matrix 2x3") +
                   (form == Form::sum ? ", past states' sum" : ", A as a matrix") + (learn ? ", learned λ and η" : "")) {
             FastWeightsConfig c = small(true, rows, rows == 1 ? 4 : 3, 3, norm);
-            c.eta = norm == Norm::sum ? 0.2 : norm == Norm::none ? 0.05 : 0.01, c.form = form, c.learn_lambda = c.learn_eta = learn;
+            c.eta = norm == Norm::sum ? 0.2 : norm == Norm::none ? 0.02 : 0.01, c.form = form, c.learn_lambda = c.learn_eta = learn;
             FastWeightsRNN m(c, DType::f64, 3);
             m.build();
             testing::perturb_parameters(m, 0.3, 5);

@@ -1,11 +1,15 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstring>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "matmem/models/core/model.hpp"
 #include "matmem/models/registry.hpp"
 #include "matmem/models/tasks/retrieval.hpp"
+#include "matmem/models/training/trainer.hpp"
 #include "matmem/runtime/error.hpp"
 
 using namespace matmem;
@@ -100,4 +104,235 @@ TEST_CASE("retrieval: sized by its pairs, built from the config, bad pairs refus
   CHECK(std::string(made->name()) == "retrieval");
   CHECK(std::string(made->size_name()) == "pairs");
   CHECK(made->eval_sizes() == std::vector<std::int64_t>{5});
+}
+
+namespace {
+// Every string of part `p` of the fixed data set, as text read from its frames, in the part's order.
+std::vector<std::string> part_text(const FixedRetrievalTask& task, Split p) {
+  std::vector<std::string> out;
+  Sequence s;
+  const std::int64_t n = task.split_size(p), batch = 7;  // batches that do not divide the part
+  for (std::int64_t first = 0; first < n; first += batch) {
+    const std::int64_t count = std::min(batch, n - first);
+    task.split_batch_into(p, first, count, s, DType::f64);
+    for (std::int64_t b = 0; b < count; ++b) {
+      std::string str = text(s, b);
+      // The target digit, checked to be the query's digit, appended after '='.
+      const std::int64_t K = task.options().pairs;
+      char want = '-';
+      for (std::int64_t k = 0; k < K; ++k)
+        if (str[std::size_t(2 * k)] == str[std::size_t(2 * K + 2)]) want = str[std::size_t(2 * k + 1)];
+      CHECK(target_digit(s, b) == want - '0');
+      out.push_back(str + "=" + char('0' + target_digit(s, b)));
+    }
+  }
+  return out;
+}
+FixedRetrievalOptions fixed(std::uint64_t data_seed, std::uint64_t seed) {
+  return {.pairs = 2, .batch = 8, .train = 50, .validation = 30, .test = 40, .data_seed = data_seed, .seed = seed};
+}
+}  // namespace
+
+TEST_CASE("retrieval, fixed data: the data seed fixes the three parts, whatever the run's seed", "[tasks][retrieval]") {
+  const FixedRetrievalTask a(fixed(1, 1)), b(fixed(1, 9)), c(fixed(2, 1));
+  for (Split p : {Split::train, Split::validation, Split::test}) {
+    INFO(split_name(p));
+    const std::vector<std::string> x = part_text(a, p);
+    CHECK(std::int64_t(x.size()) == a.split_size(p));
+    CHECK(x == part_text(b, p));
+    CHECK(x != part_text(c, p));
+    for (const std::string& str : x) {
+      INFO(str);
+      CHECK(str.size() == 2 * 2 + 3 + 2);
+      CHECK(str.substr(4, 2) == "??");
+    }
+  }
+  // The strings are those of the generator, drawn one after another from the data set's own stream.
+  std::vector<std::string> drawn;
+  for (Split p : {Split::train, Split::validation, Split::test})
+    for (std::int64_t i = 0; i < a.split_size(p); ++i) {
+      std::string str;
+      for (int t = 0; t < 7; ++t) {
+        const int code = a.symbols(p, i)[t];
+        str += code < 26 ? char('a' + code) : code < 36 ? char('0' + code - 26) : '?';
+      }
+      drawn.push_back(str + "=" + char('0' + a.digit(p, i)));
+    }
+  CHECK(std::vector<std::string>(drawn.begin(), drawn.begin() + 50) == part_text(a, Split::train));
+  CHECK(std::vector<std::string>(drawn.begin() + 80, drawn.end()) == part_text(a, Split::test));
+}
+
+TEST_CASE("retrieval, fixed data: no string occurs twice, so the parts are disjoint", "[tasks][retrieval]") {
+  // K = 1 has 26·10 = 260 distinct strings; 120 of them drawn at random would repeat some without the check.
+  const FixedRetrievalTask task({.pairs = 1, .batch = 4, .train = 60, .validation = 30, .test = 30, .data_seed = 3});
+  std::set<std::string> all;
+  std::set<std::string> parts[3];
+  for (Split p : {Split::train, Split::validation, Split::test})
+    for (const std::string& str : part_text(task, p)) all.insert(str), parts[int(p)].insert(str);
+  CHECK(all.size() == 120);
+  CHECK(parts[0].size() == 60);
+  CHECK(parts[1].size() == 30);
+  CHECK(parts[2].size() == 30);
+  CHECK_THROWS_WITH(FixedRetrievalTask({.pairs = 1, .batch = 4, .train = 100, .validation = 20, .test = 20}),
+                    Catch::Contains("distinct strings"));
+}
+
+TEST_CASE("retrieval, fixed data: an epoch reads every training string once, each epoch in its own order",
+          "[tasks][retrieval]") {
+  FixedRetrievalOptions o = fixed(1, 5);
+  o.train = 48;  // 6 batches of 8: the epoch reads the whole part
+  const FixedRetrievalTask task(o);
+  REQUIRE(task.steps_per_epoch() == 6);
+  std::vector<std::string> train = part_text(task, Split::train);
+  std::vector<std::string> epochs[2];
+  Rng unused(0);
+  Sequence s;
+  for (std::int64_t step = 0; step < 12; ++step) {
+    task.sample_step_into(step, unused, s, DType::f64);
+    REQUIRE(s.inputs[0].shape().batch == 8);
+    for (std::int64_t b = 0; b < 8; ++b) epochs[step / 6].push_back(text(s, b) + "=" + char('0' + target_digit(s, b)));
+  }
+  CHECK(epochs[0] != epochs[1]);
+  std::sort(train.begin(), train.end());
+  for (auto& e : epochs) {
+    std::sort(e.begin(), e.end());
+    CHECK(e == train);
+  }
+  // The step's batch is a function of (seed, step): read again out of order, the same strings.
+  Sequence again;
+  task.sample_step_into(9, unused, again, DType::f64);
+  task.sample_step_into(3, unused, s, DType::f64);
+  FixedRetrievalTask other(o);
+  Sequence third;
+  other.sample_step_into(3, unused, third, DType::f64);
+  for (std::int64_t b = 0; b < 8; ++b) CHECK(text(s, b) == text(third, b));
+}
+
+TEST_CASE("retrieval, fixed data: trained by epochs, the test error is that of the best validation's parameters",
+          "[tasks][retrieval][trainer]") {
+  Config c;
+  c.set("model", "fastweights", "test");
+  c.set("task", "retrieval", "test");
+  c.set("task.fixed", "true", "test");
+  c.set("task.pairs", "2", "test");
+  c.set("task.train_strings", "64", "test");
+  c.set("task.validation_strings", "30", "test");
+  c.set("task.test_strings", "40", "test");
+  c.set("model.layers", "1x8", "test");
+  c.set("batch", "8", "test");
+  c.set("optimizer", "adam", "test");
+  c.set("lr", "0.03", "test");
+  c.set("epochs", "4", "test");
+  c.set("eval.interval", "2", "test");
+  c.set("eval.batch", "16", "test");
+  c.set("eval.metric", "loss", "test");
+  Trainer t(c);
+  REQUIRE(t.split_task() != nullptr);
+  CHECK(t.steps_total() == 4 * 8);
+  std::vector<double> losses, tests;
+  std::vector<std::vector<Tensor>> params;
+  while (t.steps_done() < t.steps_total()) {
+    t.step();
+    if (!t.evaluated()) continue;
+    CHECK(t.last_validation().count == 30);
+    losses.push_back(t.last_validation().loss);
+    params.emplace_back();
+    for (const auto& p : t.model().params()) params.back().push_back(p->value);
+  }
+  const std::size_t argmin = std::size_t(std::min_element(losses.begin(), losses.end()) - losses.begin());
+  INFO("validation losses " << Catch::Detail::stringify(losses));
+  REQUIRE(argmin + 1 < losses.size());  // the best is not the last
+  const SplitResult last = t.evaluate(Split::test);
+  REQUIRE(t.restore_best());
+  const SplitResult best = t.evaluate(Split::test);
+  // The best evaluation's parameters as the test kept them, put into the model.
+  for (std::size_t i = 0; i < params[argmin].size(); ++i) t.model().params()[i].value = params[argmin][i];
+  const SplitResult kept = t.evaluate(Split::test);
+  CHECK(kept.count == 40);
+  CHECK(best.loss == kept.loss);
+  CHECK(best.error == kept.error);
+  CHECK(best.loss != last.loss);
+}
+
+namespace {
+// Frame t of sequence b, as (r+2)·c characters '0'/'1' row by row, rows separated by '|'.
+std::string frame_text(const Tensor& x, std::int64_t b) {
+  std::string out;
+  for (std::int64_t i = 0; i < x.shape().rows; ++i) {
+    if (i > 0) out += '|';
+    for (std::int64_t j = 0; j < x.shape().cols; ++j) {
+      const double v = x.at(b, i, j);
+      out += v == 1.0 ? '1' : v == 0.0 ? '0' : '?';
+    }
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("matrix retrieval: key, value, …, two delimiters, a key, and its value the target, frame by frame",
+          "[tasks][retrieval]") {
+  const MatrixRetrievalTask task({.rows = 2, .cols = 2, .pairs = 2, .batch = 1});
+  CHECK(task.input_rows() == 4);
+  CHECK(task.output_rows() == 2);
+  CHECK(task.target_kind() == TargetKind::bits);
+  // The draws the comment of retrieval.hpp names, replayed from an Rng of the same seed: key 0's 4 bits, value
+  // 0's 4, key 1's (again while equal to key 0), value 1's, then the query's index.
+  Rng replay(11);
+  auto bits = [&]() {
+    std::string m;
+    for (int k = 0; k < 4; ++k) m += char('0' + replay.uniform_int(std::uint64_t(2)));
+    return m;
+  };
+  const std::string key0 = bits(), value0 = bits();
+  std::string key1 = bits();
+  while (key1 == key0) key1 = bits();
+  const std::string value1 = bits();
+  const std::int64_t q = replay.uniform_int(std::int64_t(0), std::int64_t(1));
+  auto content = [](const std::string& m, const char* marks) {  // 2x2 content, then the two marker rows
+    return m.substr(0, 2) + "|" + m.substr(2, 2) + "|" + marks;
+  };
+  const std::vector<std::string> want = {content(key0, "11|00"),   content(value0, "00|00"),
+                                         content(key1, "11|00"),   content(value1, "00|00"),
+                                         content("0000", "00|11"), content("0000", "00|11"),
+                                         content(q == 0 ? key0 : key1, "11|00")};
+  Rng rng(11);
+  const Sequence s = task.sample(rng, DType::f64);
+  REQUIRE(s.inputs.size() == 7);
+  for (std::size_t t = 0; t < 7; ++t) {
+    INFO("step " << t);
+    CHECK(frame_text(s.inputs[t], 0) == want[t]);
+  }
+  REQUIRE(s.targets.size() == 1);
+  CHECK(s.target_steps[0] == 6);
+  const std::string value = q == 0 ? value0 : value1;
+  CHECK(frame_text(s.targets[0], 0) == value.substr(0, 2) + "|" + value.substr(2, 2));
+}
+
+TEST_CASE("matrix retrieval: keys distinct within a sequence, every query one of them, sizes refused",
+          "[tasks][retrieval]") {
+  // 1x2 keys: 4 possible, all 4 drawn, so the rejection of a repeated key is exercised on every sequence.
+  const MatrixRetrievalTask task({.rows = 1, .cols = 2, .pairs = 4, .batch = 50});
+  Rng rng(3);
+  const Sequence s = task.sample(rng, DType::f64);
+  for (std::int64_t b = 0; b < 50; ++b) {
+    std::set<std::string> keys;
+    std::string query_value;
+    const std::string query = frame_text(s.inputs[10], b);
+    for (int k = 0; k < 4; ++k) {
+      keys.insert(frame_text(s.inputs[std::size_t(2 * k)], b));
+      if (frame_text(s.inputs[std::size_t(2 * k)], b) == query) query_value = frame_text(s.inputs[std::size_t(2 * k + 1)], b);
+    }
+    CHECK(keys.size() == 4);
+    REQUIRE(!query_value.empty());
+    CHECK(frame_text(s.targets[0], b) == query_value.substr(0, 2));
+  }
+  CHECK_THROWS_WITH(MatrixRetrievalTask({.rows = 1, .cols = 2, .pairs = 5, .batch = 1}), Catch::Contains("task.pairs = 5"));
+  Config c;
+  c.set("task", "matrix_retrieval", "test");
+  c.set("task.rows", "3", "test");
+  c.set("task.cols", "3", "test");
+  const auto made = make_task(c);
+  CHECK(std::string(made->name()) == "matrix_retrieval");
+  CHECK(made->input_rows() == 5);
+  CHECK(made->eval_sizes() == std::vector<std::int64_t>{4});
 }
