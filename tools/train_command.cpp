@@ -282,10 +282,16 @@ void run(const Options& o) {
     }
     ++done_here;
     reduce_seconds += trainer->reduce_seconds();
-    if (s.skipped) {
+    if (s.outlier) {  // a finite step: its loss and norm are measurements and go into the means
+      if (!o.json)
+        fmt::print(stderr, "step {}: update skipped: gradient norm {:.4g} > {} × the running mean {:.4g} "
+                   "(grad.outlier; {} so far)\n", trainer->steps_done(), s.grad_norm, c.num("grad.outlier"),
+                   s.norm_mean, trainer->outlier_skips());
+    } else if (s.skipped) {
       fmt::print(stderr, "step {} skipped ({} of at most {}): {}\n", trainer->steps_done(), trainer->skipped(),
                  c.integer("nonfinite.max_skips"), s.nonfinite);
-    } else {  // a skipped step's NaN stays out of the means
+    }
+    if (!s.skipped || s.outlier) {  // a non-finite step's NaN stays out of the means
       loss += s.loss;
       bits += s.bits;
       norm += s.grad_norm;
@@ -304,7 +310,7 @@ void run(const Options& o) {
       last_bits = n ? bits / n : nan;
       metrics << fmt::format("{},{:.3f},{:.6f},{:.4f},{:.4f},{:.1f}", step, secs, last_loss, last_bits,
                              n ? norm / n : nan, n ? frames / n : nan)
-              << (skipped_column ? fmt::format(",{}\n", trainer->skipped()) : "\n");
+              << (skipped_column ? fmt::format(",{}\n", trainer->skipped() + trainer->outlier_skips()) : "\n");
       metrics.flush();
       progress.update(step, last_loss, last_bits, secs / double(done_here));
       loss = bits = norm = frames = 0;
@@ -357,7 +363,8 @@ void run(const Options& o) {
                         {"loss", last_loss},
                         {"bits", last_bits},
                         {"params", trainer->model().params().element_count()},
-                        {"skipped", trainer->skipped()}};
+                        {"skipped", trainer->skipped()},
+                        {"outlier_skips", trainer->outlier_skips()}};
     for (const auto& [name, value] : trainer->model().learned_scalars()) j["learned"][name] = value;
     if (!held_out_json.is_null()) j["best"] = held_out_json;
     if (trainer->ranks() > 1) {
@@ -367,11 +374,14 @@ void run(const Options& o) {
     fmt::print("{}\n", j.dump());
     return;
   }
-  fmt::print("done: {} steps in {:.1f} s ({:.2f} ms/step); last {} steps: loss {:.4f}, {:.2f} {}{}\n",
+  fmt::print("done: {} steps in {:.1f} s ({:.2f} ms/step); last {} steps: loss {:.4f}, {:.2f} {}{}{}\n",
              done_here, secs, done_here ? 1e3 * secs / double(done_here) : 0.0, log_every, last_loss, last_bits,
              trainer->task().target_kind() == TargetKind::bits ? "bits wrong per sequence"
                                                                 : cost_name(trainer->task().target_kind()),
-             trainer->skipped() ? fmt::format("; {} steps skipped for a NaN/Inf", trainer->skipped()) : "");
+             trainer->skipped() ? fmt::format("; {} steps skipped for a NaN/Inf", trainer->skipped()) : "",
+             trainer->outlier_skips() ? fmt::format("; {} updates skipped for an outlier gradient (grad.outlier)",
+                                                    trainer->outlier_skips())
+                                      : "");
   for (const auto& [name, value] : trainer->model().learned_scalars()) fmt::print("learned {} = {:.6g}\n", name, value);
   fmt::print("{}", held_out_line);
   fmt::print("checkpoint: {}/checkpoint.safetensors, learning curve: {}\n", out, metrics_path);

@@ -47,6 +47,11 @@ std::vector<ConfigKey>& all_keys() {
       {"weight_decay", "0.0", "L2 weight decay λ (added to the gradient)"},
       {"clip.value", "10.0", "clip every gradient element to ±value (0: off)"},
       {"clip.norm", "0.0", "clip the global gradient norm to this (0: off)"},
+      {"grad.outlier", "0.0",
+       "skip the update of a step whose gradient norm (before clipping) exceeds this many times the running mean of "
+       "the norms before it (0: off; models/training/trainer.hpp)"},
+      {"grad.outlier_window", "100", "grad.outlier: the running mean's horizon W in steps (β = 1 − 1/W); the rule "
+       "acts after W steps"},
       {"task.rows", "5", "rows r of the task's matrices (1: the vector task)"},
       {"task.cols", "5", "columns c of the task's matrices"},
       {"task.min_length", "1", "copy, repeat_copy: shortest sequence; delay: fewest recalled frames"},

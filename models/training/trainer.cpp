@@ -181,6 +181,14 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
                               task_->size_name(), task_->name(), lo, hi));
     curriculum_ = {th, window, lo, hi, start ? start : lo, 0, 0.0};
   }
+  if (const double f = config_.num("grad.outlier"); f != 0) {
+    const std::int64_t w = config_.integer("grad.outlier_window");
+    if (!(f > 1)) throw Error(fmt::format("config: grad.outlier = {} must be a factor > 1 (or 0: off)", f));
+    if (w < 2) throw Error(fmt::format("config: grad.outlier_window = {} must be ≥ 2 steps", w));
+    outlier_.factor = f;
+    outlier_.window = w;
+    outlier_.beta = 1.0 - 1.0 / double(w);
+  }
   memory_ = estimate_memory();
   if (config_.flag("memory.check") && memory_.bytes > memory_.available)
     throw Error(fmt::format("memory: this run needs about {:.1f} GiB at its longest sequence ({} time steps × batch "
@@ -448,6 +456,10 @@ void Trainer::sample_batch() {
     task_->sample_step_into(step_, data_rng_, sequence_, DType::f32);
 }
 
+double Trainer::OutlierRule::mean() const {
+  return count == 0 ? 0.0 : sum / (1.0 - std::pow(beta, double(count)));
+}
+
 void Trainer::advance_curriculum(double cost) {
   Curriculum& c = curriculum_;
   if (c.threshold == 0 || c.level >= c.max) return;
@@ -513,6 +525,22 @@ StepStats Trainer::step() {
     for (auto& [value, copy] : buffers_) std::memcpy(value->raw(), copy.raw(), copy.bytes());
     return not_finite(stats, fmt::format("the {} is not finite; {}", std::isfinite(stats.loss) ? "gradient" : "loss",
                                          where));
+  }
+  if (OutlierRule& o = outlier_; o.factor > 0) {
+    const double m = o.mean();
+    stats.norm_mean = m;
+    const bool outlier = o.count >= o.window && stats.grad_norm > o.factor * m;
+    o.sum = o.beta * o.sum + (1 - o.beta) * (outlier ? o.factor * m : stats.grad_norm);
+    ++o.count;
+    if (outlier) {  // nothing applied; the step counts as done
+      params.zero_grad();
+      for (auto& [value, copy] : buffers_) std::memcpy(value->raw(), copy.raw(), copy.bytes());
+      ++o.skips;
+      ++step_;
+      stats.skipped = stats.outlier = true;
+      evaluated_ = false;
+      return stats;
+    }
   }
   if (const double c = config_.num("clip.value"); c > 0) clip_by_value(params, c);
   if (const double c = config_.num("clip.norm"); c > 0) clip_by_global_norm(params, c);
@@ -623,6 +651,8 @@ void Trainer::save(const std::string& dir) const {
   if (curriculum_.threshold > 0)  // the window's sum in hexadecimal: read back exactly
     f.metadata["curriculum"] =
         fmt::format("{} {} {:a}", curriculum_.level, curriculum_.window_steps, curriculum_.window_sum);
+  if (outlier_.factor > 0)  // the running sum in hexadecimal: read back exactly
+    f.metadata["grad_outlier"] = fmt::format("{} {} {:a}", outlier_.count, outlier_.skips, outlier_.sum);
   write_safetensors(path, f);
 }
 
@@ -724,6 +754,20 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
       throw Error(fmt::format("checkpoint {}: curriculum \"{}\" is not a level in {}..{}, a step count below "
                               "curriculum.window = {} and a finite sum", path, text, cu.min, cu.max, cu.window));
     cu.level = level, cu.window_steps = window_steps, cu.window_sum = sum;
+  }
+  // The outlier rule's state; a checkpoint written without the rule (turned on at resume) starts it afresh.
+  if (auto it = f.metadata.find("grad_outlier"); it != f.metadata.end() && t->outlier_.factor > 0) {
+    const std::string& text = it->second;
+    char* end = nullptr;
+    std::int64_t counted = 0, skips = 0;
+    int used = 0;
+    const bool counts = std::sscanf(text.c_str(), "%ld %ld %n", &counted, &skips, &used) == 2;
+    const double sum = counts ? std::strtod(text.c_str() + used, &end) : 0.0;
+    if (!counts || end == text.c_str() + used || *end != '\0' || counted < 0 || skips < 0 || skips > counted ||
+        !std::isfinite(sum) || sum < 0)
+      throw Error(fmt::format("checkpoint {}: grad_outlier \"{}\" is not two step counts and a finite sum ≥ 0",
+                              path, text));
+    t->outlier_.count = counted, t->outlier_.skips = skips, t->outlier_.sum = sum;
   }
   if (auto it = f.metadata.find("early_stopping"); it != f.metadata.end()) {
     try {

@@ -11,6 +11,17 @@
 /// step as done without an update (StepStats::skipped, skipped()) and throws once more than
 /// `nonfinite.max_skips` steps were skipped. save() refuses to write a NaN or Inf.
 ///
+/// Outlier gradients (config key grad.outlier = F > 0): a finite step whose gradient norm n_t (before clipping)
+/// exceeds F times the running mean m of the norms before it is not applied either (StepStats::outlier,
+/// outlier_skips()): a run that has learnt its task makes tiny gradients, RMSprop's and Adam's second moments
+/// shrink with them, and one rare large gradient — clipped or not — then moves the parameters by many times a
+/// usual step and can throw the solution away (models/README.md, "Stable training"). m is the bias-corrected
+/// exponential mean m = s/(1 − βᶜ) of the norms, s ← βs + (1 − β)·min(n_t, F·m), β = 1 − 1/W (W =
+/// grad.outlier_window), c the steps counted; the rule acts once c ≥ W. A skipped step adds F·m, not n_t, so a
+/// lasting rise of the norm lifts m by a factor 1 + (F − 1)/W a step until the steps are applied again. A
+/// non-finite step is handled by `nonfinite` first and counts for neither m nor outlier_skips(). The counters
+/// are saved in checkpoints, so a resumed run skips what an uninterrupted one does.
+///
 /// With `threads` = n > 1 in the config, a step splits its batch of B into n' = min(n, ⌊B / kMinPart⌋)
 /// contiguous parts of ⌊B/n'⌋ or ⌈B/n'⌉ sequences (n' = 1: no split) and runs each part's forward and
 /// backward in its own thread (ThreadTeam), on its own tape, with its own copy of the model whose parameter
@@ -92,7 +103,9 @@ struct TrainingError : Error {
 struct StepStats {
   double loss = 0, bits = 0, grad_norm = 0;  ///< the batch's mean loss, its cost per sequence, the gradient's norm
   std::int64_t frames = 0;  ///< time steps of the sequence drawn
-  bool skipped = false;     ///< nonfinite = "skip": the step was not applied; `nonfinite` says why
+  bool skipped = false;     ///< the step was not applied: `nonfinite` says why, or `outlier` is set
+  bool outlier = false;     ///< skipped for an outlier gradient norm (grad.outlier; see the file)
+  double norm_mean = 0;     ///< with grad.outlier: the running mean of the norms the step was compared with
   std::string nonfinite;    ///< what was not finite (empty when all was)
 };
 
@@ -141,13 +154,15 @@ class Trainer {
   /// The keys a resume may change.
   static constexpr const char* kResumeKeys[] = {"lr",         "lr.schedule", "lr.step_every", "lr.step_factor",
                                                 "lr.cosine_final", "clip.norm", "clip.value", "nonfinite",
-                                                "nonfinite.max_skips", "log_every", "checkpoint_every"};
+                                                "nonfinite.max_skips", "grad.outlier", "grad.outlier_window",
+                                                "log_every", "checkpoint_every"};
 
   /// One training step (see the file).
   StepStats step();
   std::int64_t steps_done() const { return step_; }  ///< steps done, over the whole run
   std::int64_t steps_total() const { return config_.integer("steps"); }  ///< the step budget
   std::int64_t skipped() const { return skipped_; }  ///< steps skipped for a NaN/Inf, over the whole run
+  std::int64_t outlier_skips() const { return outlier_.skips; }  ///< steps skipped for an outlier gradient norm
   /// The largest size a step draws under a curriculum (above); 0 without one.
   std::int64_t curriculum_level() const { return curriculum_.level; }
 
@@ -209,6 +224,13 @@ class Trainer {
   Sequence sequence_;  // reused: drawing a batch allocates nothing once the longest has been seen
   std::int64_t step_ = 0;
   std::int64_t skipped_ = 0;
+  struct OutlierRule {  // grad.outlier (see the file)
+    double factor = 0;    // F; 0: off
+    double beta = 0;      // 1 − 1/W
+    std::int64_t window = 0, count = 0, skips = 0;
+    double sum = 0;       // s
+    double mean() const;  // m, 0 before the first step
+  } outlier_;
   struct Curriculum {
     double threshold = 0;  // 0: off
     std::int64_t window = 0, min = 0, max = 0;

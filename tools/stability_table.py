@@ -1,0 +1,76 @@
+#!/usr/bin/python3
+"""Solved, collapsed and recovered, per run, from the runs' metrics.csv (models/README.md, "Stable training").
+
+A run's cost curve is the 1,000-step mean of its bits per sequence (the rolling mean over the rows of the last
+--window steps; rows are every log_every steps, each already a mean over them). Then, as the definitions go:
+  solved     the mean is below --solved (1 bit) at the end of the run;
+  collapsed  the mean is above --collapse (5 bits) at some step after it first was below --solved;
+  recovered  collapsed, and solved at the end.
+Printed per run, as a Markdown table: the first step the mean is below 1 bit, the highest mean after that, the
+number of log rows above --collapse after it, the final mean, and the verdict. Skipped updates (metrics.csv's
+`skipped` column: non-finite steps and grad.outlier) are counted too.
+
+    /usr/bin/python3 tools/stability_table.py RUN_DIR... [--window 1000] [--solved 1] [--collapse 5]
+"""
+import argparse
+import csv
+import os
+import sys
+
+
+def read_rows(run):
+    path = os.path.join(run, "metrics.csv")
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f)]
+    if not rows:
+        raise SystemExit(f"stability_table: {path} has no rows")
+    return rows
+
+
+def analyse(run, window, solved, collapse):
+    rows = read_rows(run)
+    steps = [int(r["step"]) for r in rows]
+    bits = [float(r["bits_per_sequence"]) for r in rows]
+    every = steps[1] - steps[0] if len(steps) > 1 else steps[0]
+    k = max(1, window // every)  # log rows per window
+    means = []
+    for i in range(len(bits)):
+        part = [b for b in bits[max(0, i - k + 1): i + 1] if b == b]  # NaN rows (only skipped steps) left out
+        means.append(sum(part) / len(part) if part else float("nan"))
+    first = next((i for i, m in enumerate(means) if i + 1 >= k and m < solved), None)
+    after = means[first:] if first is not None else []
+    peak = max(after) if after else float("nan")
+    high_rows = sum(1 for i in range(first, len(bits)) if bits[i] > collapse) if first is not None else 0
+    final = means[-1]
+    collapsed = first is not None and peak > collapse
+    is_solved = final < solved
+    verdict = ("recovered" if is_solved else "collapsed") if collapsed else ("solved" if is_solved else "not solved")
+    skipped = rows[-1].get("skipped", "") or "0"
+    return {"run": run, "steps": steps[-1], "first": steps[first] if first is not None else None, "peak": peak,
+            "high_rows": high_rows, "final": final, "verdict": verdict, "skipped": skipped}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+")
+    ap.add_argument("--window", type=int, default=1000)
+    ap.add_argument("--solved", type=float, default=1.0)
+    ap.add_argument("--collapse", type=float, default=5.0)
+    a = ap.parse_args()
+    print(f"| run | steps | first step < {a.solved:g} bit | highest after | rows > {a.collapse:g} bits after | "
+          f"final | skipped | verdict |")
+    print("|---|---|---|---|---|---|---|---|")
+    counts = {}
+    for run in a.runs:
+        r = analyse(run, a.window, a.solved, a.collapse)
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+        first = f"{r['first']:,}" if r["first"] is not None else "–"
+        peak = f"{r['peak']:.2f}" if r["first"] is not None else "–"
+        print(f"| {r['run']} | {r['steps']:,} | {first} | {peak} | {r['high_rows']} | {r['final']:.2f} | "
+              f"{r['skipped']} | {r['verdict']} |")
+    print()
+    print(", ".join(f"{v}: {n}" for v, n in sorted(counts.items())))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
