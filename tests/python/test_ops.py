@@ -64,6 +64,7 @@ CASES = {
     "sum": (lambda t, x: ops.sum(x), [u(B, R, C)], None, {}),
     "mean": (lambda t, x: ops.mean(x), [u(B, R, C)], None, {}),
     "layer_norm": (lambda t, x: ops.add(ops.layer_norm(x), ops.layer_norm(x, "rows", 1e-3)), [u(B, R, C)], None, {}),
+    "batch_norm": (lambda t, x: ops.batch_norm(x), [u(B, R, C)], None, {}),
     "cosine_similarity": (lambda t, k0, k1, m: ops.add(ops.row(ops.cosine_similarity([k0, k1], m), 1),
                                                          ops.cosine_similarity(k0, m)),
                           [u(B, 2, 2), u(B, 2, 2), u(B, N, 2, 2)], None, {}),

@@ -111,6 +111,12 @@ void bind_ops(py::module_& m) {
       "(x − mean)/√(var + eps) over each sample's matrix ('matrix') or each row ('rows')");
 
   ops.def(
+      "batch_norm", [](V x, double eps) { return wrap(tape_of("batch_norm", x), batch_norm(x.get(), eps)); },
+      py::arg("x"), py::arg("eps") = 1e-5,
+      "(x − μ)/√(σ² + eps) with μ, σ² each matrix element's mean and variance over the batch (a plain tape: its "
+      "own batch)");
+
+  ops.def(
       "cosine_similarity",
       [](const py::object& keys, V memory) {
         if (py::isinstance<PyVar>(keys)) {
