@@ -15,6 +15,7 @@ number of log rows above --collapse after it, the final mean, and the verdict. S
 import argparse
 import csv
 import os
+import re
 import sys
 
 
@@ -61,7 +62,9 @@ def main():
           f"final | skipped | verdict |")
     print("|---|---|---|---|---|---|---|---|")
     counts = {}
-    for run in a.runs:
+    # seed2 before seed10: runs in the order of the numbers in their names
+    key = lambda run: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", run)]
+    for run in sorted(a.runs, key=key):
         r = analyse(run, a.window, a.solved, a.collapse)
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
         first = f"{r['first']:,}" if r["first"] is not None else "–"

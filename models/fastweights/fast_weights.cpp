@@ -13,6 +13,8 @@ namespace matmem {
 namespace {
 double sigmoid_of(double x) { return 1 / (1 + std::exp(-x)); }
 double softplus_of(double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
+// The name of term i of a map of several: "x", "x1", "x2", …
+std::string term_name(const char* base, std::int64_t i) { return i == 0 ? base : fmt::format("{}{}", base, i); }
 }  // namespace
 
 FastWeightsRNN::FastWeightsRNN(const FastWeightsConfig& c, DType dtype, std::uint64_t seed, std::string name)
@@ -31,6 +33,8 @@ FastWeightsRNN::FastWeightsRNN(const FastWeightsConfig& c, DType dtype, std::uin
   set_io(c.input_rows, c.input_cols, c.output_rows, c.output_cols);
   declare_state({.name = "h", .shape = matrices(1, c.rows, c.cols)});
   slow_ = n + "/slow", ln_ = n + "/ln", out_ = n + "/out", fast_ = n + "/fast";
+  for (std::int64_t i = 0; i < config_.input_terms; ++i) input_names_.push_back(term_name("x", i));
+  for (std::int64_t i = 0; i < config_.output_terms; ++i) output_names_.push_back(term_name("h", i));
   if (c.fast) {
     // The cost model of fast_weights.hpp ("auto"), per time step, in multiply-adds per sequence, each op also
     // charged a fixed k for the tape's own work (k = 30: fitted to the crossover measured on retrieval, see
@@ -58,33 +62,24 @@ std::vector<std::pair<std::string, double>> FastWeightsRNN::learned_scalars() co
   return out;
 }
 
-namespace {
-// The name of term i of a map of several: "x", "x1", "x2", …
-std::string term_name(const char* base, std::int64_t i) { return i == 0 ? base : fmt::format("{}{}", base, i); }
-}  // namespace
-
-Var FastWeightsRNN::slow(Step& s, Var h, Var x) const {
+Var FastWeightsRNN::slow(Step& s, Var h, Var x) {
   const std::int64_t r = config_.rows, c = config_.cols;
   const Shape xs = x.shape();  // a copy: the parameters' leaves may move the tape's nodes
-  std::vector<MatTerm> terms = {
-      {h, s.parameter(slow_, "h", "U", matmem::parameter(r, r), Init::Identity(1.0)),
-       s.parameter(slow_, "h", "V", matmem::parameter(c, c), Init::Identity(config_.init_scale))}};
-  for (std::int64_t i = 0; i < config_.input_terms; ++i) {
-    const std::string term = term_name("x", i);
-    terms.push_back({x, s.parameter(slow_, term, "U", matmem::parameter(xs.rows, r)),
-                     s.parameter(slow_, term, "V", matmem::parameter(xs.cols, c))});
-  }
-  return mat(std::span<const MatTerm>(terms),
+  input_terms_.clear();
+  input_terms_.push_back({h, s.parameter(slow_, "h", "U", matmem::parameter(r, r), Init::Identity(1.0)),
+                          s.parameter(slow_, "h", "V", matmem::parameter(c, c), Init::Identity(config_.init_scale))});
+  for (const std::string& term : input_names_)
+    input_terms_.push_back({x, s.parameter(slow_, term, "U", matmem::parameter(xs.rows, r)),
+                            s.parameter(slow_, term, "V", matmem::parameter(xs.cols, c))});
+  return mat(std::span<const MatTerm>(input_terms_),
              s.parameter(slow_, "", "B", matmem::parameter(r, c), Init::Constant(0.0)));
 }
 
-Var FastWeightsRNN::read(Step& s, Var h) const {
+Var FastWeightsRNN::read(Step& s, Var h) {
   if (config_.output_terms == 1) return s.mat(out_, {{"h", h}}, output_rows(), output_cols());
-  std::vector<NamedTerm> terms;
-  std::vector<std::string> names;
-  for (std::int64_t i = 0; i < config_.output_terms; ++i) names.push_back(term_name("h", i));
-  for (const std::string& n : names) terms.push_back({n, h});
-  return s.mat(out_, std::span<const NamedTerm>(terms), output_rows(), output_cols());
+  output_terms_.clear();
+  for (const std::string& n : output_names_) output_terms_.push_back({n, h});
+  return s.mat(out_, std::span<const NamedTerm>(output_terms_), output_rows(), output_cols());
 }
 
 Var FastWeightsRNN::lambda(Step& s) const {
@@ -96,12 +91,12 @@ Var FastWeightsRNN::eta(Step& s) const {
   return s.parameter(fast_, "", "eta_raw", matmem::parameter(1, 1), Init::Constant(std::log(std::expm1(config_.eta))));
 }
 
-std::vector<Var> FastWeightsRNN::coefficients(Step& s, std::int64_t t) const {
-  if (!config_.learn_lambda && !config_.learn_eta) return {};
+void FastWeightsRNN::coefficients(Step& s, std::int64_t t) {
+  coef_.clear();
+  if (!config_.learn_lambda && !config_.learn_eta) return;
   // log λ = log σ(θ_λ) = −softplus(−θ_λ); λ^m = exp(m log λ).
   const Var log_lambda = config_.learn_lambda ? scale(softplus(scale(lambda(s), -1.0)), -1.0) : Var();
   const Var e = config_.learn_eta ? softplus(eta(s)) : Var();
-  std::vector<Var> coef;
   for (std::int64_t k = 0; k < t; ++k) {
     const double m = double(t - 1 - k);
     Var c;
@@ -111,18 +106,17 @@ std::vector<Var> FastWeightsRNN::coefficients(Step& s, std::int64_t t) const {
       if (!config_.learn_eta) c = power.valid() ? scale(power, config_.eta) : Var();
       else c = power.valid() ? hadamard(e, power) : e;
     }
-    coef.push_back(c);  // invalid: the constant η (λ⁰ = 1 with λ learned and η fixed)
+    coef_.push_back(c);  // invalid: the constant η (λ⁰ = 1 with λ learned and η fixed)
   }
-  return coef;
 }
 
-Var FastWeightsRNN::fast(Var h, std::int64_t t, const std::vector<Var>& coef) const {
+Var FastWeightsRNN::fast(Var h, std::int64_t t) const {
   Var sum;
   const bool learned = config_.learn_lambda || config_.learn_eta;
   for (std::size_t k = 0; k < past_.size(); ++k) {
     const Var dot = frobenius(past_[k], h);
     Var weighted;
-    if (learned && coef[k].valid()) weighted = hadamard(dot, coef[k]);
+    if (learned && coef_[k].valid()) weighted = hadamard(dot, coef_[k]);
     else {
       const double w = learned ? config_.eta : config_.eta * std::pow(config_.lambda, double(t - 1 - std::int64_t(k)));
       weighted = scale(dot, w);
@@ -149,12 +143,11 @@ void FastWeightsRNN::step(Step& s) {
     const std::int64_t t = s.time();
     const Var z_norm = config_.norm == Norm::slow ? norm(s, z) : z;
     // The fast term's inputs: the past states and their coefficients ("sum"), or A_{t−1} ("matrix", zero at t = 0).
-    std::vector<Var> coef;
     Var A;
     if (matrix_) A = s.state("A");
-    else coef = coefficients(s, t);
+    else coefficients(s, t);
     for (int k = 0; k < config_.inner_steps; ++k) {
-      const Var a = matrix_ ? (t > 0 ? vec_matvec(A, h) : Var()) : fast(h, t, coef);
+      const Var a = matrix_ ? (t > 0 ? vec_matvec(A, h) : Var()) : fast(h, t);
       if (config_.norm == Norm::slow) h = relu(a.valid() ? add(z_norm, a) : z_norm);
       else {
         const Var pre = a.valid() ? add(z, a) : z;

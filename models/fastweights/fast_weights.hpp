@@ -85,11 +85,11 @@ class FastWeightsRNN : public Model {
   std::vector<std::pair<std::string, double>> learned_scalars() const override;
 
  private:
-  Var slow(Step& s, Var h, Var x) const;    // Z_t
-  Var read(Step& s, Var h) const;           // Y_t
-  // The coefficients η λ^{t−1−τ} of the past states τ = 0 … t−1, as Vars when λ or η is learned.
-  std::vector<Var> coefficients(Step& s, std::int64_t t) const;
-  Var fast(Var h, std::int64_t t, const std::vector<Var>& coef) const;  // A_{t−1}(H), from past_ ("sum")
+  Var slow(Step& s, Var h, Var x);          // Z_t
+  Var read(Step& s, Var h);                 // Y_t
+  // The coefficients η λ^{t−1−τ} of the past states τ = 0 … t−1 into coef_, as Vars when λ or η is learned.
+  void coefficients(Step& s, std::int64_t t);
+  Var fast(Var h, std::int64_t t) const;    // A_{t−1}(H), from past_ and coef_ ("sum")
   Var lambda(Step& s) const;                // λ as a [1,1] Var (learned only)
   Var eta(Step& s) const;                   // η as a [1,1] Var (learned only)
   Var norm(Step& s, Var z) const;           // N
@@ -99,6 +99,12 @@ class FastWeightsRNN : public Model {
   bool matrix_ = false;
   // The hidden states H_0 … H_{t−1} of the sequence being unrolled (cleared at step 0), on its tape.
   std::vector<Var> past_;
+  // Reused each step, so that a step allocates nothing once the first sequence has grown them: the terms' names
+  // ("x", "x1", …; "h", "h1", …), the terms of the input and output maps, and the coefficients of past_.
+  std::vector<std::string> input_names_, output_names_;
+  std::vector<MatTerm> input_terms_;
+  std::vector<NamedTerm> output_terms_;
+  std::vector<Var> coef_;
 };
 
 }  // namespace matmem
