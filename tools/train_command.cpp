@@ -291,6 +291,12 @@ void run(const Options& o) {
       fmt::print(stderr, "step {} skipped ({} of at most {}): {}\n", trainer->steps_done(), trainer->skipped(),
                  c.integer("nonfinite.max_skips"), s.nonfinite);
     }
+    if (s.lr_decayed && !o.json) {
+      progress.finish();
+      fmt::print("step {}: the mean cost of the last {} steps is below {}: learning rate × {} from here on "
+                 "(lr.solved_below)\n", trainer->steps_done(), c.integer("lr.solved_window"),
+                 c.num("lr.solved_below"), c.num("lr.solved_factor"));
+    }
     if (!s.skipped || s.outlier) {  // a non-finite step's NaN stays out of the means
       loss += s.loss;
       bits += s.bits;

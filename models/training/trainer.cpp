@@ -189,6 +189,15 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
     outlier_.window = w;
     outlier_.beta = 1.0 - 1.0 / double(w);
   }
+  if (const double b = config_.num("lr.solved_below"); b != 0) {
+    const double f = config_.num("lr.solved_factor");
+    const std::int64_t w = config_.integer("lr.solved_window");
+    if (!(b > 0) || !std::isfinite(b))
+      throw Error(fmt::format("config: lr.solved_below = {} must be a cost > 0 (or 0: off)", b));
+    if (!(f > 0 && f <= 1)) throw Error(fmt::format("config: lr.solved_factor = {} must be in (0, 1]", f));
+    if (w < 1) throw Error(fmt::format("config: lr.solved_window = {} must be ≥ 1 step", w));
+    solved_ = {b, f, w, 0, 0.0, -1};
+  }
   memory_ = estimate_memory();
   if (config_.flag("memory.check") && memory_.bytes > memory_.available)
     throw Error(fmt::format("memory: this run needs about {:.1f} GiB at its longest sequence ({} time steps × batch "
@@ -470,6 +479,18 @@ void Trainer::advance_curriculum(double cost) {
   c.window_sum = 0;
 }
 
+bool Trainer::advance_solved_decay(double cost) {
+  SolvedDecay& d = solved_;
+  if (d.below == 0 || d.at >= 0) return false;
+  d.window_sum += cost;
+  if (++d.window_steps < d.window) return false;
+  const bool solved = d.window_sum / double(d.window) < d.below;
+  d.window_steps = 0;
+  d.window_sum = 0;
+  if (solved) d.at = step_;
+  return solved;
+}
+
 StepStats Trainer::step() {
   sample_batch();
   const Sequence& seq = sequence_;
@@ -547,7 +568,8 @@ StepStats Trainer::step() {
   for (std::size_t k = 0; k < updated_.size(); ++k)
     std::memcpy(saved_[k].raw(), updated_[k].second->raw(), saved_[k].bytes());
   const std::int64_t optimizer_steps = optimizer_->steps();
-  optimizer_->set_lr_scale(lr_scale(config_, step_, config_.integer("steps")));
+  optimizer_->set_lr_scale(lr_scale(config_, step_, config_.integer("steps")) *
+                           (solved_.at >= 0 ? solved_.factor : 1.0));
   optimizer_->step();
   if (const std::string* bad = first_nonfinite(updated_)) {
     for (std::size_t k = 0; k < updated_.size(); ++k)
@@ -560,6 +582,7 @@ StepStats Trainer::step() {
   }
   ++step_;
   advance_curriculum(stats.bits);
+  stats.lr_decayed = advance_solved_decay(stats.bits);
   evaluated_ = false;
   const std::int64_t interval = config_.integer("eval.interval");
   if (split_task() && interval > 0 && step_ % interval == 0) {
@@ -653,6 +676,8 @@ void Trainer::save(const std::string& dir) const {
         fmt::format("{} {} {:a}", curriculum_.level, curriculum_.window_steps, curriculum_.window_sum);
   if (outlier_.factor > 0)  // the running sum in hexadecimal: read back exactly
     f.metadata["grad_outlier"] = fmt::format("{} {} {:a}", outlier_.count, outlier_.skips, outlier_.sum);
+  if (solved_.below > 0)  // the window's count and sum (hexadecimal: read back exactly), the decay's step
+    f.metadata["lr_solved"] = fmt::format("{} {:a} {}", solved_.window_steps, solved_.window_sum, solved_.at);
   write_safetensors(path, f);
 }
 
@@ -768,6 +793,24 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
       throw Error(fmt::format("checkpoint {}: grad_outlier \"{}\" is not two step counts and a finite sum ≥ 0",
                               path, text));
     t->outlier_.count = counted, t->outlier_.skips = skips, t->outlier_.sum = sum;
+  }
+  // The decay rule's state; a checkpoint written without the rule (turned on at resume) starts it afresh.
+  if (auto it = f.metadata.find("lr_solved"); it != f.metadata.end() && t->solved_.below > 0) {
+    const std::string& text = it->second;
+    SolvedDecay& d = t->solved_;
+    std::int64_t window_steps = -1, at = -2;
+    char sum_text[64] = {};
+    int used = 0;
+    char* end = nullptr;
+    const bool parsed = std::sscanf(text.c_str(), "%ld %63s %ld %n", &window_steps, sum_text, &at, &used) == 3 &&
+                        text.c_str()[used] == '\0';
+    const double sum = parsed ? std::strtod(sum_text, &end) : 0.0;
+    if (!parsed || *end != '\0' || window_steps < 0 || window_steps >= d.window || !std::isfinite(sum) ||
+        at < -1 || at > t->step_)
+      throw Error(fmt::format("checkpoint {}: lr_solved \"{}\" is not a step count below lr.solved_window = {}, a "
+                              "finite sum and the step of the decay (−1: none) up to the checkpoint's {}",
+                              path, text, d.window, t->step_));
+    d.window_steps = window_steps, d.window_sum = sum, d.at = at;
   }
   if (auto it = f.metadata.find("early_stopping"); it != f.metadata.end()) {
     try {

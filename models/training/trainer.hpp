@@ -22,6 +22,14 @@
 /// non-finite step is handled by `nonfinite` first and counts for neither m nor outlier_skips(). The counters
 /// are saved in checkpoints, so a resumed run skips what an uninterrupted one does.
 ///
+/// Learning-rate decay once solved (config key lr.solved_below = b > 0): the applied steps are counted in
+/// consecutive windows of W = lr.solved_window steps; at the end of the first window whose mean cost per
+/// sequence (StepStats::bits) is below b, the learning rate is multiplied by f = lr.solved_factor for every later
+/// step (StepStats::lr_decayed on the step that ends that window; lr_decayed_at()), on top of lr.schedule, and
+/// stays so if the cost rises again. Its aim is the same as grad.outlier's: a run that has learnt its task takes
+/// smaller steps, so one rare large gradient moves it less. Skipped steps (non-finite, outlier) count in no
+/// window. The window's count and sum and the step of the decay are saved in checkpoints.
+///
 /// With `threads` = n > 1 in the config, a step splits its batch of B into n' = min(n, ⌊B / kMinPart⌋)
 /// contiguous parts of ⌊B/n'⌋ or ⌈B/n'⌉ sequences (n' = 1: no split) and runs each part's forward and
 /// backward in its own thread (ThreadTeam), on its own tape, with its own copy of the model whose parameter
@@ -106,6 +114,7 @@ struct StepStats {
   bool skipped = false;     ///< the step was not applied: `nonfinite` says why, or `outlier` is set
   bool outlier = false;     ///< skipped for an outlier gradient norm (grad.outlier; see the file)
   double norm_mean = 0;     ///< with grad.outlier: the running mean of the norms the step was compared with
+  bool lr_decayed = false;  ///< with lr.solved_below: this step ended the window that decayed the learning rate
   std::string nonfinite;    ///< what was not finite (empty when all was)
 };
 
@@ -155,6 +164,7 @@ class Trainer {
   static constexpr const char* kResumeKeys[] = {"lr",         "lr.schedule", "lr.step_every", "lr.step_factor",
                                                 "lr.cosine_final", "clip.norm", "clip.value", "nonfinite",
                                                 "nonfinite.max_skips", "grad.outlier", "grad.outlier_window",
+                                                "lr.solved_below", "lr.solved_factor", "lr.solved_window",
                                                 "log_every", "checkpoint_every"};
 
   /// One training step (see the file).
@@ -163,6 +173,9 @@ class Trainer {
   std::int64_t steps_total() const { return config_.integer("steps"); }  ///< the step budget
   std::int64_t skipped() const { return skipped_; }  ///< steps skipped for a NaN/Inf, over the whole run
   std::int64_t outlier_skips() const { return outlier_.skips; }  ///< steps skipped for an outlier gradient norm
+  /// With lr.solved_below: the step after which the learning rate was multiplied by lr.solved_factor; −1: not
+  /// (yet) decayed, or the rule is off.
+  std::int64_t lr_decayed_at() const { return solved_.at; }
   /// The largest size a step draws under a curriculum (above); 0 without one.
   std::int64_t curriculum_level() const { return curriculum_.level; }
 
@@ -231,6 +244,13 @@ class Trainer {
     double sum = 0;       // s
     double mean() const;  // m, 0 before the first step
   } outlier_;
+  struct SolvedDecay {  // lr.solved_below (see the file)
+    double below = 0;    // b; 0: off
+    double factor = 1;   // f
+    std::int64_t window = 0, window_steps = 0;
+    double window_sum = 0;
+    std::int64_t at = -1;  // the step that decayed the rate; −1: not yet
+  } solved_;
   struct Curriculum {
     double threshold = 0;  // 0: off
     std::int64_t window = 0, min = 0, max = 0;
@@ -274,6 +294,7 @@ class Trainer {
   void set_anomaly_mode(bool on);
   void sample_batch();
   void advance_curriculum(double cost);
+  bool advance_solved_decay(double cost);  // true on the step that decays the learning rate
   StepStats not_finite(StepStats& stats, const std::string& what);
   MemoryEstimate estimate_memory();
 };

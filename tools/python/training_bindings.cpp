@@ -59,6 +59,8 @@ py::dict stats_dict(const StepStats& s) {
   d["grad_norm"] = s.grad_norm;
   d["frames"] = s.frames;
   d["skipped"] = s.skipped;
+  d["outlier"] = s.outlier;
+  d["lr_decayed"] = s.lr_decayed;
   d["nonfinite"] = s.nonfinite;
   return d;
 }
@@ -137,7 +139,7 @@ arrays and strings, save(dir) / Trainer.resume(dir) through files.)")
             }
             return stats_dict(s);
           },
-          "One training step; returns its stats (loss, bits, grad_norm, frames, skipped, nonfinite).")
+          "One training step; returns its stats (loss, bits, grad_norm, frames, skipped, outlier, lr_decayed, nonfinite).")
       .def(
           "train",
           [](Trainer& t, std::int64_t steps, const py::object& callback, std::int64_t every) {
