@@ -179,7 +179,7 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
     if (start != 0 && (start < lo || start > hi))
       throw Error(fmt::format("config: curriculum.start = {} must be a {} of task {} ({}..{}), or 0", start,
                               task_->size_name(), task_->name(), lo, hi));
-    curriculum_ = {th, window, lo, hi, start ? start : lo, 0, 0.0};
+    curriculum_ = {th, lo, hi, start ? start : lo, {window, 0, 0.0}};
   }
   if (const double f = config_.num("grad.outlier"); f != 0) {
     const std::int64_t w = config_.integer("grad.outlier_window");
@@ -196,7 +196,7 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
       throw Error(fmt::format("config: lr.solved_below = {} must be a cost > 0 (or 0: off)", b));
     if (!(f > 0 && f <= 1)) throw Error(fmt::format("config: lr.solved_factor = {} must be in (0, 1]", f));
     if (w < 1) throw Error(fmt::format("config: lr.solved_window = {} must be ≥ 1 step", w));
-    solved_ = {b, f, w, 0, 0.0, -1};
+    solved_ = {b, f, {w, 0, 0.0}, -1};
   }
   memory_ = estimate_memory();
   if (config_.flag("memory.check") && memory_.bytes > memory_.available)
@@ -472,23 +472,25 @@ double Trainer::OutlierRule::mean() const {
 void Trainer::advance_curriculum(double cost) {
   Curriculum& c = curriculum_;
   if (c.threshold == 0 || c.level >= c.max) return;
-  c.window_sum += cost;
-  if (++c.window_steps < c.window) return;
-  if (c.window_sum / double(c.window) < c.threshold) ++c.level;
-  c.window_steps = 0;
-  c.window_sum = 0;
+  if (double mean = 0; c.costs.add(cost, mean) && mean < c.threshold) ++c.level;
+}
+
+bool Trainer::WindowMean::add(double cost, double& mean) {
+  sum += cost;
+  if (++steps < window) return false;
+  mean = sum / double(window);
+  steps = 0;
+  sum = 0;
+  return true;
 }
 
 bool Trainer::advance_solved_decay(double cost) {
   SolvedDecay& d = solved_;
   if (d.below == 0 || d.at >= 0) return false;
-  d.window_sum += cost;
-  if (++d.window_steps < d.window) return false;
-  const bool solved = d.window_sum / double(d.window) < d.below;
-  d.window_steps = 0;
-  d.window_sum = 0;
-  if (solved) d.at = step_;
-  return solved;
+  double mean = 0;
+  if (!d.costs.add(cost, mean) || !(mean < d.below)) return false;
+  d.at = step_;
+  return true;
 }
 
 StepStats Trainer::step() {
@@ -673,11 +675,11 @@ void Trainer::save(const std::string& dir) const {
   }
   if (curriculum_.threshold > 0)  // the window's sum in hexadecimal: read back exactly
     f.metadata["curriculum"] =
-        fmt::format("{} {} {:a}", curriculum_.level, curriculum_.window_steps, curriculum_.window_sum);
+        fmt::format("{} {} {:a}", curriculum_.level, curriculum_.costs.steps, curriculum_.costs.sum);
   if (outlier_.factor > 0)  // the running sum in hexadecimal: read back exactly
     f.metadata["grad_outlier"] = fmt::format("{} {} {:a}", outlier_.count, outlier_.skips, outlier_.sum);
   if (solved_.below > 0)  // the window's count and sum (hexadecimal: read back exactly), the decay's step
-    f.metadata["lr_solved"] = fmt::format("{} {:a} {}", solved_.window_steps, solved_.window_sum, solved_.at);
+    f.metadata["lr_solved"] = fmt::format("{} {:a} {}", solved_.costs.steps, solved_.costs.sum, solved_.at);
   write_safetensors(path, f);
 }
 
@@ -775,10 +777,10 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
     const bool counts = std::sscanf(text.c_str(), "%ld %ld %n", &level, &window_steps, &used) == 2;
     const double sum = counts ? std::strtod(text.c_str() + used, &end) : 0.0;
     if (!counts || end == text.c_str() + used || *end != '\0' || level < cu.min || level > cu.max ||
-        window_steps < 0 || window_steps >= cu.window || !std::isfinite(sum))
+        window_steps < 0 || window_steps >= cu.costs.window || !std::isfinite(sum))
       throw Error(fmt::format("checkpoint {}: curriculum \"{}\" is not a level in {}..{}, a step count below "
-                              "curriculum.window = {} and a finite sum", path, text, cu.min, cu.max, cu.window));
-    cu.level = level, cu.window_steps = window_steps, cu.window_sum = sum;
+                              "curriculum.window = {} and a finite sum", path, text, cu.min, cu.max, cu.costs.window));
+    cu.level = level, cu.costs.steps = window_steps, cu.costs.sum = sum;
   }
   // The outlier rule's state; a checkpoint written without the rule (turned on at resume) starts it afresh.
   if (auto it = f.metadata.find("grad_outlier"); it != f.metadata.end() && t->outlier_.factor > 0) {
@@ -805,12 +807,12 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
     const bool parsed = std::sscanf(text.c_str(), "%ld %63s %ld %n", &window_steps, sum_text, &at, &used) == 3 &&
                         text.c_str()[used] == '\0';
     const double sum = parsed ? std::strtod(sum_text, &end) : 0.0;
-    if (!parsed || *end != '\0' || window_steps < 0 || window_steps >= d.window || !std::isfinite(sum) ||
+    if (!parsed || *end != '\0' || window_steps < 0 || window_steps >= d.costs.window || !std::isfinite(sum) ||
         at < -1 || at > t->step_)
       throw Error(fmt::format("checkpoint {}: lr_solved \"{}\" is not a step count below lr.solved_window = {}, a "
                               "finite sum and the step of the decay (−1: none) up to the checkpoint's {}",
-                              path, text, d.window, t->step_));
-    d.window_steps = window_steps, d.window_sum = sum, d.at = at;
+                              path, text, d.costs.window, t->step_));
+    d.costs.steps = window_steps, d.costs.sum = sum, d.at = at;
   }
   if (auto it = f.metadata.find("early_stopping"); it != f.metadata.end()) {
     try {

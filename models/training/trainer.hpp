@@ -244,18 +244,22 @@ class Trainer {
     double sum = 0;       // s
     double mean() const;  // m, 0 before the first step
   } outlier_;
+  // Costs taken in consecutive windows of `window` steps (the curriculum's and lr.solved_below's rule).
+  struct WindowMean {
+    std::int64_t window = 0, steps = 0;  // steps: counted in the current window
+    double sum = 0;
+    bool add(double cost, double& mean);  // true, with the window's mean, on the step that completes a window
+  };
   struct SolvedDecay {  // lr.solved_below (see the file)
     double below = 0;    // b; 0: off
     double factor = 1;   // f
-    std::int64_t window = 0, window_steps = 0;
-    double window_sum = 0;
+    WindowMean costs;
     std::int64_t at = -1;  // the step that decayed the rate; −1: not yet
   } solved_;
   struct Curriculum {
     double threshold = 0;  // 0: off
-    std::int64_t window = 0, min = 0, max = 0;
-    std::int64_t level = 0, window_steps = 0;
-    double window_sum = 0;
+    std::int64_t min = 0, max = 0, level = 0;
+    WindowMean costs;
   } curriculum_;
   BestParameters best_;
   // The step of the parameters in best.safetensors, and the directory it is in (a branched run writes its own).
