@@ -39,6 +39,9 @@ std::unique_ptr<Model> recurrent(CellKind kind, const Config& c, const Task& t, 
   RecurrentConfig rc;
   rc.cell = kind;
   rc.forget_bias = c.num("lstm.forget_bias");
+  rc.attention_heads = c.integer("rnn.attention_heads");
+  if (rc.attention_heads < 0 || rc.attention_heads > 64)
+    throw Error(fmt::format("config: rnn.attention_heads = {}: choose 0 (no attention) to 64", rc.attention_heads));
   rc.layers = c.sizes("model.layers");
   set_io(rc, t);
   return std::make_unique<RecurrentModel>(rc, dtype, seed);

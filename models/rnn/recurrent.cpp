@@ -1,7 +1,11 @@
 #include "matmem/models/rnn/recurrent.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
+#include "matmem/ops/attention_read.hpp"
+#include "matmem/ops/ops.hpp"
 #include "matmem/runtime/error.hpp"
 
 namespace matmem {
@@ -11,6 +15,8 @@ RecurrentModel::RecurrentModel(const RecurrentConfig& config, DType dtype, std::
       config_(config),
       out_(this->name() + "/out", config.output_rows, config.output_cols) {
   if (config.layers.empty()) throw Error(fmt::format("model {}: needs at least one layer", this->name()));
+  if (config.attention_heads < 0)
+    throw Error(fmt::format("model {}: {} attention heads: give 0 (none) or more", this->name(), config.attention_heads));
   set_io(config.input_rows, config.input_cols, config.output_rows, config.output_cols);
   for (std::size_t k = 0; k < config.layers.size(); ++k) {
     const auto [r, c] = config.layers[k];
@@ -34,7 +40,23 @@ void RecurrentModel::step(Step& s) {
     if (cell.has_cell_state()) s.next(c_[k], next.c);
     x = next.h;
   }
-  if (s.output_needed()) s.output(out_(s, {{"h", x}}));
+  if (config_.attention_heads == 0) {
+    if (s.output_needed()) s.output(out_(s, {{"h", x}}));
+    return;
+  }
+  if (s.time() == 0) past_.clear();
+  past_.push_back(x);
+  if (!s.output_needed()) return;
+  // P_t in stacks of at most 64 parts (stack_rows' limit), stacked again until one is left.
+  std::vector<Var> parts = past_;
+  while (parts.size() > 1) {
+    std::vector<Var> stacked;
+    for (std::size_t k = 0; k < parts.size(); k += 64)
+      stacked.push_back(stack_rows(std::span<const Var>(parts).subspan(k, std::min<std::size_t>(64, parts.size() - k))));
+    parts = std::move(stacked);
+  }
+  const Var q = tanh(s.mat(name() + "/attend", {{"h", x}}, config_.attention_heads, x.shape().cols));
+  s.output(out_(s, {{"h", x}, {"s", attention_read(q, parts[0])}}));
 }
 
 }  // namespace matmem

@@ -129,6 +129,8 @@ std::vector<ConfigKey>& all_keys() {
       {"eval.batch", "500", "data sets: images per batch when evaluating a whole part (a graph's parts are read whole)"},
       {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm, dense layers for gamma) as RxC, comma separated"},
       {"lstm.forget_bias", "1.0", "a matlstm's forget-gate bias at the start"},
+      {"rnn.attention_heads", "0", "matrnn, matlstm, matgru: queries of an attention read over the last layer's states so "
+                                   "far, read into the output (with matlstm 1xn: Ba et al.'s A-LSTM; 0: none)"},
       {"ffn.depth", "10", "ffn: hidden layers, each of the shape model.layers (one RxC; 1xn: a vector net); autoencoder: all its layers, encoder and decoder (even)"},
       {"ffn.norm", "\"none\"", "ffn: none, layer (layer norm of each layer's pre-activation, with gain and shift) or batch (batch norm of each element over the whole batch, with gain and shift; running averages, momentum 0.1, in evaluation); autoencoder: none or batch (every hidden layer, encoder and decoder)"},
       {"ffn.residual", "false", "ffn: matrix ResNet blocks H_l = H_{l-1} + F(H_{l-1}) after the first layer (001 §2.2)"},

@@ -69,6 +69,7 @@ CASES = {
                                                          ops.cosine_similarity(k0, m)),
                           [u(B, 2, 2), u(B, 2, 2), u(B, N, 2, 2)], None, {}),
     "row": (lambda t, x: ops.row(x, 1), [u(B, 3, N)], None, {}),
+    "stack_rows": (lambda t, a, b: ops.stack_rows([a, b, a]), [u(B, 1, C), u(B, 2, C)], None, {}),
     "circular_shift": (lambda t, w, s: ops.circular_shift(w, s), [prob(B, 1, N), prob(B, 1, 3)], None, {}),
     "sharpen": (lambda t, w, g: ops.sharpen(w, g), [prob(B, 1, N), u(B, 1, 1, lo=1.0, hi=3.0)], None, {}),
     "ntm_addressing": (lambda t, sim, beta, g, s, gamma, w: ops.ntm_addressing(sim, 1, beta, g, s, gamma, w),

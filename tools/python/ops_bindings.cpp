@@ -133,6 +133,15 @@ void bind_ops(py::module_& m) {
       "cos(K, M_i): key [B,r,c] -> [B,1,N]; a list of H keys -> [B,H,N]. memory [B,N,r,c]");
   ops.def("row", [](V x, std::int64_t h) { return wrap(tape_of("row", x), row(x.get(), h)); }, py::arg("x"),
           py::arg("h"), "row h of x [B,H,N] -> [B,1,N]");
+  ops.def(
+      "stack_rows",
+      [](const std::vector<PyVar>& parts) {
+        std::vector<const PyVar*> ptrs;
+        add_all(ptrs, parts);
+        const auto ref = common_tape("stack_rows", ptrs);
+        return wrap(ref, stack_rows(gets(parts)));
+      },
+      py::arg("parts"), "the parts' rows one below the other: a list of 1 to 64 [B,r_k,c] -> [B,Σr_k,c]");
   MATMEM_BINARY(circular_shift, w, s, "w̃_i = Σ_j s_j w_(i-j mod N). w [B,1,N], s [B,1,2S+1]");
   MATMEM_BINARY(sharpen, w, gamma, "(w_i + ε)^γ normalised. w [B,1,N] ≥ 0, gamma [B,1,1]");
   ops.def(
