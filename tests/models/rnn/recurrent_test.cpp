@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "../model_gradcheck.hpp"
+#include "matmem/models/registry.hpp"
+#include "matmem/models/training/config.hpp"
 
 using namespace matmem;
 
@@ -219,5 +221,25 @@ TEST_CASE("A-LSTM over more than 64 steps stacks its states in stacks of stacks,
     for (int t = 0; t < 70; ++t) mean += h.logits[std::size_t(t)].value<double>().data[b * 2] / 70;
     CHECK(with.logits[69].value<double>().data[b * 2] - without.logits[69].value<double>().data[b * 2] ==
           Approx(mean).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("rnn.attention_heads configures the recurrent models' attention, bad values refused naming the key",
+          "[models][errors]") {
+  Config c;
+  c.set("task", "retrieval", "test");
+  c.set("task.pairs", "2", "test");
+  c.set("batch", "2", "test");
+  c.set("model", "matlstm", "test");
+  c.set("model.layers", "1x6", "test");
+  auto task = make_task(c);
+  CHECK(dynamic_cast<RecurrentModel&>(*make_model(c, *task, DType::f64)).config().attention_heads == 0);
+  c.set("rnn.attention_heads", "3", "--set");
+  auto m = make_model(c, *task, DType::f64);
+  CHECK(dynamic_cast<RecurrentModel&>(*m).config().attention_heads == 3);
+  CHECK(m->params().at("matlstm/attend/B").value.shape().rows == 3);
+  for (const char* bad : {"-1", "65"}) {
+    c.set("rnn.attention_heads", bad, "--set");
+    CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains(std::string("rnn.attention_heads = ") + bad));
   }
 }
