@@ -70,7 +70,8 @@ Var cosine_similarity(Var key, Var memory);
 Var cosine_similarity(std::span<const Var> keys, Var memory);
 /// Row h of x:[B,H,N] -> [B,N]  (ops/row.cpp)
 Var row(Var x, std::int64_t h);
-/// The parts' rows one below the other: x_k:[B,r_k,c] (1 to 64 parts) -> [B,Σr_k,c]  (ops/stack_rows.cpp)
+inline constexpr std::size_t kStackRowsMaxParts = 64;  ///< stack_rows' most parts (the tape's most inputs of an op)
+/// The parts' rows one below the other: x_k:[B,r_k,c] (1 to kStackRowsMaxParts) -> [B,Σr_k,c]  (ops/stack_rows.cpp)
 Var stack_rows(std::span<const Var> parts);
 /// w̃_i = Σ_{j=-S..S} s_j w_{(i-j) mod N}.  w:[B,N], s:[B,2S+1] -> [B,N]  (ops/circular_shift.cpp)
 Var circular_shift(Var w, Var s);

@@ -30,14 +30,13 @@ struct StackRowsKernel {
 };
 Flops flops(const Shape*, int, const Shape& y, const OpAttrs&) { return {0.0, double(y.numel())}; }
 constexpr OpDef kOp = make_op<StackRowsKernel>("stack_rows", flops);
-constexpr std::size_t kMaxParts = 64;  // the tape's most inputs of one op
 }  // namespace
 
 Var stack_rows(std::span<const Var> parts) {
   if (parts.empty()) throw ShapeError("stack_rows: give at least one matrix");
-  if (parts.size() > kMaxParts)
+  if (parts.size() > kStackRowsMaxParts)
     throw ShapeError(fmt::format("stack_rows: {} matrices given, at most {} in one op (stack the stacks)",
-                                 parts.size(), kMaxParts));
+                                 parts.size(), kStackRowsMaxParts));
   const Var& first = parts[0];
   std::int64_t rows = 0;
   for (const Var& p : parts) {

@@ -47,12 +47,13 @@ void RecurrentModel::step(Step& s) {
   if (s.time() == 0) past_.clear();
   past_.push_back(x);
   if (!s.output_needed()) return;
-  // P_t in stacks of at most 64 parts (stack_rows' limit), stacked again until one is left.
+  // P_t in stacks of at most kStackRowsMaxParts parts, stacked again until one is left.
+  constexpr std::size_t most = kStackRowsMaxParts;
   std::vector<Var> parts = past_;
   while (parts.size() > 1) {
     std::vector<Var> stacked;
-    for (std::size_t k = 0; k < parts.size(); k += 64)
-      stacked.push_back(stack_rows(std::span<const Var>(parts).subspan(k, std::min<std::size_t>(64, parts.size() - k))));
+    for (std::size_t k = 0; k < parts.size(); k += most)
+      stacked.push_back(stack_rows(std::span<const Var>(parts).subspan(k, std::min(most, parts.size() - k))));
     parts = std::move(stacked);
   }
   const Var q = tanh(s.mat(name() + "/attend", {{"h", x}}, config_.attention_heads, x.shape().cols));
