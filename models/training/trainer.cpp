@@ -1,6 +1,7 @@
 #include "matmem/models/training/trainer.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <variant>
 
 #include <unistd.h>
 
@@ -765,19 +767,30 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
       throw Error(fmt::format("checkpoint {}: {} \"{}\" is not a whole number ≥ 0", path, key, text));
     return v;
   };
+  // A rule's state in the metadata: whole numbers and one sum (hexadecimal: read back exactly), separated by
+  // white space as save() writes them; true only when the whole text is that.
+  auto fields = [](const std::string& text, std::initializer_list<std::variant<std::int64_t*, double*>> out) {
+    const char* p = text.c_str();
+    for (auto field = out.begin(); field != out.end(); ++field) {
+      if (field != out.begin() && !std::isspace(static_cast<unsigned char>(*p))) return false;
+      char* end = nullptr;
+      if (std::int64_t* const* i = std::get_if<std::int64_t*>(&*field)) **i = std::strtoll(p, &end, 10);
+      else *std::get<double*>(*field) = std::strtod(p, &end);
+      if (end == p) return false;
+      p = end;
+    }
+    return *p == '\0';
+  };
   t->step_ = count("step", meta("step"));
   if (auto it = f.metadata.find("nonfinite_skips"); it != f.metadata.end())
     t->skipped_ = count("nonfinite_skips", it->second);
   t->optimizer_->set_steps(count("optimizer_steps", meta("optimizer_steps")));
   if (Curriculum& cu = t->curriculum_; cu.threshold > 0) {
     const std::string& text = meta("curriculum");
-    char* end = nullptr;
     std::int64_t level = 0, window_steps = 0;
-    int used = 0;
-    const bool counts = std::sscanf(text.c_str(), "%ld %ld %n", &level, &window_steps, &used) == 2;
-    const double sum = counts ? std::strtod(text.c_str() + used, &end) : 0.0;
-    if (!counts || end == text.c_str() + used || *end != '\0' || level < cu.min || level > cu.max ||
-        window_steps < 0 || window_steps >= cu.costs.window || !std::isfinite(sum))
+    double sum = 0;
+    if (!fields(text, {&level, &window_steps, &sum}) || level < cu.min || level > cu.max || window_steps < 0 ||
+        window_steps >= cu.costs.window || !std::isfinite(sum))
       throw Error(fmt::format("checkpoint {}: curriculum \"{}\" is not a level in {}..{}, a step count below "
                               "curriculum.window = {} and a finite sum", path, text, cu.min, cu.max, cu.costs.window));
     cu.level = level, cu.costs.steps = window_steps, cu.costs.sum = sum;
@@ -785,12 +798,9 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
   // The outlier rule's state; a checkpoint written without the rule (turned on at resume) starts it afresh.
   if (auto it = f.metadata.find("grad_outlier"); it != f.metadata.end() && t->outlier_.factor > 0) {
     const std::string& text = it->second;
-    char* end = nullptr;
     std::int64_t counted = 0, skips = 0;
-    int used = 0;
-    const bool counts = std::sscanf(text.c_str(), "%ld %ld %n", &counted, &skips, &used) == 2;
-    const double sum = counts ? std::strtod(text.c_str() + used, &end) : 0.0;
-    if (!counts || end == text.c_str() + used || *end != '\0' || counted < 0 || skips < 0 || skips > counted ||
+    double sum = 0;
+    if (!fields(text, {&counted, &skips, &sum}) || counted < 0 || skips < 0 || skips > counted ||
         !std::isfinite(sum) || sum < 0)
       throw Error(fmt::format("checkpoint {}: grad_outlier \"{}\" is not two step counts and a finite sum ≥ 0",
                               path, text));
@@ -801,14 +811,9 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
     const std::string& text = it->second;
     SolvedDecay& d = t->solved_;
     std::int64_t window_steps = -1, at = -2;
-    char sum_text[64] = {};
-    int used = 0;
-    char* end = nullptr;
-    const bool parsed = std::sscanf(text.c_str(), "%ld %63s %ld %n", &window_steps, sum_text, &at, &used) == 3 &&
-                        text.c_str()[used] == '\0';
-    const double sum = parsed ? std::strtod(sum_text, &end) : 0.0;
-    if (!parsed || *end != '\0' || window_steps < 0 || window_steps >= d.costs.window || !std::isfinite(sum) ||
-        at < -1 || at > t->step_)
+    double sum = 0;
+    if (!fields(text, {&window_steps, &sum, &at}) || window_steps < 0 || window_steps >= d.costs.window ||
+        !std::isfinite(sum) || at < -1 || at > t->step_)
       throw Error(fmt::format("checkpoint {}: lr_solved \"{}\" is not a step count below lr.solved_window = {}, a "
                               "finite sum and the step of the decay (−1: none) up to the checkpoint's {}",
                               path, text, d.costs.window, t->step_));

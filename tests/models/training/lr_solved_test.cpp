@@ -155,4 +155,10 @@ TEST_CASE("lr.solved_below: a bad threshold, factor, window or checkpoint state 
   f.metadata["lr_solved"] = "1 0x1p+0 7";  // a decay after the checkpoint's step
   write_safetensors(path, f);
   CHECK_THROWS_WITH(Trainer::resume(dir), Contains("lr_solved \"1 0x1p+0 7\""));
+  for (const char* malformed : {"1 0x1p+0", "1 0x1p+0 -1 x", "1 0x1p+0x -1", "1x 0x1p+0 -1"}) {
+    INFO("lr_solved = \"" << malformed << "\"");
+    f.metadata["lr_solved"] = malformed;
+    write_safetensors(path, f);
+    CHECK_THROWS_WITH(Trainer::resume(dir), Contains("lr_solved") && Contains(path));
+  }
 }
