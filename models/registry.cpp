@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -35,10 +36,22 @@ void set_io(ModelConfig& m, const Task& t) {
   m.output_cols = t.output_cols();
 }
 
+// controller.clip and controller.clip_logits, checked.
+std::pair<double, bool> controller_clip(const Config& c) {
+  const double clip = c.num("controller.clip");
+  const bool logits = c.flag("controller.clip_logits");
+  if (!(clip >= 0) || !std::isfinite(clip))
+    throw Error(fmt::format("config: controller.clip = {}: give 0 (off) or a finite bound > 0", clip));
+  if (logits && clip == 0)
+    throw Error("config: controller.clip_logits = true needs a bound: set controller.clip > 0");
+  return {clip, logits};
+}
+
 std::unique_ptr<Model> recurrent(CellKind kind, const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
   RecurrentConfig rc;
   rc.cell = kind;
   rc.forget_bias = c.num("lstm.forget_bias");
+  std::tie(rc.clip, rc.clip_logits) = controller_clip(c);
   rc.attention_heads = c.integer("rnn.attention_heads");
   if (rc.attention_heads < 0 || rc.attention_heads > 64)
     throw Error(fmt::format("config: rnn.attention_heads = {}: choose 0 (no attention) to 64", rc.attention_heads));
@@ -50,10 +63,11 @@ std::unique_ptr<Model> recurrent(CellKind kind, const Config& c, const Task& t, 
 std::unique_ptr<Model> ntm(const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
   NTMConfig nc;
   const std::string ctrl = c.str("ntm.controller");
-  if (ctrl != "rnn" && ctrl != "lstm")
-    throw Error(fmt::format("config: ntm.controller = {}: choose rnn or lstm", ctrl));
+  if (ctrl != "rnn" && ctrl != "lstm" && ctrl != "ff")
+    throw Error(fmt::format("config: ntm.controller = {}: choose rnn, lstm or ff", ctrl));
   nc.controller = cell_kind(ctrl);
   nc.forget_bias = c.num("ntm.forget_bias");
+  std::tie(nc.controller_clip, nc.clip_logits) = controller_clip(c);
   nc.layers = c.sizes("model.layers");
   // The MatNTM checks these too; here each is refused naming its key.
   auto in_range = [&](const char* key, std::int64_t lo, std::int64_t hi, const char* why) {

@@ -117,7 +117,7 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
   csv_header = false;
   if (csv != stdout && several) fmt::print("{}:\n", checkpoint);
   if (csv != stdout)
-    fmt::print("{} after {} steps, {} on {}; {} batches of {} per size (seed {})\n{:>8} {:>16} {:>10} {:>10} {:>10}{}\n",
+    fmt::print("{} after {} steps, {} parameters, on {}; {} batches of {} per size (seed {})\n{:>8} {:>16} {:>10} {:>10} {:>10}{}\n",
                trainer->config().str("model"), trainer->steps_done(), trainer->model().params().element_count(), task.name(),
                o.batches, task.batch(), o.seed, task.size_name(),
                task.target_kind() == TargetKind::bits ? "bits/sequence" : cost_name(task.target_kind()), "min", "max", "loss",

@@ -148,19 +148,29 @@ void show_example(Trainer& t) {
     fmt::print("  {} in {} such sequences: {:.4f}\n", cost_name(task.target_kind()), shown, r.bits);
 }
 
+// metrics.csv's columns; runs from before the last two were added have a header without them.
+constexpr const char* kMetricsHeader = "step,seconds,loss,bits_per_sequence,grad_norm,frames,skipped,xent_bits\n";
+struct Columns {
+  bool skipped = true, xent_bits = true;
+};
+Columns columns_of(const std::string& header) {
+  return {header.ends_with(",skipped") || header.find(",skipped,") != std::string::npos,
+          header.ends_with(",xent_bits")};
+}
+
 // A run resumed into a directory of its own (a branch) starts its metrics.csv with the rows of the run it
-// continues, up to the checkpoint's step (with their seconds, and an empty skipped column if the source has
-// none), so its learning curve is whole.
+// continues, up to the checkpoint's step (with their seconds, and the columns the source lacks filled: no
+// skipped steps, no cross-entropy), so its learning curve is whole.
 std::string history(const std::string& from, std::int64_t step) {
   std::ifstream in((std::filesystem::path(from) / "metrics.csv").string());
   std::string line, rows;
   if (!std::getline(in, line)) return rows;
-  const bool skipped = line.ends_with(",skipped");
+  const Columns has = columns_of(line);
   while (std::getline(in, line)) {
     char* end = nullptr;
     const long long at = std::strtoll(line.c_str(), &end, 10);
     if (end == line.c_str() || *end != ',' || at > step) break;
-    rows += line + (skipped ? "" : ",0") + "\n";
+    rows += line + (has.skipped ? "" : ",0") + (has.xent_bits ? "" : ",nan") + "\n";
   }
   return rows;
 }
@@ -227,14 +237,13 @@ void run(const Options& o) {
   const bool fresh = !std::filesystem::exists(metrics_path) || !continues_in_place(o, out);
   std::ofstream metrics = open_rows(
       metrics_path, fresh,
-      "step,seconds,loss,bits_per_sequence,grad_norm,frames,skipped\n" +
-          (fresh && !o.resume.empty() ? history(o.resume, trainer->steps_done()) : std::string()),
+      kMetricsHeader + (fresh && !o.resume.empty() ? history(o.resume, trainer->steps_done()) : std::string()),
       trainer->steps_done());
-  bool skipped_column = fresh;  // a run from before the column was added keeps its header
+  Columns columns;  // a run from before a column was added keeps its header
   if (!fresh) {
     std::string header;
     std::getline(std::ifstream(metrics_path), header);
-    skipped_column = header.ends_with(",skipped");
+    columns = columns_of(header);
   }
   // Whole or not at all: a run killed here must not leave an empty config.json for `sweep` to trip on.
   write_file_durably((std::filesystem::path(out) / "config.json").string(), c.dump() + "\n");
@@ -258,7 +267,7 @@ void run(const Options& o) {
                    : fmt::format("on a cosine down to {} of it at step {}", c.num("lr.cosine_final"), total));
   Progress progress(total, ::isatty(STDOUT_FILENO), o.json, cost_name(trainer->task().target_kind()));
   const auto t0 = std::chrono::steady_clock::now();
-  double loss = 0, bits = 0, norm = 0, frames = 0, last_loss = 0, last_bits = 0, last_draw = 0;
+  double loss = 0, bits = 0, norm = 0, frames = 0, xent = 0, last_loss = 0, last_bits = 0, last_draw = 0;
   std::int64_t n = 0, done_here = 0;
   double reduce_seconds = 0;  // distributed: gathering and adding the ranks' gradients, waits included
   std::int64_t level = trainer->curriculum_level();
@@ -300,6 +309,7 @@ void run(const Options& o) {
     if (!s.skipped || s.outlier) {  // a non-finite step's NaN stays out of the means
       loss += s.loss;
       bits += s.bits;
+      xent += s.xent_bits;
       norm += s.grad_norm;
       frames += double(s.frames);
       ++n;
@@ -316,10 +326,11 @@ void run(const Options& o) {
       last_bits = n ? bits / n : nan;
       metrics << fmt::format("{},{:.3f},{:.6f},{:.4f},{:.4f},{:.1f}", step, secs, last_loss, last_bits,
                              n ? norm / n : nan, n ? frames / n : nan)
-              << (skipped_column ? fmt::format(",{}\n", trainer->skipped() + trainer->outlier_skips()) : "\n");
+              << (columns.skipped ? fmt::format(",{}", trainer->skipped() + trainer->outlier_skips()) : "")
+              << (columns.xent_bits ? fmt::format(",{:.4f}\n", n ? xent / n : nan) : "\n");
       metrics.flush();
       progress.update(step, last_loss, last_bits, secs / double(done_here));
-      loss = bits = norm = frames = 0;
+      loss = bits = norm = frames = xent = 0;
       n = 0;
     }
     if (trainer->evaluated()) {

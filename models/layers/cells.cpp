@@ -1,6 +1,7 @@
 #include "matmem/models/layers/cells.hpp"
 
 #include <array>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -51,7 +52,8 @@ CellKind cell_kind(const std::string& name) {
   if (name == "rnn") return CellKind::rnn;
   if (name == "lstm") return CellKind::lstm;
   if (name == "gru") return CellKind::gru;
-  throw Error(fmt::format("unknown cell {} (choose rnn, lstm or gru)", name));
+  if (name == "ff") return CellKind::ff;
+  throw Error(fmt::format("unknown cell {} (choose rnn, lstm, gru or ff)", name));
 }
 
 const char* cell_name(CellKind k) {
@@ -59,14 +61,19 @@ const char* cell_name(CellKind k) {
     case CellKind::rnn: return "rnn";
     case CellKind::lstm: return "lstm";
     case CellKind::gru: return "gru";
+    case CellKind::ff: return "ff";
   }
   return "?";
 }
 
-MatCell::MatCell(CellKind kind, std::string path, std::int64_t rows, std::int64_t cols, double forget_bias)
-    : kind_(kind), rows_(rows), cols_(cols), forget_bias_(forget_bias), path_(std::move(path)) {
+MatCell::MatCell(CellKind kind, std::string path, std::int64_t rows, std::int64_t cols, double forget_bias,
+                 double clip)
+    : kind_(kind), rows_(rows), cols_(cols), forget_bias_(forget_bias), clip_(clip), path_(std::move(path)) {
+  if (!(clip >= 0) || !std::isfinite(clip))
+    throw Error(fmt::format("{}: clip bound {}: give 0 (none) or a finite bound > 0", path_, clip));
   switch (kind_) {
-    case CellKind::rnn: gate1_ = path_; break;
+    case CellKind::rnn:
+    case CellKind::ff: gate1_ = path_; break;
     case CellKind::lstm:
       gate1_ = path_ + "/i";
       gate2_ = path_ + "/f";
@@ -82,12 +89,22 @@ MatCell::MatCell(CellKind kind, std::string path, std::int64_t rows, std::int64_
 }
 
 MatCell::State MatCell::operator()(Step& s, std::span<const NamedTerm> terms, State prev) const {
+  State next = step(s, terms, prev);
+  if (clip_ > 0) {
+    next.h = clip(next.h, clip_);
+    if (next.c.valid()) next.c = clip(next.c, clip_);
+  }
+  return next;
+}
+
+MatCell::State MatCell::step(Step& s, std::span<const NamedTerm> terms, State prev) const {
   std::array<NamedTerm, 20> all;
   if (terms.size() + 1 > all.size()) throw Error(fmt::format("{}: too many inputs ({})", path_, terms.size()));
   std::copy(terms.begin(), terms.end(), all.begin());
   all[terms.size()] = {"h", prev.h};
-  const std::span<const NamedTerm> in(all.data(), terms.size() + 1);
+  const std::span<const NamedTerm> in(all.data(), terms.size() + (recurrent() ? 1 : 0));
   switch (kind_) {
+    case CellKind::ff:
     case CellKind::rnn: return {tanh(s.mat(gate1_, in, rows_, cols_)), {}};
     case CellKind::lstm: {
       Var i = sigmoid(s.mat(gate1_, in, rows_, cols_));

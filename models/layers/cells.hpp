@@ -15,6 +15,13 @@
 //               bias starts at `forget_bias` (config keys lstm.forget_bias, ntm.forget_bias), the others at 0
 //   MatGRU:     Z, R = sigm(mat(x…, H_{t−1})), H̃ = tanh(mat(x…, R ⊙ H_{t−1})),
 //               H_t = (1 − Z) ⊙ H_{t−1} + Z ⊙ H̃                              (001 appendix A)
+//   feed-forward (CellKind::ff): H_t = tanh(mat(x…)), no state of its own: Graves et al. 2014's feed-forward
+//               NTM controller (§4: it sees its past only through the previous reads among its inputs x…).
+//               Graves et al. do not state its nonlinearity; tanh bounds H as the recurrent cells' outputs are.
+// Clipping (`clip` > 0; config key controller.clip): after each step the cell's outputs are clipped to ±clip in
+// the forward pass, clip(v) = min(max(v, −clip), clip), its gradient zero outside (ops/clip.cpp): H_t for every
+// kind, and C_t for the MatLSTM, before they are returned (so the next step and every reader see the clipped
+// values), as DeepMind's DNC bounds its LSTM controller's state and output (clip_value 20, spec/dnc.md §8).
 // Parameters: <path>/<term>/U, <path>/<term>/V, <path>/B; the gates of LSTM and GRU under <path>/i, /f,
 // /o, /c and <path>/z, /r, /h; MatAttention's queries under <path>/query (terms P and the context's) and its
 // output map under <path>/read (term S).
@@ -70,29 +77,33 @@ class MatAttention {
   Activation act_;
 };
 
-enum class CellKind { rnn, lstm, gru };
-CellKind cell_kind(const std::string& name);  // "rnn" | "lstm" | "gru", else an Error naming the choices
+enum class CellKind { rnn, lstm, gru, ff };
+CellKind cell_kind(const std::string& name);  // "rnn" | "lstm" | "gru" | "ff", else an Error naming the choices
 const char* cell_name(CellKind k);
 
-// A recurrent cell of any kind: one object, states h (and c for LSTM).
+// A cell of any kind: one object, states h (recurrent kinds) and c (LSTM).
 class MatCell {
  public:
-  MatCell(CellKind kind, std::string path, std::int64_t rows, std::int64_t cols, double forget_bias = 1.0);
+  // clip: bound of the outputs (0: none; else > 0).
+  MatCell(CellKind kind, std::string path, std::int64_t rows, std::int64_t cols, double forget_bias = 1.0,
+          double clip = 0.0);
   CellKind kind() const { return kind_; }
   std::int64_t rows() const { return rows_; }
   std::int64_t cols() const { return cols_; }
   bool has_cell_state() const { return kind_ == CellKind::lstm; }
+  bool recurrent() const { return kind_ != CellKind::ff; }  // reads its previous h (a state to declare)
 
   struct State {
-    Var h, c;  // c only for LSTM
+    Var h, c;  // h unused by a feed-forward cell's input; c only for LSTM
   };
-  // The next state from the inputs `terms` (the previous h is added as term "h").
+  // The next state from the inputs `terms` (a recurrent cell adds the previous h as term "h").
   State operator()(Step& s, std::span<const NamedTerm> terms, State prev) const;
 
  private:
+  State step(Step& s, std::span<const NamedTerm> terms, State prev) const;  // before clipping
   CellKind kind_;
   std::int64_t rows_, cols_;
-  double forget_bias_;
+  double forget_bias_, clip_;
   std::string path_, gate1_, gate2_, gate3_, gate4_;
 };
 

@@ -13,7 +13,10 @@ namespace matmem {
 MatNTM::MatNTM(const NTMConfig& c, DType dtype, std::uint64_t seed, std::string name)
     : Model(std::move(name), dtype, seed), config_(c), out_(this->name() + "/out") {
   const std::string& n = this->name();
-  if (c.controller == CellKind::gru) throw Error(fmt::format("model {}: the controller is rnn or lstm", n));
+  if (c.controller == CellKind::gru) throw Error(fmt::format("model {}: the controller is rnn, lstm or ff", n));
+  if (!(c.controller_clip >= 0) || !std::isfinite(c.controller_clip) || (c.clip_logits && c.controller_clip == 0))
+    throw Error(fmt::format("model {}: controller clip {} (0: none, else > 0; clipping the logits needs a bound)", n,
+                            c.controller_clip));
   if (c.layers.empty()) throw Error(fmt::format("model {}: the controller needs at least one layer", n));
   if (c.slots < 2 || c.slot_rows < 1 || c.slot_cols < 1)
     throw Error(fmt::format("model {}: memory of {} slots of {}x{} (at least 2 slots of at least 1x1)", n, c.slots,
@@ -26,9 +29,9 @@ MatNTM::MatNTM(const NTMConfig& c, DType dtype, std::uint64_t seed, std::string 
   set_io(c.input_rows, c.input_cols, c.output_rows, c.output_cols);
   for (std::size_t k = 0; k < c.layers.size(); ++k) {
     const auto [r, cc] = c.layers[k];
-    cells_.emplace_back(c.controller, fmt::format("{}/ctrl/l{}", n, k + 1), r, cc, c.forget_bias);
+    cells_.emplace_back(c.controller, fmt::format("{}/ctrl/l{}", n, k + 1), r, cc, c.forget_bias, c.controller_clip);
     h_.push_back(fmt::format("ctrl/l{}/h", k + 1));
-    declare_state({h_.back(), parameter(r, cc)});
+    if (cells_.back().recurrent()) declare_state({h_.back(), parameter(r, cc)});
     c_.push_back(fmt::format("ctrl/l{}/c", k + 1));
     if (cells_.back().has_cell_state()) declare_state({c_.back(), parameter(r, cc)});
   }
@@ -82,9 +85,9 @@ void MatNTM::step(Step& s) {
   Var h;
   for (std::size_t l = 0; l < cells_.size(); ++l) {
     const MatCell& cell = cells_[l];
-    MatCell::State prev{s.state(h_[l]), cell.has_cell_state() ? s.state(c_[l]) : Var{}};
+    MatCell::State prev{cell.recurrent() ? s.state(h_[l]) : Var{}, cell.has_cell_state() ? s.state(c_[l]) : Var{}};
     MatCell::State next = cell(s, std::span<const NamedTerm>(terms.data(), nterms), prev);
-    s.next(h_[l], next.h);
+    if (cell.recurrent()) s.next(h_[l], next.h);
     if (cell.has_cell_state()) s.next(c_[l], next.c);
     h = next.h;
     terms[0] = {"x", h};
@@ -166,7 +169,8 @@ void MatNTM::step(Step& s) {
   if (s.output_needed()) {
     terms[0] = {"h", h};
     for (int k = 0; k < c.read_heads; ++k) terms[k + 1] = {read_terms_[k], reads[k]};
-    s.output(s.mat(out_, std::span<const NamedTerm>(terms.data(), 1 + c.read_heads), c.output_rows, c.output_cols));
+    const Var y = s.mat(out_, std::span<const NamedTerm>(terms.data(), 1 + c.read_heads), c.output_rows, c.output_cols);
+    s.output(c.clip_logits ? clip(y, c.controller_clip) : y);
   }
 }
 

@@ -2,12 +2,15 @@
 //
 // Per time step t, with memory M_{t−1} [B,N,mr,mc], previous reads R_{t−1}^{(h)} and weightings w_{t−1}^{(h)}:
 //  1. controller: H_t = controller(X_t, R_{t−1}^{(1..n_read)}), each read entering layer 1 through its own
-//     bilinear term (a stack of MatRNN or MatLSTM layers);
+//     bilinear term (a stack of MatRNN, MatLSTM or feed-forward layers: models/layers/cells.hpp; a
+//     feed-forward controller, Graves et al.'s, sees its past only through R_{t−1}); with `controller_clip`
+//     c > 0 every layer's H (and an LSTM's C) is clipped to ±c in the forward pass;
 //  2. each head from H_t: K = mat(H) [mr,mc]; β = softplus(mat(H)); g = sigm(mat(H)); s = softmax(mat(H))
 //     [2S+1]; γ = 1 + softplus(mat(H)); write heads also E = sigm(mat(H)), A = mat(H) [mr,mc];
 //  3. w^c = softmax(β cos(K, M_{t−1})); w^g = g w^c + (1 − g) w_{t−1}; w̃ = shift(w^g, s); w_t = sharpen(w̃, γ);
 //  4. read heads read R_t = Σ_i w_t(i) M_{t−1}(i); then write heads write M_t = write(M, w_t, E, A) in order;
-//  5. Y_t = mat(H_t, R_t^{(1..n_read)}) (logits).
+//  5. Y_t = mat(H_t, R_t^{(1..n_read)}) (logits), clipped to ±c too when `clip_logits` (DeepMind's DNC clips its
+//     output so: spec/dnc.md §8).
 // Initial state: memory 1e-6 everywhere; R_0 learned (N(0, 0.01²)); controller states 0; w_0 focused on
 // the first slot (w_0 = δ_1), as in Collier & Beel's NTM implementation, which also starts the memory at
 // 1e-6. The memory's start is one of the three Collier & Beel compared (`memory_init`): constant (1e-6, the
@@ -34,8 +37,10 @@
 namespace matmem {
 
 struct NTMConfig {
-  CellKind controller = CellKind::rnn;  // rnn or lstm
+  CellKind controller = CellKind::rnn;  // rnn, lstm or ff
   double forget_bias = -1.0;            // an LSTM controller's forget-gate bias at the start
+  double controller_clip = 0;           // > 0: the controller's H (and C) clipped to ±this; 0: not clipped
+  bool clip_logits = false;             // the output logits clipped to ±controller_clip too
   std::vector<std::pair<std::int64_t, std::int64_t>> layers = {{15, 15}, {15, 15}};
   std::int64_t slots = 120, slot_rows = 6, slot_cols = 6;
   int read_heads = 1, write_heads = 1;

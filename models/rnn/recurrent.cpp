@@ -15,13 +15,16 @@ RecurrentModel::RecurrentModel(const RecurrentConfig& config, DType dtype, std::
       config_(config),
       out_(this->name() + "/out", config.output_rows, config.output_cols) {
   if (config.layers.empty()) throw Error(fmt::format("model {}: needs at least one layer", this->name()));
+  if (config.clip_logits && !(config.clip > 0))
+    throw Error(fmt::format("model {}: clipping the logits needs a clip bound > 0", this->name()));
   if (config.attention_heads < 0)
     throw Error(fmt::format("model {}: {} attention heads: give 0 (none) or more", this->name(), config.attention_heads));
   set_io(config.input_rows, config.input_cols, config.output_rows, config.output_cols);
   for (std::size_t k = 0; k < config.layers.size(); ++k) {
     const auto [r, c] = config.layers[k];
     if (r < 1 || c < 1) throw Error(fmt::format("model {}: layer {} has size {}x{}", this->name(), k + 1, r, c));
-    cells_.emplace_back(config.cell, fmt::format("{}/l{}", this->name(), k + 1), r, c, config.forget_bias);
+    cells_.emplace_back(config.cell, fmt::format("{}/l{}", this->name(), k + 1), r, c, config.forget_bias,
+                        config.clip);
     h_.push_back(fmt::format("l{}/h", k + 1));
     declare_state({h_.back(), parameter(r, c)});
     c_.push_back(fmt::format("l{}/c", k + 1));
@@ -41,7 +44,7 @@ void RecurrentModel::step(Step& s) {
     x = next.h;
   }
   if (config_.attention_heads == 0) {
-    if (s.output_needed()) s.output(out_(s, {{"h", x}}));
+    if (s.output_needed()) s.output(output(out_(s, {{"h", x}})));
     return;
   }
   if (s.time() == 0) past_.clear();
@@ -57,7 +60,9 @@ void RecurrentModel::step(Step& s) {
     parts = std::move(stacked);
   }
   const Var q = tanh(s.mat(name() + "/attend", {{"h", x}}, config_.attention_heads, x.shape().cols));
-  s.output(out_(s, {{"h", x}, {"s", attention_read(q, parts[0])}}));
+  s.output(output(out_(s, {{"h", x}, {"s", attention_read(q, parts[0])}})));
 }
+
+Var RecurrentModel::output(Var y) const { return config_.clip_logits ? clip(y, config_.clip) : y; }
 
 }  // namespace matmem

@@ -40,6 +40,9 @@ std::vector<ConfigKey>& all_keys() {
       {"rmsprop.momentum", "0.9", "RMSprop momentum μ"},
       {"rmsprop.eps", "1e-8", "RMSprop ε (added outside the square root, as PyTorch does)"},
       {"rmsprop.centered", "false", "centered RMSprop"},
+      {"rmsprop.eps_inside", "false",
+       "add ε inside the square root, √(v − m² + ε) (Graves 2013's form; with rmsprop.centered and rmsprop.eps = 1e-4, "
+       "Graves et al. 2014's optimiser; models/training/rmsprop.hpp)"},
       {"adam.beta1", "0.9", "Adam β₁"},
       {"adam.beta2", "0.999", "Adam β₂"},
       {"adam.eps", "1e-8", "Adam ε"},
@@ -169,7 +172,13 @@ std::vector<ConfigKey>& all_keys() {
       {"cln.embed", "\"dense\"",
        "cln: the features into the first state: dense (every word to every unit, as a vector net) or matrix (one "
        "bilinear map of the feature matrix); models/graph/cln.hpp"},
-      {"ntm.controller", "\"rnn\"", "matntm controller cell: rnn or lstm"},
+      {"ntm.controller", "\"rnn\"",
+       "matntm controller: rnn, lstm (stacked MatRNN or MatLSTM layers) or ff (feed-forward layers, Graves et al. "
+       "2014's; models/layers/cells.hpp)"},
+      {"controller.clip", "0.0",
+       "clip the controller's state to ±this in the forward pass: every layer's H, and a MatLSTM's C (matntm's "
+       "controller; matrnn, matlstm and matgru's layers; 0: off; DeepMind's DNC: 20)"},
+      {"controller.clip_logits", "false", "clip the output logits to ±controller.clip too (DeepMind's DNC)"},
       {"ntm.forget_bias", "-1.0", "an lstm controller's forget-gate bias at the start (a matlstm's is lstm.forget_bias, 1)"},
       {"ntm.slots", "120", "ntm memory slots N"},
       {"ntm.slot_rows", "6", "rows of one memory slot"},

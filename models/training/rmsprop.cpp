@@ -36,16 +36,18 @@ void update(Parameter& p, Tensor& sq, Tensor& ga, Tensor& mb, const RMSpropOptio
   T* v = sq.view<T>().data;
   T* m = Centered ? ga.view<T>().data : nullptr;
   T* b = Momentum ? mb.view<T>().data : nullptr;
-  const T alpha = T(o.alpha), lr = T(o.lr * lr_scale), eps = T(o.eps), mu = T(o.momentum), wd = T(o.weight_decay);
+  const T alpha = T(o.alpha), lr = T(o.lr * lr_scale), mu = T(o.momentum), wd = T(o.weight_decay);
+  // d = √(s + inside) + outside: ε in one of the two places, 0 in the other.
+  const T inside = o.eps_inside ? T(o.eps) : T(0), outside = o.eps_inside ? T(0) : T(o.eps);
   for (std::int64_t k = 0, n = p.value.numel(); k < n; ++k) {
     const T g = g0[k] + wd * x[k];
     v[k] = alpha * v[k] + (T(1) - alpha) * g * g;
     T d;
     if constexpr (Centered) {
       m[k] = alpha * m[k] + (T(1) - alpha) * g;
-      d = std::sqrt(v[k] - m[k] * m[k]) + eps;
+      d = std::sqrt(v[k] - m[k] * m[k] + inside) + outside;
     } else {
-      d = std::sqrt(v[k]) + eps;
+      d = std::sqrt(v[k] + inside) + outside;
     }
     if constexpr (Momentum) {
       b[k] = mu * b[k] + g / d;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <variant>
@@ -44,7 +45,8 @@ std::unique_ptr<Optimizer> make_optimizer(const Config& c, ParameterStore& param
   if (!(lr > 0)) throw Error(fmt::format("config: lr = {} must be > 0", lr));
   if (name == "rmsprop")
     return std::make_unique<RMSprop>(params, RMSpropOptions{lr, c.num("rmsprop.alpha"), c.num("rmsprop.momentum"),
-                                                            c.num("rmsprop.eps"), wd, c.flag("rmsprop.centered")});
+                                                            c.num("rmsprop.eps"), wd, c.flag("rmsprop.centered"),
+                                                            c.flag("rmsprop.eps_inside")});
   if (name == "adam")
     return std::make_unique<Adam>(params, AdamOptions{lr, c.num("adam.beta1"), c.num("adam.beta2"), c.num("adam.eps"), wd});
   if (name == "sgd") return std::make_unique<SGD>(params, SGDOptions{lr, c.num("sgd.momentum"), wd});
@@ -495,6 +497,17 @@ bool Trainer::advance_solved_decay(double cost) {
   return true;
 }
 
+namespace {
+// StepStats::xent_bits of a batch whose mean loss is `loss` and cost `cost`.
+double cross_entropy_bits(const Sequence& seq, double loss, double cost) {
+  if (seq.kind == TargetKind::probabilities) return cost;
+  if (seq.kind != TargetKind::bits || !seq.lane_mask.empty()) return std::numeric_limits<double>::quiet_NaN();
+  double elements = 0;  // per sequence, over every target step
+  for (const Tensor& t : seq.targets) elements += double(t.shape().rows * t.shape().cols);
+  return loss * elements / std::log(2.0);
+}
+}  // namespace
+
 StepStats Trainer::step() {
   sample_batch();
   const Sequence& seq = sequence_;
@@ -535,6 +548,7 @@ StepStats Trainer::step() {
     for (auto& [value, copy] : buffers_) std::memcpy(value->raw(), copy.raw(), copy.bytes());
     throw;
   }
+  stats.xent_bits = cross_entropy_bits(seq, stats.loss, stats.bits);
   stats.grad_norm = gradient_norm(params);
   if (!std::isfinite(stats.loss) || !std::isfinite(stats.grad_norm)) {
     // Find the op: the same sequence again, whole, on part 0's tape, every op checked.

@@ -110,6 +110,11 @@ struct TrainingError : Error {
 /// What one training step measured.
 struct StepStats {
   double loss = 0, bits = 0, grad_norm = 0;  ///< the batch's mean loss, its cost per sequence, the gradient's norm
+  /// The cross-entropy in bits per sequence, Σ over the target elements of −log₂ of the probability the
+  /// outputs give the target (Graves et al. 2014's cost), batch mean: the loss × target elements a sequence
+  /// / ln 2 for TargetKind::bits, the cost itself for TargetKind::probabilities; NaN for other kinds and for
+  /// masked sequences, whose loss weights their sequences unequally.
+  double xent_bits = 0;
   std::int64_t frames = 0;  ///< time steps of the sequence drawn
   bool skipped = false;     ///< the step was not applied: `nonfinite` says why, or `outlier` is set
   bool outlier = false;     ///< skipped for an outlier gradient norm (grad.outlier; see the file)

@@ -9,6 +9,9 @@
 #include <string>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
+#include "matmem/models/training/config.hpp"
 #include "matmem/tests/tools/command.hpp"
 
 using namespace matmem::testing;
@@ -81,6 +84,35 @@ TEST_CASE("config: every shipped config file loads and trains a step", "[tools][
   CHECK(names.count("vector_ntm_recall") == 1);
 }
 
+TEST_CASE("config: Graves et al.'s configurations are exactly their files' keys over the defaults, no preset's key "
+          "left", "[tools][config][graves]") {
+  // The presets of the MatNTM's and MatLSTM's tasks clip the gradient's norm, decay the learning rate or skip
+  // non-finite steps, which Graves et al. did not: a Graves file must set every key its preset sets.
+  const matmem::Config defaults;
+  int files = 0;
+  for (const auto& f : fs::directory_iterator(kSourceDir / "models/configs")) {
+    const std::string name = f.path().stem().string();
+    if (name.rfind("graves_", 0) != 0) continue;
+    ++files;
+    INFO(name);
+    std::ifstream in(f.path());
+    const nlohmann::json file = nlohmann::json::parse(in);
+    const matmem::Config resolved = matmem::Config::resolve([&](matmem::Config& c) { c.merge_file(f.path().string()); });
+    for (const auto& [key, value] : resolved.values().items()) {
+      INFO(key << " = " << value.dump());
+      if (file.contains(key)) CHECK(value == file[key]);
+      else CHECK(value == defaults.values()[key]);
+    }
+    // Graves' optimiser: centred RMSprop, ε = 1e-4 inside the square root, momentum 0.9, ℵ = 0.95; clipping ±10
+    CHECK(resolved.flag("rmsprop.centered"));
+    CHECK(resolved.flag("rmsprop.eps_inside"));
+    CHECK(resolved.num("rmsprop.eps") == 1e-4);
+    CHECK(resolved.num("clip.value") == 10);
+    CHECK(resolved.num("clip.norm") == 0);
+  }
+  CHECK(files == 20);  // five tasks × (feed-forward NTM, LSTM-controller NTM, LSTM, matrix feed-forward NTM)
+}
+
 TEST_CASE("config: every bundled (model, task) preset trains a step", "[tools][config]") {
   const fs::path dir = fresh_dir("config_presets");
   for (const char* model : {"matntm", "matrnn", "matlstm", "matgru"})
@@ -106,7 +138,7 @@ TEST_CASE("config: the MatNTM's impossible settings are refused naming the key",
       {"--set ntm.slot_cols=-2", "ntm.slot_cols"},
       {"--set ntm.read_heads=0", "ntm.read_heads"},
       {"--set ntm.write_heads=40", "ntm.write_heads"},
-      {"--set ntm.controller=foo", "ntm.controller = foo: choose rnn or lstm"},
+      {"--set ntm.controller=foo", "ntm.controller = foo: choose rnn, lstm or ff"},
       {"--set ntm.controller=gru", "ntm.controller"},
       {"--set ntm.shift=3", "ntm.shift"},
       {"--set 'model.layers=\"4x\"'", "model.layers"},

@@ -52,8 +52,8 @@ TEST_CASE("train: nonfinite=skip skips and counts NaN steps and stops past nonfi
                            Contains("step 5: the loss is not finite") &&
                            Contains("4 steps were skipped for a NaN/Inf, more than nonfinite.max_skips = 3: stopping"));
   const std::string metrics = read_file(dir / "run/metrics.csv");
-  CHECK_THAT(metrics, Contains("frames,skipped\n1,") && Contains("\n4,") && !Contains("\n5,"));
-  CHECK_THAT(metrics, Contains(",nan,nan,nan,nan,3\n"));  // step 4: no finite step to average, 3 skipped
+  CHECK_THAT(metrics, Contains("frames,skipped,xent_bits\n1,") && Contains("\n4,") && !Contains("\n5,"));
+  CHECK_THAT(metrics, Contains(",nan,nan,nan,nan,3,nan\n"));  // step 4: no finite step to average, 3 skipped
   const TensorFile f = read_safetensors((dir / "run/checkpoint.safetensors").string());
   CHECK(f.metadata.at("step") == "4");
   CHECK(f.metadata.at("nonfinite_skips") == "3");

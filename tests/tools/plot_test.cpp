@@ -134,6 +134,29 @@ TEST_CASE("plot: learning curves' SVG holds the axis labels, titles and one lege
   CHECK_FALSE(svg_has_text(svg, "matntm copy (seed"));
 }
 
+TEST_CASE("plot: --x sequences puts steps × each run's batch on the x axis, a run without a batch is refused",
+          "[plot]") {
+  const fs::path dir = fresh_dir("plot_sequences");
+  Run a = read_run(write_run(dir / "a", "matntm", 1, {0.7, 0.5, 0.1, 0.05}, {100, 50, 2, 1}));
+  Run b = read_run(write_run(dir / "b", "matrnn", 1, {0.7, 0.6, 0.5, 0.4}, {100, 90, 80, 70}));
+  a.config["batch"] = "16";
+  b.config["batch"] = "4";
+  CurveOptions o;
+  o.metric = CurveOptions::Metric::bits;
+  const std::vector<PlotArea> steps = learning_curves(dir / "steps.svg", {a, b}, o);
+  o.x_sequences = true;
+  const std::vector<PlotArea> seqs = learning_curves(dir / "seqs.svg", {a, b}, o);
+  REQUIRE(seqs.size() == 1);
+  CHECK(steps[0].x_max >= 200);  // steps 50..200
+  CHECK(steps[0].x_max < 16 * 200);
+  CHECK(seqs[0].x_max >= 16 * 200);  // run a's last step, 200, is 3,200 sequences
+  const std::string svg = file_bytes(dir / "seqs.svg");
+  CHECK(svg_has_text(svg, "sequences seen"));
+  CHECK_FALSE(svg_has_text(svg, "training step"));
+  b.config.erase("batch");
+  CHECK_THROWS_WITH(learning_curves(dir / "none.svg", {a, b}, o), Catch::Contains("no batch"));
+}
+
 // A loss near 0.7 that changes in the third decimal: PLplot alone would number its axis 6.90 … 7.10 with a
 // separate "(x10^-1)" note over the axis, which the long y label ran into; the numbers are written in full.
 TEST_CASE("plot: a line plot's numbers are written in full, without a separate power-of-ten note", "[plot]") {

@@ -2,9 +2,15 @@
 // --out holding a run is refused (unless --overwrite), and --resume continues a run in its own directory.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "matmem/tests/tools/command.hpp"
 
@@ -179,4 +185,63 @@ TEST_CASE("train: prints the learned μ of a gamma memory and learned fast-weigh
                                          "--set batch=2 --steps 1 --out p", dir);
   REQUIRE(plain.status == 0);
   CHECK_THAT(plain.output, !Contains("learned"));
+}
+
+namespace {
+// metrics.csv's rows as fields, after its header (which must be `header`).
+std::vector<std::vector<std::string>> rows_of(const fs::path& csv, const std::string& header) {
+  std::istringstream in(read_file(csv));
+  std::string line;
+  std::getline(in, line);
+  CHECK(line == header);
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(in, line)) {
+    std::vector<std::string> fields;
+    std::istringstream cells(line);
+    for (std::string f; std::getline(cells, f, ',');) fields.push_back(f);
+    rows.push_back(fields);
+  }
+  return rows;
+}
+}  // namespace
+
+TEST_CASE("train: metrics.csv's xent_bits is the cross-entropy in bits per sequence: loss × target bits / ln 2 for "
+          "copy, the cost itself for N-grams", "[tools][train][xent]") {
+  const fs::path dir = fresh_dir("xent_bits");
+  // Copy of exactly 3 matrices of 2x3: 18 target bits a sequence.
+  REQUIRE(run_matmem(train("--steps 4 --set task.min_length=3 --out copy"), dir).status == 0);
+  const std::string header = "step,seconds,loss,bits_per_sequence,grad_norm,frames,skipped,xent_bits";
+  const auto copy = rows_of(dir / "copy/metrics.csv", header);
+  REQUIRE(copy.size() == 4);
+  for (const auto& r : copy) {
+    INFO(r[0]);
+    REQUIRE(r.size() == 8);
+    CHECK(std::stod(r[7]) == Approx(std::stod(r[2]) * 18 / std::log(2.0)).margin(2e-4));
+  }
+  REQUIRE(run_matmem("train --model matlstm --task ngrams --set 'model.layers=\"1x4\"' --set task.bits=20 --set batch=2 "
+                     "--set log_every=1 --steps 3 --json --out ngrams", dir).status == 0);
+  for (const auto& r : rows_of(dir / "ngrams/metrics.csv", header)) CHECK(r[7] == r[3]);
+}
+
+TEST_CASE("train: a branch of a run written before the skipped and xent_bits columns gets them filled in",
+          "[tools][train][xent]") {
+  const fs::path dir = fresh_dir("xent_old_header");
+  REQUIRE(run_matmem(train("--steps 3 --set checkpoint_every=3 --out old"), dir).status == 0);
+  // The run as an older version wrote it: neither column.
+  std::string old;
+  for (const auto& r : rows_of(dir / "old/metrics.csv",
+                               "step,seconds,loss,bits_per_sequence,grad_norm,frames,skipped,xent_bits"))
+    old += fmt::format("{},{},{},{},{},{}\n", r[0], r[1], r[2], r[3], r[4], r[5]);
+  std::ofstream(dir / "old/metrics.csv") << "step,seconds,loss,bits_per_sequence,grad_norm,frames\n" << old;
+  REQUIRE(run_matmem("train --resume old --steps 5 --json --out branch", dir).status == 0);
+  const auto rows = rows_of(dir / "branch/metrics.csv",
+                            "step,seconds,loss,bits_per_sequence,grad_norm,frames,skipped,xent_bits");
+  REQUIRE(rows.size() == 5);
+  CHECK(rows[0][6] == "0");
+  CHECK(rows[0][7] == "nan");
+  CHECK(rows[4][7] != "nan");
+  // Resumed in place, the old header is kept and its rows stay as wide as it.
+  REQUIRE(run_matmem("train --resume old --steps 5 --json", dir).status == 0);
+  for (const auto& r : rows_of(dir / "old/metrics.csv", "step,seconds,loss,bits_per_sequence,grad_norm,frames"))
+    CHECK(r.size() == 6);
 }

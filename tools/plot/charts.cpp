@@ -31,7 +31,7 @@ std::vector<PlotArea> learning_curves(const std::filesystem::path& out, const st
     LinePlot plot;
     plot.title = panels[p].title;
     if (o.smooth > 1) plot.title += fmt::format(" (moving average of {} points)", o.smooth);
-    plot.x_label = "training step";
+    plot.x_label = o.x_sequences ? "sequences seen" : "training step";
     plot.y_label = panels[p].y_label;
     plot.log_y = o.log_y;
     plot.legend_at = LinePlot::LegendAt::above;  // a converged run's curve lies along the bottom
@@ -39,6 +39,8 @@ std::vector<PlotArea> learning_curves(const std::filesystem::path& out, const st
       std::vector<std::vector<double>> xs, ys;
       for (std::size_t r : groups[g].runs) {
         xs.push_back(runs[r].step);
+        if (o.x_sequences)
+          for (double& x : xs.back()) x *= double(runs[r].batch());
         ys.push_back(smooth(runs[r].*(panels[p].values), o.smooth));
       }
       const Curve c = aggregate(xs, ys, o.spread);

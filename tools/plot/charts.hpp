@@ -19,6 +19,7 @@ struct CurveOptions {
   bool log_y = false;
   int smooth = 1;  // moving-average window in logged points
   int width = 0, height = 0;  // 0: 1400x560 for two panels, 800x560 for one
+  bool x_sequences = false;   // x: sequences seen (step × the run's batch, Graves et al.'s axis), not steps
 };
 // One panel per metric: per group of runs (group_runs) the median over its runs against steps, with a band
 // when the group has more than one run.

@@ -13,7 +13,7 @@ namespace matmem::tools {
 namespace {
 struct Options {
   std::vector<std::string> runs;
-  std::string out, metric = "both", band = "minmax";
+  std::string out, metric = "both", band = "minmax", x = "step";
   bool log = false;
   int smooth = 1, width = 0, height = 0;
 };
@@ -28,6 +28,7 @@ void run(const Options& o) {
                                   : plot::CurveOptions::Metric::both;
   c.spread = o.band == "iqr" ? plot::Spread::iqr : plot::Spread::minmax;
   c.log_y = o.log;
+  c.x_sequences = o.x == "sequences";
   c.smooth = o.smooth;
   c.width = o.width;
   c.height = o.height;
@@ -49,6 +50,9 @@ void add_plot_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--band", o->band, "Band around the median of runs that differ only by seed: minmax or iqr")
       ->check(CLI::IsMember({"minmax", "iqr"}))
+      ->capture_default_str();
+  cmd->add_option("--x", o->x, "The x axis: step, or sequences seen (steps × batch, as Graves et al. 2014 plot)")
+      ->check(CLI::IsMember({"step", "sequences"}))
       ->capture_default_str();
   cmd->add_flag("--log", o->log, "Logarithmic y axis");
   cmd->add_option("--smooth", o->smooth, "Moving-average window, in logged points (1: none)")

@@ -1,6 +1,7 @@
 #include "matmem/tools/plot/runs.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -59,6 +60,18 @@ double quantile(std::vector<double>& v, double q) {  // v sorted
 std::string Run::model() const { return config.count("model") ? unquoted(config.at("model")) : "?"; }
 std::string Run::task() const { return config.count("task") ? unquoted(config.at("task")) : "?"; }
 std::string Run::seed() const { return config.count("seed") ? config.at("seed") : "?"; }
+std::int64_t Run::batch() const {
+  const auto it = config.find("batch");
+  std::int64_t b = 0;
+  if (it != config.end()) {
+    const std::string& text = it->second;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), b);
+    if (ec != std::errc() || end != text.data() + text.size()) b = 0;
+  }
+  if (b < 1) throw Error(fmt::format("{}: config.json has no batch of 1 or more sequences, which --x sequences needs",
+                                     dir.string()));
+  return b;
+}
 
 Run read_run(const std::filesystem::path& dir) {
   Run run;

@@ -20,6 +20,7 @@ struct Run {
   std::string model() const;                  // config's model, unquoted
   std::string task() const;
   std::string seed() const;
+  std::int64_t batch() const;                 // config's batch: sequences a step
 };
 
 // Reads DIR/metrics.csv and DIR/config.json; throws naming the file (and line) when either is missing or

@@ -94,6 +94,8 @@ void bind_ops(py::module_& m) {
   MATMEM_UNARY(sigmoid, "1 / (1 + e^-x)");
   MATMEM_UNARY(tanh, "tanh x");
   MATMEM_UNARY(relu, "max(x, 0)");
+  ops.def("clip", [](V x, double c) { return wrap(tape_of("clip", x), clip(x.get(), c)); }, py::arg("x"),
+          py::arg("c"), "min(max(x, −c), c); its gradient passes for −c ≤ x ≤ c, zero outside");
   MATMEM_UNARY(softplus, "log(1 + e^x)");
   MATMEM_UNARY(exp, "e^x");
   MATMEM_UNARY(softmax, "softmax along the last axis");

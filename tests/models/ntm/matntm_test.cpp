@@ -10,6 +10,8 @@
 
 #include "../model_gradcheck.hpp"
 #include "../training/small_config.hpp"
+#include "matmem/models/registry.hpp"
+#include "matmem/models/rnn/recurrent.hpp"
 #include "matmem/models/training/trainer.hpp"
 
 using namespace matmem;
@@ -373,4 +375,84 @@ TEST_CASE("MatNTM with two write heads, or two read heads, trains on sequences o
     CHECK(recomputed.first == kept.first);
     CHECK(recomputed.second == kept.second);
   }
+}
+
+TEST_CASE("MatNTM with a feed-forward controller passes gradcheck unrolled 3 steps, and keeps no controller state",
+          "[models][ntm][gradcheck][ff]") {
+  MatNTM m(small(CellKind::ff, 2, 1), DType::f64, 3);
+  for (const StateDecl& s : m.states()) {
+    INFO(s.name);
+    CHECK(s.name.rfind("ctrl/", 0) != 0);  // its past reaches it only through the reads
+  }
+  m.build();
+  CHECK_FALSE(m.params().contains("ntm/ctrl/l1/h/U"));
+  CHECK(m.params().contains("ntm/ctrl/l1/r2/U"));
+  // as with a MatRNN controller: content addressing over the near-uniform early memory is all but flat
+  GradcheckReport r = testing::gradcheck_model(m, 3, 2, {"ntm/read1/beta/", "ntm/read2/beta/", "ntm/write1/beta/",
+                                                         "ntm/write1/key/"});
+  INFO(r.str());
+  CHECK(r.passed);
+  CHECK(r.elements_checked == m.params().element_count());
+}
+
+TEST_CASE("MatNTM with its controller and logits clipped passes gradcheck away from the clip's edges",
+          "[models][ntm][gradcheck][clip]") {
+  NTMConfig c = small(CellKind::lstm, 1, 1);
+  c.forget_bias = 1;
+  c.controller_clip = 0.6;
+  c.clip_logits = true;
+  MatNTM m(c, DType::f64, 3);
+  // as with the unclipped controllers: content addressing over the near-uniform early memory is all but flat
+  GradcheckReport r = testing::gradcheck_model(m, 3, 2, {"ntm/read1/beta/", "ntm/write1/beta/", "ntm/write1/gamma/",
+                                                         "ntm/write1/key/"});
+  INFO(r.str());
+  CHECK(r.passed);
+}
+
+TEST_CASE("MatNTM's clipped logits stay within ±controller.clip, and an unclipped run's do not", "[models][ntm][clip]") {
+  for (const bool clipped : {false, true}) {
+    NTMConfig c = small(CellKind::rnn, 1, 1);
+    c.controller_clip = clipped ? 0.2 : 0.0;
+    c.clip_logits = clipped;
+    MatNTM m(c, DType::f64, 6);
+    m.build();
+    testing::perturb_parameters(m, 1.0, 7);
+    const Sequence seq = testing::random_sequence(m, 2, 4, 8);
+    Tape tape(DType::f64);
+    Unroller u(m, tape);
+    double largest = 0;
+    for (const Var& y : u.run(seq).logits) {
+      const Tensor t = y.value_copy();
+      for (std::int64_t k = 0; k < t.numel(); ++k) largest = std::max(largest, std::abs(t.get(k)));
+    }
+    INFO((clipped ? "clipped" : "not clipped") << ": largest |logit| " << largest);
+    if (clipped) CHECK(largest <= 0.2);
+    else CHECK(largest > 0.2);
+  }
+}
+
+TEST_CASE("the controller keys reach the MatNTM and the recurrent models, and bad values are refused naming the key",
+          "[models][ntm][config][clip][ff]") {
+  Config c = testing::small_config("matntm");
+  const auto task = make_task(c);
+  c.set("ntm.controller", "ff", "test");
+  c.set("controller.clip", "20", "test");
+  c.set("controller.clip_logits", "true", "test");
+  auto m = make_model(c, *task, DType::f64);
+  const auto& ntm = dynamic_cast<const MatNTM&>(*m).config();
+  CHECK(ntm.controller == CellKind::ff);
+  CHECK(ntm.controller_clip == 20);
+  CHECK(ntm.clip_logits);
+  c.set("model", "matlstm", "test");
+  auto lstm = make_model(c, *task, DType::f64);
+  CHECK(dynamic_cast<const RecurrentModel&>(*lstm).config().clip == 20);
+  c.set("controller.clip", "-1", "test");
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("controller.clip = -1"));
+  c.set("controller.clip", "0", "test");
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("controller.clip_logits"));
+  c.set("model", "matntm", "test");
+  c.set("controller.clip_logits", "false", "test");
+  c.set("ntm.controller", "gru", "test");
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("ntm.controller = gru") &&
+                                                            Catch::Contains("rnn, lstm or ff"));
 }

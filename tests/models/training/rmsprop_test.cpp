@@ -3,7 +3,9 @@
 
 #include <cmath>
 
+#include "matmem/models/training/config.hpp"
 #include "matmem/models/training/rmsprop.hpp"
+#include "matmem/models/training/trainer.hpp"
 
 using namespace matmem;
 
@@ -74,4 +76,52 @@ TEST_CASE("plain RMSprop and centered RMSprop with momentum match hand-computed 
       CHECK(c.value.get(0) == Approx(want[2]).epsilon(1e-12));
     }
   }
+}
+
+TEST_CASE("Graves' RMSprop (centered, ε inside the root) matches his update computed by hand", "[optim]") {
+  // Graves 2013 eq. 38–41 with Graves et al. 2014's constants: n ← ℵn + (1−ℵ)g², ḡ ← ℵḡ + (1−ℵ)g,
+  // Δ ← ℶΔ − η g/√(n − ḡ² + ε), θ ← θ + Δ; ℵ = 0.95, ℶ = 0.9, ε = 1e-4, η = 1e-4. Gradients of the size
+  // where ε inside or outside the root differ by a factor of about four.
+  ParameterStore params(DType::f64);
+  Parameter& p = params.add("w", matrices(1, 1, 2));
+  p.value.set(0, 0.3);
+  p.value.set(1, -0.7);
+  const double a = 0.95, mu = 0.9, eps = 1e-4, lr = 1e-4;
+  RMSprop opt(params, {.lr = lr, .alpha = a, .momentum = mu, .eps = eps, .centered = true, .eps_inside = true});
+  const double g[2][2] = {{0.01, -0.002}, {-0.004, 0.003}};  // [step][element]
+  double n[2] = {0, 0}, gbar[2] = {0, 0}, delta[2] = {0, 0}, theta[2] = {0.3, -0.7};
+  for (int step = 0; step < 2; ++step) {
+    for (int k = 0; k < 2; ++k) {
+      p.grad.set(k, g[step][k]);
+      n[k] = a * n[k] + (1 - a) * g[step][k] * g[step][k];
+      gbar[k] = a * gbar[k] + (1 - a) * g[step][k];
+      delta[k] = mu * delta[k] - lr * g[step][k] / std::sqrt(n[k] - gbar[k] * gbar[k] + eps);
+      theta[k] += delta[k];
+    }
+    opt.step();
+    INFO("step " << step + 1);
+    CHECK(p.value.get(0) == Approx(theta[0]).epsilon(1e-12));
+    CHECK(p.value.get(1) == Approx(theta[1]).epsilon(1e-12));
+    // The first step in numbers: n = 5e-6, ḡ = 5e-4, so θ moves by −1e-4 · 0.01/√(5e-6 − 2.5e-7 + 1e-4); with ε
+    // outside the root the divisor would be √4.75e-6 + 1e-4, about a quarter of it.
+    if (step == 0) CHECK(p.value.get(0) == Approx(0.3 - 1e-4 * 0.01 / std::sqrt(1.0475e-4)).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("rmsprop.eps_inside reaches the optimiser from the config", "[optim][config]") {
+  ParameterStore params(DType::f64);
+  Parameter& p = params.add("w", matrices(1, 1, 1));
+  p.value.set(0, 1.0);
+  Config c;
+  c.set("optimizer", "rmsprop", "test");
+  c.set("rmsprop.centered", "true", "test");
+  c.set("rmsprop.eps_inside", "true", "test");
+  c.set("rmsprop.eps", "1e-4", "test");
+  c.set("rmsprop.momentum", "0", "test");
+  c.set("lr", "0.1", "test");
+  const auto opt = make_optimizer(c, params);
+  p.grad.set(0, 0.01);
+  opt->step();
+  // v = 0.05·1e-4 = 5e-6, m = 5e-4: d = √(5e-6 − 2.5e-7 + 1e-4)
+  CHECK(p.value.get(0) == Approx(1.0 - 0.1 * 0.01 / std::sqrt(4.75e-6 + 1e-4)).epsilon(1e-12));
 }
