@@ -21,7 +21,8 @@ std::vector<ConfigKey>& all_keys() {
        "autoencoder, cln (graph task), or one registered by the user"},
       {"task", "\"copy\"",
        "task: copy, recall, repeat_copy, priority_sort, ngrams (dynamic N-grams; Graves et al. 2014's tasks, "
-       "models/tasks/), delay (delayed recall), retrieval (associative retrieval), mackey_glass (series "
+       "models/tasks/), delay (delayed recall), retrieval (associative retrieval), matrix_retrieval (with matrix keys and "
+       "values), mackey_glass (series "
        "prediction; models/tasks/), fashion_mnist (image classification), fashion_mnist_ae (corrupted-image "
        "reconstruction; models/data/), data (the user's own sequences from files, task.data; models/data/user_data.hpp) or graph (node classification on a generated graph, the whole graph one "
        "batch: the key batch is not used, micro_batch must be 0 and threads 1)"},
