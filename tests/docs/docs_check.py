@@ -7,6 +7,7 @@ each check as a ctest test docs:<check>):
   docs_check.py plans                  every sweep plan a results page names exists and parses as JSON
   docs_check.py config-keys MATMEM     the key table of models/training/README.md is `train --help-config`'s keys
   docs_check.py registry MATMEM        models/README.md's list of models and tasks is the registry's
+  docs_check.py run-files MATMEM       models/training/README.md's columns of metrics.csv are a run's
   docs_check.py snippets MATMEM PAGE   every code block of PAGE runs as written (see run_snippets)
 
 Each prints what differs and exits 1 when a check fails."""
@@ -123,7 +124,7 @@ def check_plans():
 
 
 def table_column(page, header):
-    """The first column of the table whose header row starts with `header`, without backticks."""
+    """The first column, without backticks, of every table of the page whose header row starts `| header |`."""
     rows, inside = [], False
     for line in (ROOT / page).read_text().splitlines():
         if line.startswith(f"| {header} |"):
@@ -131,7 +132,8 @@ def table_column(page, header):
             continue
         if inside:
             if not line.startswith("|"):
-                break
+                inside = False
+                continue
             cell = line.split("|")[1].strip()
             if not set(cell) <= set("-: "):
                 rows.append(cell.strip("`"))
@@ -146,14 +148,16 @@ def run(matmem, *args):
 
 
 def help_config_keys(matmem):
-    """The keys `matmem train --help-config` lists: lines `  key   default   meaning`, up to its presets."""
+    """The keys `matmem train --help-config` lists: after its header line `key  default  meaning`, a line a key
+    (the first word), up to the blank line before the presets."""
+    lines = run(matmem, "train", "--help-config").splitlines()
+    if not lines or lines[0].split()[:3] != ["key", "default", "meaning"]:
+        raise SystemExit("`matmem train --help-config` does not start with its header line `key default meaning`")
     keys = []
-    for line in run(matmem, "train", "--help-config").splitlines():
-        if re.match(r"\S", line) and keys:
-            break  # the next section (the presets)
-        m = re.match(r"  ([a-z][\w.]*)\s{2,}", line)
-        if m:
-            keys.append(m.group(1))
+    for line in lines[1:]:
+        if not line.strip():
+            break
+        keys.append(line.split()[0])
     return keys
 
 
@@ -179,14 +183,18 @@ def check_config_keys(matmem):
 
 
 def registry(matmem):
-    """Models and tasks as `matmem train --help` names them (the registry's lists)."""
-    text = run(matmem, "train", "--help")
+    """The registered models and tasks, as the refusal of an unknown name lists them (models/registry.cpp:
+    `unknown model X (known: a, b, …)`)."""
     found = {}
-    for kind in ("models", "tasks"):
-        m = re.search(rf"^{kind}: (.*)$", text, re.M)
-        if not m:
-            raise SystemExit(f"`matmem train --help` has no line '{kind}: …':\n{text}")
-        found[kind] = re.findall(r"[a-z][\w]*", re.sub(r"\([^)]*\)", "", m.group(1)))
+    with tempfile.TemporaryDirectory(prefix="matmem-docs-") as tmp:
+        for kind, option in (("models", "--model"), ("tasks", "--task")):
+            out = subprocess.run([matmem, "train", option, "no_such_name", "--steps", "1", "--out", f"{tmp}/run"],
+                                 capture_output=True, text=True, cwd=tmp)
+            m = re.search(r"unknown (?:model|task) no_such_name \(known: ([^)]*)\)", out.stdout + out.stderr)
+            if out.returncode == 0 or not m:
+                raise SystemExit(f"`matmem train {option} no_such_name` did not list the registered {kind}:\n"
+                                 + out.stdout + out.stderr)
+            found[kind] = [n.strip() for n in m.group(1).split(",")]
     return found
 
 
@@ -197,6 +205,16 @@ def check_registry(matmem):
     for kind, header in (("models", "model"), ("tasks", "task")):
         bad += differ(kind, table_column(page, header), actual[kind], page)
     return bad
+
+
+def check_run_files(matmem):
+    """The columns of metrics.csv as models/training/README.md's table lists them, against a short run's file."""
+    page = "models/training/README.md"
+    with tempfile.TemporaryDirectory(prefix="matmem-docs-") as tmp:
+        run(matmem, "train", "--model", "matrnn", "--steps", "2", "--set", "log_every=1", "--set", "model.layers=3x3",
+            "--set", "task.max_length=2", "--out", f"{tmp}/run")
+        header = (pathlib.Path(tmp) / "run/metrics.csv").read_text().splitlines()[0].split(",")
+    return differ("metrics.csv columns", table_column(page, "column"), header, page)
 
 
 def code_blocks(page):
@@ -229,8 +247,11 @@ def run_snippets(matmem, page):
             script.append(code)
     if bad:
         return bad
+    if not any(lang in RUN for lang, _, _, _ in blocks):
+        return [f"{page}: no sh block"]
     if len(script) == 1:
-        return [f"{page}: no sh block to run"]
+        print(f"{page}: every sh block is marked not to run, each with its reason")
+        return []
     with tempfile.TemporaryDirectory(prefix="matmem-docs-") as tmp:
         work = pathlib.Path(tmp)
         for top in ("runtime", "autodiff", "ops", "models", "tests", "tools", "CMakeLists.txt", "README.md"):
@@ -252,7 +273,7 @@ def main(argv):
         raise SystemExit(__doc__)
     check, args = argv[1], argv[2:]
     bad = {"links": check_links, "prose": check_prose, "plans": check_plans, "config-keys": check_config_keys,
-           "registry": check_registry, "snippets": run_snippets}[check](*args)
+           "registry": check_registry, "run-files": check_run_files, "snippets": run_snippets}[check](*args)
     for line in bad:
         print(line)
     print(f"{check}: {'FAILED' if bad else 'ok'}")
