@@ -4,6 +4,7 @@ each check as a ctest test docs:<check>):
 
   docs_check.py links                  every relative link names a file that exists, and a heading there
   docs_check.py prose                  no paragraph of prose stands in two pages
+  docs_check.py sizes                  README.md and the folder guides stay within their sizes
   docs_check.py plans                  every sweep plan a results page names exists and parses as JSON
   docs_check.py config-keys MATMEM     the key table of models/training/README.md is `train --help-config`'s keys
   docs_check.py registry MATMEM        models/README.md's list of models and tasks is the registry's
@@ -123,6 +124,15 @@ def check_plans():
     return bad
 
 
+LIMITS = {"README.md": 8192, "models/README.md": 30720, "tools/README.md": 20480, "ops/README.md": 15360}
+
+
+def check_sizes():
+    """The guides stay guides: at most these many bytes (the results live in results pages)."""
+    return [f"{page}: {(ROOT / page).stat().st_size} bytes, more than {limit}" for page, limit in LIMITS.items()
+            if (ROOT / page).stat().st_size > limit]
+
+
 def table_column(page, header):
     """The first column, without backticks, of every table of the page whose header row starts `| header |`."""
     rows, inside = [], False
@@ -232,8 +242,8 @@ SHOWN = {"", "text", "console", "json", "cpp", "c++", "cmake", "python"}
 
 def run_snippets(matmem, page):
     """Runs the page's sh blocks in order in one bash (set -e), in a fresh directory that holds links to the
-    source tree's top-level folders and to the build (`build/`), with HOME there too and the build's matmem
-    first on PATH. Output blocks (no language, text, console) are what the reader sees; C++ and Python blocks
+    source tree's top-level folders and to the build (`build/`), with HOME there too, the build's matmem
+    first on PATH and its Python module on PYTHONPATH. Output blocks (no language, text, console) are what the reader sees; C++ and Python blocks
     are compiled and run by the tests of their own (examples:readme_shows_examples, python:test_readme_examples);
     a block marked `<!-- docs-test: skip (reason) -->` is not run."""
     build = pathlib.Path(matmem).resolve().parent
@@ -259,6 +269,8 @@ def run_snippets(matmem, page):
         (work / "build").symlink_to(build)
         env = dict(os.environ, HOME=str(work), PATH=f"{build}:{os.environ.get('PATH', '/usr/bin:/bin')}")
         env.pop("MATMEM_PLUGINS", None)
+        if (build / "python").is_dir():  # the module as tools/setup.sh --tests lets Python find it
+            env["PYTHONPATH"] = str(build / "python")
         (work / "page.sh").write_text("\n".join(script) + "\n")
         out = subprocess.run(["bash", str(work / "page.sh")], cwd=work, env=env, capture_output=True, text=True)
         sys.stdout.write(out.stdout[-6000:])
@@ -272,7 +284,7 @@ def main(argv):
     if len(argv) < 2:
         raise SystemExit(__doc__)
     check, args = argv[1], argv[2:]
-    bad = {"links": check_links, "prose": check_prose, "plans": check_plans, "config-keys": check_config_keys,
+    bad = {"links": check_links, "prose": check_prose, "sizes": check_sizes, "plans": check_plans, "config-keys": check_config_keys,
            "registry": check_registry, "run-files": check_run_files, "snippets": run_snippets}[check](*args)
     for line in bad:
         print(line)
