@@ -284,6 +284,8 @@ def main(argv):
     if len(argv) < 2:
         raise SystemExit(__doc__)
     check, args = argv[1], argv[2:]
+    if args:  # the matmem command, as an absolute path: some checks run it in a directory of their own
+        args[0] = str(pathlib.Path(args[0]).resolve())
     bad = {"links": check_links, "prose": check_prose, "sizes": check_sizes, "plans": check_plans, "config-keys": check_config_keys,
            "registry": check_registry, "run-files": check_run_files, "snippets": run_snippets}[check](*args)
     for line in bad:
