@@ -1,10 +1,14 @@
 # Fails unless the READMEs show the examples verbatim:
-#   * ops/README.md and models/README.md show their whole examples (custom_op.cpp, gamma_memory_rnn.cpp);
+#   * ops/README.md and models/README.md show their whole examples (custom_op.cpp, gamma_memory_rnn.cpp), and the
+#     user project's tutorial its model, plugin and op (tools/examples/user_project);
 #   * every region of a guide example (tools/examples/guide/*.cpp) between a line `// guide-begin README`
 #     and a line `// guide-end` appears in that README (a path from the source root) verbatim, less the
 #     indentation of its guide-begin line. Each guide example has at least one region.
 cmake_minimum_required(VERSION 3.22)
-foreach(pair ops/README.md:tools/examples/custom_op.cpp models/README.md:tools/examples/gamma_memory_rnn.cpp)
+set(user_project tools/examples/user_project)
+foreach(pair ops/README.md:tools/examples/custom_op.cpp models/README.md:tools/examples/gamma_memory_rnn.cpp
+             ${user_project}/README.md:${user_project}/memory_rnn.hpp ${user_project}/README.md:${user_project}/plugin.cpp
+             ${user_project}/README.md:${user_project}/matrix_square.cpp)
   string(REPLACE ":" ";" pair "${pair}")
   list(GET pair 0 shown_in)
   list(GET pair 1 example)

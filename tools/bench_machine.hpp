@@ -8,7 +8,7 @@
 //     buffer, write another, as a memory op reads M_{t−1} and writes M_t), counting bytes read plus written,
 //     the best of three passes of about 256 MiB each.
 // The step's memory ops stream their memory state once or twice per pass, so where the state fits (L2, L3 or
-// only DRAM) sets how fast they can run: tools/README.md "Bounds".
+// only DRAM) sets how fast they can run: tools/results/training-speed.md "Bounds".
 #pragma once
 #include <cstdio>
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Solved, collapsed and recovered, per run, from the runs' metrics.csv (models/README.md, "Stable training").
+"""Solved, collapsed and recovered, per run, from the runs' metrics.csv (models/results/stability.md).
 
 A run's cost curve is the 1,000-step mean of its bits per sequence (the rolling mean over the rows of the last
 --window steps; rows are every log_every steps, each already a mean over them). Then, as the definitions go:

@@ -412,8 +412,11 @@ void add_train_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "train", "Train a model on a task (no options: the MatNTM on the matrix copy task, Table 1 settings)");
   cmd->add_option("--model", o->model,
-                  "matntm (alias ntm), matrnn, matlstm, matgru, gamma, fastweights, irnn, ffn, autoencoder (or a registered model)");
-  cmd->add_option("--task", o->task, "copy, recall, delay, retrieval, mackey_glass, fashion_mnist or fashion_mnist_ae");
+                  "The model (default matntm, alias ntm; models/README.md lists them, and an unknown name is refused "
+                  "with the registered ones)");
+  cmd->add_option("--task", o->task,
+                  "The task (default copy; models/README.md lists them, and an unknown name is refused with the "
+                  "registered ones)");
   cmd->add_option("--config", o->config_file, "JSON file of config keys (see --help-config)");
   cmd->add_option("--set", o->sets,
                   "Override one config key: --set key=value (repeatable); with --resume and --out NEWDIR, a branch "

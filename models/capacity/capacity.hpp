@@ -8,7 +8,7 @@
 // Row-major vectorisation x = vec(X) turns it into a vector network with N' = r·c neurons:
 //   x(n) = A x(n−1) + w s(n) + z(n),  A = Uᵀ ⊗ Vᵀ,  w = vec(W),  z ~ N(0, ε₁ε₂ I).
 //
-// Two Fisher memory curves are computed, because they differ (see README.md, "Findings"):
+// Two Fisher memory curves are computed, because they differ (see models/results/capacity.md):
 //
 // * fmc_eq12 — the paper's Theorem 1 / Corollary 1.1. It takes X(n) | s to be matrix normal with row and
 //   column covariances Ψ, Σ solving the discrete Lyapunov equations (eq. 49, scaled by ε):

@@ -12,7 +12,7 @@
 // D = 0 is the memoryless network (eqs. 12, 16). Eq. 46 rewrites eq. 41 with the "memory fraction"
 // precisions of eq. 47; fmc_queue_eq46 evaluates that form so the tests can check the identity.
 //
-// What the series is worth (README.md, "Findings"): every m adds at least I to P_m, so Ψ_D ⪰ ε₁(D+1) I and the
+// What the series is worth (models/results/capacity.md): every m adds at least I to P_m, so Ψ_D ⪰ ε₁(D+1) I and the
 // covariance series diverge; eq. 41 at depth D is a ratio of two divergent quantities whose value depends on
 // D. The system itself is never asymptotically stable: with A = Uᵀ ⊗ Vᵀ its companion matrix [[A, I], [I, 0]]
 // has eigenvalues μ with μ² − λ μ − 1 = 0 for each eigenvalue λ = λ_U λ_V of A, and the two roots multiply

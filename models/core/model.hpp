@@ -204,7 +204,7 @@ class Step {
   /// when the state is smaller than kChainMinBytes: a pass's copies of a small state stay in cache anyway, and
   /// the re-runs only add time (the vector NTM's 10 KiB memory: 9% slower per step with recomputation; the
   /// MatNTM's 270 KiB memory, every one of them otherwise written to and read back from memory out of cache:
-  /// 3–6% faster, see README.md, "Performance").
+  /// 3–6% faster, see tools/results/training-speed.md, "Memory recomputation").
   static int auto_segment(std::size_t bytes);
 
   // Used by Unroller.

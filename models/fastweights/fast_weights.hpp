@@ -43,7 +43,7 @@
 // The input map mat_x(X) = Σ_{i<k} U_{x,i}ᵀ X V_{x,i}, k = fw.input_terms, r by default (parameters
 // <name>/slow/x, x1, …, x{k−1}): with one term, U_xᵀ X V_x of a 1×c' input frame is u ⊗ (X V_x), every row of
 // the state a scaled copy of one c-vector code of the symbol, and a matrix state (r > 1) fed so does not learn
-// associative retrieval (models/README.md, "Matrix fast weights"); with r terms the map reaches every linear
+// associative retrieval (models/results/retrieval.md, "Matrix fast weights"); with r terms the map reaches every linear
 // map of X into the state. The output Y = Σ_{i<k} U_{o,i}ᵀ H V_{o,i} + B_o, k = fw.output_terms, 1 by default
 // (<name>/out/h, h1, …). fw.layer_norm_over = rows: N normalises each row (LayerNormOver::rows).
 // Parameters: <name>/slow/h/U, …/h/V, …/x/U, …/x/V, …/B; <name>/ln/G, <name>/ln/B; <name>/out/…; learned

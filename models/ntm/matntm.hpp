@@ -24,7 +24,7 @@
 // An LSTM controller's forget gates start with bias `forget_bias`, -1 by default where a MatLSTM on its own
 // starts at 1. With 1 the controller keeps the sequence in its own cells early in training: on 3 of 5 copy
 // seeds it never learned to use the memory, and no recall seed fell below 1 bit in 100,000 steps; with -1
-// every seed of both did, within 20,000 steps (models/README.md, "Convergence").
+// every seed of both did, within 20,000 steps (models/results/convergence.md).
 // Parameters: ntm/ctrl/l<k>/…, ntm/read<k>/{key,beta,gate,shift,gamma}/…, ntm/write<k>/{…,erase,add}/…,
 // ntm/out/…, ntm/init/read<k>.
 // Exposed per step (Step::expose, for an observer such as `matmem inspect`): read<k>/weighting and
@@ -51,7 +51,7 @@ struct NTMConfig {
   // Keep every time step's memory (1), or only every n-th, the others recomputed in backward (a recomputed
   // chain, Tape::chain); 0 (the default): n chosen from the memory's size (Step::auto_segment: 4 for the
   // paper's 16 x 120 slots of 6x6, 1 for a memory under 128 KiB). Results are the same bit for bit; the
-  // time and memory n saves or costs are measured in README.md, "Performance".
+  // time and memory n saves or costs are measured in tools/results/training-speed.md, "Memory recomputation".
   int memory_segment = 0;
 };
 

@@ -21,7 +21,8 @@ std::vector<ConfigKey>& all_keys() {
        "autoencoder, cln (graph task), or one registered by the user"},
       {"task", "\"copy\"",
        "task: copy, recall, repeat_copy, priority_sort, ngrams (dynamic N-grams; Graves et al. 2014's tasks, "
-       "models/tasks/), delay (delayed recall), retrieval (associative retrieval), mackey_glass (series "
+       "models/tasks/), delay (delayed recall), retrieval (associative retrieval), matrix_retrieval (with matrix keys and "
+       "values), mackey_glass (series "
        "prediction; models/tasks/), fashion_mnist (image classification), fashion_mnist_ae (corrupted-image "
        "reconstruction; models/data/), data (the user's own sequences from files, task.data; models/data/user_data.hpp) or graph (node classification on a generated graph, the whole graph one "
        "batch: the key batch is not used, micro_batch must be 0 and threads 1)"},
@@ -246,10 +247,10 @@ const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = {
       {"matntm", "copy", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "ntm.slots": 120,
         "ntm.slot_rows": 6, "ntm.slot_cols": 6, "batch": 16, "lr": 1e-4})"},
-      // Table 1's sizes; the training of models/README.md "Convergence" (recall): a MatLSTM controller (its
+      // Table 1's sizes; the training of models/results/convergence.md (recall): a MatLSTM controller (its
       // forget gates at the default bias -1), lr 3e-4 with clip.norm 10 (Table 1: a MatRNN controller, lr 8e-5,
       // no clipping), a step whose gradient overflows skipped; 20,000 steps, as Table 1; the learning rate × 0.1
-      // once a 1,000-step window's mean is below 1 bit (models/README.md "Stable training": on seeds 6–12, 5 of 7
+      // once a 1,000-step window's mean is below 1 bit (models/results/stability.md: on seeds 6–12, 5 of 7
       // solved and none collapsed, against 2 of 7 and 4 collapses without).
       {"matntm", "recall", R"({"model.layers": "20x20,20x20,20x20", "task.rows": 5, "task.cols": 5, "ntm.slots": 120,
         "ntm.slot_rows": 6, "ntm.slot_cols": 6, "batch": 16, "ntm.controller": "lstm", "lr": 3e-4, "clip.norm": 10.0,

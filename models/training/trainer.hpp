@@ -15,7 +15,7 @@
 /// exceeds F times the running mean m of the norms before it is not applied either (StepStats::outlier,
 /// outlier_skips()): a run that has learnt its task makes tiny gradients, RMSprop's and Adam's second moments
 /// shrink with them, and one rare large gradient — clipped or not — then moves the parameters by many times a
-/// usual step and can throw the solution away (models/README.md, "Stable training"). m is the bias-corrected
+/// usual step and can throw the solution away (models/results/stability.md). m is the bias-corrected
 /// exponential mean m = s/(1 − βᶜ) of the norms, s ← βs + (1 − β)·min(n_t, F·m), β = 1 − 1/W (W =
 /// grad.outlier_window), c the steps counted; the rule acts once c ≥ W. A skipped step adds F·m, not n_t, so a
 /// lasting rise of the norm lifts m by a factor 1 + (F − 1)/W a step until the steps are applied again. A
@@ -51,13 +51,13 @@
 /// thread) runs as micro-batches of m sequences and a last one of the rest, one after another on its tape, each backpropagated
 /// with its share of the batch, their gradients added up in the model's: the same gradient as the part at once
 /// up to rounding (the batch's sums are split differently), in a working set of m sequences, which a core's
-/// caches hold where a large batch's does not (tools/README.md, "Batch scaling"). Reproducible bit for bit.
+/// caches hold where a large batch's does not (tools/results/training-speed.md, "Batch scaling"). Reproducible bit for bit.
 /// m is halved (16, 8, 4, …) while m sequences' largest recorded value — an NTM memory, slots × rows × cols
 /// floats per sequence, which every memory op streams — takes more than micro_batch.state_kib (default 320
 /// KiB, a third of the reference machine's 1 MiB L2 per core; 0: no limit): the paper's 120 slots of 6×6 keep
 /// 16 (270 KiB), 256 slots take 8, 512 slots 4 and 1024 slots 2, whose memory states then fit the L2 (at batch
 /// 16, three alternating runs against micro-batches of 16: 1.21–1.45× the sequences/s at 1024 slots, 1.21–1.32×
-/// at 512, 1.00–1.06× at 256; tools/README.md "Batch scaling").
+/// at 512, 1.00–1.06× at 256; tools/results/training-speed.md "Batch scaling").
 /// The largest value is measured on the memory estimate's probe passes (MemoryEstimate::state_bytes).
 ///
 /// Distributed (a Communicator of K > 1 ranks, `mpirun -np K matmem train --distributed`): every rank draws

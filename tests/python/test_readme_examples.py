@@ -1,4 +1,4 @@
-"""The Python examples of README.md's "From Python" section and of tools/python/README.md run as shown."""
+"""The Python examples of tools/python/README.md run as shown."""
 import pathlib
 import re
 
@@ -11,7 +11,7 @@ def python_blocks(readme):
     return re.findall(r"```python\n(.*?)```", (ROOT / readme).read_text(), re.S)
 
 
-@pytest.mark.parametrize("readme", ["README.md", "tools/python/README.md"])
+@pytest.mark.parametrize("readme", ["tools/python/README.md"])
 def test_examples_run(readme, capsys):
     blocks = python_blocks(readme)
     assert blocks, f"{readme} shows no Python example"
