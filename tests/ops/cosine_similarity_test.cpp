@@ -11,18 +11,15 @@
 
 using namespace matmem;
 using matmem::testing::check_close;
+using matmem::testing::check_gradients;
 using matmem::testing::run_in;
 
 TEST_CASE("cosine_similarity passes gradcheck at 1, 2, 5 and 8 keys", "[ops][gradcheck][heads]") {
   for (int keys : {1, 2, 5, 8})
     for (SampleSize size : {SampleSize::small, SampleSize::lanes}) {
       Rng rng(41);
-      OpSample sample = cosine_similarity_sample(rng, size, keys);
-      GradcheckOptions opt;
-      opt.full_jacobian = size == SampleSize::small;
-      GradcheckReport report = gradcheck(sample.apply, sample.inputs, nullptr, opt);
-      INFO(keys << " keys, " << (size == SampleSize::small ? "small" : "lanes") << ": " << report.str());
-      CHECK(report.passed);
+      check_gradients(cosine_similarity_sample(rng, size, keys), size == SampleSize::small,
+                      std::to_string(keys) + (size == SampleSize::small ? " keys, small" : " keys, lanes"));
     }
 }
 

@@ -12,6 +12,7 @@
 
 using namespace matmem;
 using matmem::testing::check_close;
+using matmem::testing::check_gradients;
 using matmem::testing::run_in;
 
 TEST_CASE("memory_writes passes gradcheck at 1, 2, 5 and 8 writes, with and without reads", "[ops][gradcheck][heads]") {
@@ -19,17 +20,9 @@ TEST_CASE("memory_writes passes gradcheck at 1, 2, 5 and 8 writes, with and with
     for (int reads : {0, 2})
       for (SampleSize size : {SampleSize::small, SampleSize::lanes}) {
         Rng rng(43);
-        OpSample sample = memory_writes_sample(rng, size, writes, reads);
-        GradcheckOptions opt;
-        opt.full_jacobian = size == SampleSize::small;
-        GradcheckReport report = gradcheck(sample.apply, sample.inputs, nullptr, opt);
-        INFO(writes << " writes, " << reads << " reads, " << (size == SampleSize::small ? "small" : "lanes") << ": "
-                    << report.str());
-        CHECK(report.passed);
-        // every input twice: each gradient is added into one a later consumer wrote
-        report = gradcheck(applied_twice(sample).apply, sample.inputs, nullptr, opt);
-        INFO("applied twice: " << report.str());
-        CHECK(report.passed);
+        check_gradients(memory_writes_sample(rng, size, writes, reads), size == SampleSize::small,
+                        std::to_string(writes) + " writes, " + std::to_string(reads) + " reads" +
+                            (size == SampleSize::small ? ", small" : ", lanes"));
       }
 }
 

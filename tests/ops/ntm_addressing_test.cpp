@@ -12,21 +12,15 @@
 
 using namespace matmem;
 using matmem::testing::check_close;
+using matmem::testing::check_gradients;
 using matmem::testing::run_in;
 
 TEST_CASE("ntm_addressing of several heads passes gradcheck at 1, 2, 5 and 8 heads", "[ops][gradcheck][heads]") {
   for (int heads : {1, 2, 5, 8})
     for (SampleSize size : {SampleSize::small, SampleSize::large}) {
       Rng rng(47);
-      OpSample sample = ntm_addressing_heads_sample(rng, size, heads);
-      GradcheckOptions opt;
-      opt.full_jacobian = size == SampleSize::small;
-      GradcheckReport report = gradcheck(sample.apply, sample.inputs, nullptr, opt);
-      INFO(heads << " heads, " << (size == SampleSize::small ? "small" : "large") << ": " << report.str());
-      CHECK(report.passed);
-      report = gradcheck(applied_twice(sample).apply, sample.inputs, nullptr, opt);
-      INFO("applied twice: " << report.str());
-      CHECK(report.passed);
+      check_gradients(ntm_addressing_heads_sample(rng, size, heads), size == SampleSize::small,
+                      std::to_string(heads) + (size == SampleSize::small ? " heads, small" : " heads, large"));
     }
 }
 

@@ -41,6 +41,19 @@ inline std::vector<Tensor> run_in(DType dtype, const OpSample& sample, std::uint
   return out;
 }
 
+// gradcheck of a sample in float64 (with the full Jacobian when `full`), then of it applied twice (every
+// gradient added into one a later consumer wrote); `what` names the case.
+inline void check_gradients(OpSample sample, bool full, const std::string& what) {
+  GradcheckOptions opt;
+  opt.full_jacobian = full;
+  GradcheckReport once = gradcheck(sample.apply, sample.inputs, nullptr, opt);
+  INFO(what << ": " << once.str());
+  CHECK(once.passed);
+  GradcheckReport twice = gradcheck(applied_twice(sample).apply, sample.inputs, nullptr, opt);
+  INFO(what << ", applied twice: " << twice.str());
+  CHECK(twice.passed);
+}
+
 // Every element of each tensor of b within tol · (the largest |a| of that tensor) of a's, else a failed CHECK
 // naming the tensor (0: the output, k: the gradient of input k − 1) and the element; `what` names the case.
 inline void check_close(const std::vector<Tensor>& a, const std::vector<Tensor>& b, double tol, const std::string& what) {
