@@ -5,8 +5,9 @@
 //   grad_K_h += Σ_n g_{h,n} (M_n / D - d ‖M_n‖ / D² · K_h / ‖K_h‖)
 //   grad_M_n += Σ_h g_{h,n} (K_h / D - d ‖K_h‖ / D² · M_n / ‖M_n‖)
 // At a zero norm the K/‖K‖ (or M_n/‖M_n‖) term is taken as 0 (its subgradient), so nothing divides by zero.
-// ‖M_n‖ is computed once for all heads, and backward updates grad_M in one pass for all heads. With the
-// memory's batch innermost (ops/slots.hpp) each slot's norms and dot products are vertical SIMD sums
+// ‖M_n‖ is computed once for all heads, and backward updates grad_M in one pass for all heads: the keys go
+// in blocks of up to kKeyBlock (4) per group of slots, the group's values still in L1 for the next block,
+// so any number of keys has its sums in registers. With the memory's batch innermost (ops/slots.hpp) each slot's norms and dot products are vertical SIMD sums
 // along its r·c elements, lanes over the batch; the keys are transposed to that form in scratch. At a batch
 // B of 1, 2, 4 or 8 (AVX-512) the same passes run on periodic lanes: W-wide chunks of a slot's r·c·B
 // contiguous values, the sums folded to their B items once per slot (four slots' sums folded together).
@@ -37,104 +38,105 @@ std::int64_t scratch_size(std::int64_t H, const Shape& m) {
   return 2 * H * E * B + H * N * B + N * B + H * B;
 }
 
-// f(std::integral_constant<int, K>{}) with K = H for 1 ≤ H ≤ 4 keys, else K = 0 (H at run time).
+// The keys in blocks: f(h0, std::integral_constant<int, K>{}) for h0 = 0, 4, 8, … and K = min(4, H − h0),
+// so every block's sums stay in registers (at 8 keys and 4 slots, a block of all 8 would need 36 of them).
+constexpr int kKeyBlock = 4;
 template <class F>
-void with_keys(int H, F&& f) {
-  ops::with_fixed<1, 4>(H, f, [&] { f(std::integral_constant<int, 0>{}); });
+void for_each_key_block(std::int64_t H, F&& f) {
+  for (std::int64_t h0 = 0; h0 < H; h0 += kKeyBlock)
+    ops::with_fixed<1, kKeyBlock>(std::min<std::int64_t>(kKeyBlock, H - h0), [&](auto k) { f(h0, k); }, [] {});
 }
 
 template <class T>
 struct CosineSimilarityKernel {
-  // Slots n0 .. n0+S-1 over batch lanes q: nm_n = Σ_e M_n², dot_h,n = Σ_e K_h M_n, S (1 + H) sums in
-  // registers; each key element is loaded once for the group (ops::for_each_slot_group). K > 0 keys fixed
-  // at compile time, or K = 0 for H given at run time.
-  template <int K, int S>
-  static void slot_group_sums(const T* mem, const T* kt, std::int64_t H, std::int64_t E, std::int64_t B,
+  // Slots n0 .. n0+S-1 over batch lanes q, keys h0 .. h0+K-1 (a block, for_each_key_block):
+  // dot_h,n = Σ_e K_h M_n and, for the first block (Norms), nm_n = Σ_e M_n², S (K + 1) sums in registers;
+  // each key element is loaded once for the group (ops::for_each_slot_group).
+  template <int K, int S, bool Norms>
+  static void slot_group_sums(const T* mem, const T* kt, std::int64_t h0, std::int64_t E, std::int64_t B,
                               std::int64_t N, std::int64_t n0, T* dot, T* nm) {
-    const std::int64_t heads = K == 0 ? H : K;
     const T* slot = mem + n0 * E * B;
     ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
       using X = decltype(x);
-      constexpr std::size_t kHeads = K == 0 ? kMaxKeys : K;
       std::array<X, S> am{};
-      std::array<std::array<X, kHeads>, S> ad{};
+      std::array<std::array<X, K>, S> ad{};
       for (std::int64_t e = 0; e < E; ++e) {
-        std::array<X, kHeads> kv{};
-        for (std::int64_t h = 0; h < heads; ++h) kv[h] = ops::load<X>(kt + (h * E + e) * B + q);
+        std::array<X, K> kv;
+        for (int h = 0; h < K; ++h) kv[h] = ops::load<X>(kt + ((h0 + h) * E + e) * B + q);
 #pragma GCC unroll 8
         for (int u = 0; u < S; ++u) {
           const X mv = ops::load<X>(slot + (u * E + e) * B + q);
-          am[u] += mv * mv;
-          for (std::int64_t h = 0; h < heads; ++h) ad[u][h] += kv[h] * mv;
+          if constexpr (Norms) am[u] += mv * mv;
+          for (int h = 0; h < K; ++h) ad[u][h] += kv[h] * mv;
         }
       }
       for (int u = 0; u < S; ++u) {
-        ops::store<X>(nm + (n0 + u) * B + q, am[u]);
-        for (std::int64_t h = 0; h < heads; ++h) ops::store<X>(dot + (h * N + n0 + u) * B + q, ad[u][h]);
+        if constexpr (Norms) ops::store<X>(nm + (n0 + u) * B + q, am[u]);
+        for (int h = 0; h < K; ++h) ops::store<X>(dot + ((h0 + h) * N + n0 + u) * B + q, ad[u][h]);
       }
     });
   }
 
-  // Slots n0 .. n0+S-1 of backward over batch lanes q: grad_M_n += Σ_h a_h K_h - cm M_n, gkt_h += a_h M_n.
-  // The group's terms of gkt are summed in registers (ops::for_each_slot_group), so grad_M is the only
-  // store per slot element. K as in slot_group_sums.
-  template <int K, int S>
+  // Slots n0 .. n0+S-1 of backward over batch lanes q, keys h0 .. h0+K-1 (a block): grad_M_n += Σ_h a_h K_h
+  // (and − cm M_n in the first block, First), gkt_h += a_h M_n. The group's terms of gkt are summed in
+  // registers (ops::for_each_slot_group), so grad_M is the only store per slot element. Blocks after the
+  // first continue each element's sum in the same order from the value the block before stored.
+  template <int K, int S, bool First>
   static void slot_group_backward(const OpCall<T>& c, const T* kt, T* gkt, const T* a, const T* cm, std::int64_t H,
-                                  std::int64_t E, std::int64_t B, std::int64_t N, std::int64_t n0) {
-    const std::int64_t heads = K == 0 ? H : K;
+                                  std::int64_t h0, std::int64_t E, std::int64_t B, std::int64_t N, std::int64_t n0) {
     const T* slot = c.x[H] + n0 * E * B;
     T* gslot = c.grad_x[H] ? c.grad_x[H] + n0 * E * B : nullptr;
     ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
       using X = decltype(x);
-      constexpr std::size_t kHeads = K == 0 ? kMaxKeys : K;
       std::array<X, S> cmv;
-      std::array<std::array<X, kHeads>, S> av{};
+      std::array<std::array<X, K>, S> av;
       for (int u = 0; u < S; ++u) {
-        cmv[u] = ops::load<X>(cm + (n0 + u) * B + q);
-        for (std::int64_t h = 0; h < heads; ++h) av[u][h] = ops::load<X>(a + (h * N + n0 + u) * B + q);
+        if constexpr (First) cmv[u] = ops::load<X>(cm + (n0 + u) * B + q);
+        for (int h = 0; h < K; ++h) av[u][h] = ops::load<X>(a + ((h0 + h) * N + n0 + u) * B + q);
       }
       for (std::int64_t e = 0; e < E; ++e) {
-        std::array<X, kHeads> kv{}, gk{};
-        for (std::int64_t h = 0; h < heads; ++h) {
-          kv[h] = ops::load<X>(kt + (h * E + e) * B + q);
-          gk[h] = ops::load<X>(gkt + (h * E + e) * B + q);
+        std::array<X, K> kv, gk;
+        for (int h = 0; h < K; ++h) {
+          kv[h] = ops::load<X>(kt + ((h0 + h) * E + e) * B + q);
+          gk[h] = ops::load<X>(gkt + ((h0 + h) * E + e) * B + q);
         }
 #pragma GCC unroll 8
         for (int u = 0; u < S; ++u) {
           const std::int64_t s = u * E * B + e * B + q;
           const X mv = ops::load<X>(slot + s);
-          X g = gslot ? ops::load<X>(gslot + s) - cmv[u] * mv : X(T(0));
-          for (std::int64_t h = 0; h < heads; ++h) {
+          X g(T(0));
+          if (gslot) g = First ? ops::load<X>(gslot + s) - cmv[u] * mv : ops::load<X>(gslot + s);
+          for (int h = 0; h < K; ++h) {
             g += av[u][h] * kv[h];
             gk[h] += av[u][h] * mv;
           }
           if (gslot) ops::store<X>(gslot + s, g);
         }
-        for (std::int64_t h = 0; h < heads; ++h) ops::store<X>(gkt + (h * E + e) * B + q, gk[h]);
+        for (int h = 0; h < K; ++h) ops::store<X>(gkt + ((h0 + h) * E + e) * B + q, gk[h]);
       }
     });
   }
 
   // Per (h, n) over the batch lanes: a = g/D (in place of g) and the norm terms' coefficients, with
   // t = g d / D²: cm_n = Σ_h t ‖K_h‖/‖M_n‖ and kc_h = Σ_n t ‖M_n‖/‖K_h‖ (a zero norm gives 0). One division
-  // per (h, n), the norms' reciprocals taken once; kc stays in registers across the slots. K as in slot_group_sums.
-  template <int K>
-  static void coefficients(const T* saved, T* a, T* cm, T* kc, std::int64_t H, std::int64_t B, std::int64_t N) {
-    const std::int64_t heads = K == 0 ? H : K;
+  // per (h, n), the norms' reciprocals taken once; kc stays in registers across the slots. Keys h0 ..
+  // h0+K-1 (a block); blocks after the first (First = false) add to cm.
+  template <int K, bool First>
+  static void coefficients(const T* saved, T* a, T* cm, T* kc, std::int64_t H, std::int64_t h0, std::int64_t B,
+                           std::int64_t N) {
     const T *dot = saved, *nm = dot + H * N * B, *nk = nm + N * B;
     ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
       using X = decltype(x);
-      constexpr std::size_t kHeads = K == 0 ? kMaxKeys : K;
-      std::array<X, kHeads> kn{}, inv_kn{}, kcv{};
-      for (std::int64_t h = 0; h < heads; ++h) {
-        kn[h] = ops::load<X>(nk + h * B + q);
+      std::array<X, K> kn, inv_kn, kcv{};
+      for (int h = 0; h < K; ++h) {
+        kn[h] = ops::load<X>(nk + (h0 + h) * B + q);
         inv_kn[h] = ops::over_positive(X(T(1)), kn[h]);
       }
       for (std::int64_t n = 0; n < N; ++n) {
         const X mn = ops::load<X>(nm + n * B + q), inv_mn = ops::over_positive(X(T(1)), mn);
-        X cmv(T(0));
-        for (std::int64_t h = 0; h < heads; ++h) {
-          const std::int64_t o = (h * N + n) * B + q;
+        X cmv = First ? X(T(0)) : ops::load<X>(cm + n * B + q);
+        for (int h = 0; h < K; ++h) {
+          const std::int64_t o = ((h0 + h) * N + n) * B + q;
           const X g = ops::load<X>(a + o), inv = X(T(1)) / (kn[h] * mn + X(T(kEps)));
           const X ga = g * inv, t = ga * ops::load<X>(dot + o) * inv;
           ops::store<X>(a + o, ga);
@@ -143,7 +145,7 @@ struct CosineSimilarityKernel {
         }
         ops::store<X>(cm + n * B + q, cmv);
       }
-      for (std::int64_t h = 0; h < heads; ++h) ops::store<X>(kc + h * B + q, kcv[h]);
+      for (int h = 0; h < K; ++h) ops::store<X>(kc + (h0 + h) * B + q, kcv[h]);
     });
   }
 
@@ -165,89 +167,89 @@ struct CosineSimilarityKernel {
       step(i, [k](const T* p) { return P::load(p, k); }, [k](T* p, const V& v) { P::store(p, v, k); });
     }
   }
-  template <int K, int S>
-  static void slot_group_sums_periodic(const Lanes& ln, const T* mem, const T* kt, std::int64_t H, std::int64_t L,
+  // Keys h0 .. h0+K-1 (a block), the norms in the first (Norms), as slot_group_sums.
+  template <int K, int S, bool Norms>
+  static void slot_group_sums_periodic(const Lanes& ln, const T* mem, const T* kt, std::int64_t h0, std::int64_t L,
                                        std::int64_t N, std::int64_t n0, T* dot, T* nm) {
-    const std::int64_t heads = K == 0 ? H : K, B = ln.B;
-    constexpr std::size_t kHeads = K == 0 ? kMaxKeys : K;
+    const std::int64_t B = ln.B;
     const T* slot = mem + n0 * L;
     std::array<V, S> am{};
-    std::array<std::array<V, kHeads>, S> ad{};
+    std::array<std::array<V, K>, S> ad{};
     chunks(L, [&](std::int64_t i, auto ld, auto) {
-      std::array<V, kHeads> kv{};
-      for (std::int64_t h = 0; h < heads; ++h) kv[h] = ld(kt + h * L + i);
+      std::array<V, K> kv;
+      for (int h = 0; h < K; ++h) kv[h] = ld(kt + (h0 + h) * L + i);
 #pragma GCC unroll 8
       for (int u = 0; u < S; ++u) {
         const V mv = ld(slot + u * L + i);
-        am[u] += mv * mv;
-        for (std::int64_t h = 0; h < heads; ++h) ad[u][h] += kv[h] * mv;
+        if constexpr (Norms) am[u] += mv * mv;
+        for (int h = 0; h < K; ++h) ad[u][h] += kv[h] * mv;
       }
     });
     if constexpr (S == 4) {
       if (ln.packs4()) {  // the group's four slots' sums lie side by side: folded together
-        ln.fold4_store(nm + n0 * B, am);
-        for (std::int64_t h = 0; h < heads; ++h)
-          ln.fold4_store(dot + (h * N + n0) * B, {ad[0][h], ad[1][h], ad[2][h], ad[3][h]});
+        if constexpr (Norms) ln.fold4_store(nm + n0 * B, am);
+        for (int h = 0; h < K; ++h)
+          ln.fold4_store(dot + ((h0 + h) * N + n0) * B, {ad[0][h], ad[1][h], ad[2][h], ad[3][h]});
         return;
       }
     }
     for (int u = 0; u < S; ++u) {
-      ln.fold_store(nm + (n0 + u) * B, am[u], false);
-      for (std::int64_t h = 0; h < heads; ++h) ln.fold_store(dot + (h * N + n0 + u) * B, ad[u][h], false);
+      if constexpr (Norms) ln.fold_store(nm + (n0 + u) * B, am[u], false);
+      for (int h = 0; h < K; ++h) ln.fold_store(dot + ((h0 + h) * N + n0 + u) * B, ad[u][h], false);
     }
   }
-  template <int K, int S>
+  // Keys h0 .. h0+K-1 (a block), − cm M_n in the first (First), as slot_group_backward.
+  template <int K, int S, bool First>
   static void slot_group_backward_periodic(const Lanes& ln, const OpCall<T>& c, const T* kt, T* gkt, const T* a,
-                                           const T* cm, std::int64_t H, std::int64_t L, std::int64_t N,
-                                           std::int64_t n0) {
-    const std::int64_t heads = K == 0 ? H : K, B = ln.B;
-    constexpr std::size_t kHeads = K == 0 ? kMaxKeys : K;
+                                           const T* cm, std::int64_t H, std::int64_t h0, std::int64_t L,
+                                           std::int64_t N, std::int64_t n0) {
+    const std::int64_t B = ln.B;
     const T* slot = c.x[H] + n0 * L;
     T* gslot = c.grad_x[H] ? c.grad_x[H] + n0 * L : nullptr;
     std::array<V, S> cmv;
-    std::array<std::array<V, kHeads>, S> av{};
+    std::array<std::array<V, K>, S> av;
     for (int u = 0; u < S; ++u) {
-      cmv[u] = ln.periodic(cm + (n0 + u) * B);
-      for (std::int64_t h = 0; h < heads; ++h) av[u][h] = ln.periodic(a + (h * N + n0 + u) * B);
+      if constexpr (First) cmv[u] = ln.periodic(cm + (n0 + u) * B);
+      for (int h = 0; h < K; ++h) av[u][h] = ln.periodic(a + ((h0 + h) * N + n0 + u) * B);
     }
     chunks(L, [&](std::int64_t i, auto ld, auto st) {
-      std::array<V, kHeads> kv{}, gk{};
-      for (std::int64_t h = 0; h < heads; ++h) {
-        kv[h] = ld(kt + h * L + i);
-        gk[h] = ld(gkt + h * L + i);
+      std::array<V, K> kv, gk;
+      for (int h = 0; h < K; ++h) {
+        kv[h] = ld(kt + (h0 + h) * L + i);
+        gk[h] = ld(gkt + (h0 + h) * L + i);
       }
 #pragma GCC unroll 8
       for (int u = 0; u < S; ++u) {
         const std::int64_t s = u * L + i;
         const V mv = ld(slot + s);
-        V g = gslot ? ld(gslot + s) - cmv[u] * mv : V(T(0));
-        for (std::int64_t h = 0; h < heads; ++h) {
+        V g(T(0));
+        if (gslot) g = First ? ld(gslot + s) - cmv[u] * mv : ld(gslot + s);
+        for (int h = 0; h < K; ++h) {
           g += av[u][h] * kv[h];
           gk[h] += av[u][h] * mv;
         }
         if (gslot) st(gslot + s, g);
       }
-      for (std::int64_t h = 0; h < heads; ++h) st(gkt + h * L + i, gk[h]);
+      for (int h = 0; h < K; ++h) st(gkt + (h0 + h) * L + i, gk[h]);
     });
   }
   // coefficients() along the (slot, item) values of each head, N·B consecutive; kc_h's sum over the slots
-  // ends in a fold.
-  template <int K>
+  // ends in a fold. Keys h0 .. h0+K-1 (a block); blocks after the first add to cm.
+  template <int K, bool First>
   static void coefficients_periodic(const Lanes& ln, const T* saved, T* a, T* cm, T* kc, std::int64_t H,
-                                    std::int64_t N) {
-    const std::int64_t heads = K == 0 ? H : K, B = ln.B, NB = N * B;
-    constexpr std::size_t kHeads = K == 0 ? kMaxKeys : K;
+                                    std::int64_t h0, std::int64_t N) {
+    const std::int64_t B = ln.B, NB = N * B;
     const T *dot = saved, *nm = dot + H * NB, *nk = nm + NB;
-    std::array<V, kHeads> kn{}, inv_kn{}, kcv{};
-    for (std::int64_t h = 0; h < heads; ++h) {
-      kn[h] = ln.periodic(nk + h * B);
+    std::array<V, K> kn, inv_kn, kcv{};
+    for (int h = 0; h < K; ++h) {
+      kn[h] = ln.periodic(nk + (h0 + h) * B);
       inv_kn[h] = ops::over_positive(V(T(1)), kn[h]);
     }
     chunks(NB, [&](std::int64_t i, auto ld, auto st) {  // masked lanes: g = 0, so t = 0
       const V mn = ld(nm + i), inv_mn = ops::over_positive(V(T(1)), mn);
-      V cmv(T(0));
-      for (std::int64_t h = 0; h < heads; ++h) {
-        const std::int64_t o = h * NB + i;
+      V cmv = First ? V(T(0)) : ld(cm + i);
+      for (int h = 0; h < K; ++h) {
+        const std::int64_t o = (h0 + h) * NB + i;
         const V g = ld(a + o), inv = V(T(1)) / (kn[h] * mn + V(T(kEps)));
         const V ga = g * inv, t = ga * ld(dot + o) * inv;
         st(a + o, ga);
@@ -256,7 +258,7 @@ struct CosineSimilarityKernel {
       }
       st(cm + i, cmv);
     });
-    for (std::int64_t h = 0; h < heads; ++h) ln.fold_store(kc + h * B, kcv[h], false);
+    for (int h = 0; h < K; ++h) ln.fold_store(kc + (h0 + h) * B, kcv[h], false);
   }
   static void forward_periodic(const OpCall<T>& c, T* kt) {
     const int H = c.arity - 1;
@@ -264,9 +266,11 @@ struct CosineSimilarityKernel {
     const std::int64_t B = m.batch, N = m.slots, L = m.rows * m.cols * B, NB = N * B;
     const Lanes ln(B);
     T *dot = c.saved, *nm = dot + H * NB, *nk = nm + NB;
-    with_keys(H, [&](auto k) {
-      ops::for_each_slot_group(N, [&](std::int64_t n0, auto s) {
-        slot_group_sums_periodic<decltype(k)::value, decltype(s)::value>(ln, c.x[H], kt, H, L, N, n0, dot, nm);
+    ops::for_each_slot_group(N, [&](std::int64_t n0, auto s) {
+      for_each_key_block(H, [&](std::int64_t h0, auto k) {
+        constexpr int K = decltype(k)::value, S = decltype(s)::value;
+        if (h0 == 0) slot_group_sums_periodic<K, S, true>(ln, c.x[H], kt, h0, L, N, n0, dot, nm);
+        else slot_group_sums_periodic<K, S, false>(ln, c.x[H], kt, h0, L, N, n0, dot, nm);
       });
     });
     chunks(NB, [&](std::int64_t i, auto ld, auto st) { st(nm + i, xsimd::sqrt(ld(nm + i))); });
@@ -293,14 +297,19 @@ struct CosineSimilarityKernel {
     const Shape& m = c.x_shape[H];
     const std::int64_t B = m.batch, N = m.slots, L = m.rows * m.cols * B;
     const Lanes ln(B);
-    with_keys(H, [&](auto k) { coefficients_periodic<decltype(k)::value>(ln, c.saved, a, cm, kc, H, N); });
+    for_each_key_block(H, [&](std::int64_t h0, auto k) {
+      if (h0 == 0) coefficients_periodic<decltype(k)::value, true>(ln, c.saved, a, cm, kc, H, h0, N);
+      else coefficients_periodic<decltype(k)::value, false>(ln, c.saved, a, cm, kc, H, h0, N);
+    });
     for (std::int64_t h = 0; h < H; ++h) {
       const V kcv = ln.periodic(kc + h * B);
       chunks(L, [&](std::int64_t i, auto ld, auto st) { st(gkt + h * L + i, -kcv * ld(kt + h * L + i)); });
     }
-    with_keys(H, [&](auto k) {
-      ops::for_each_slot_group(N, [&](std::int64_t n0, auto s) {
-        slot_group_backward_periodic<decltype(k)::value, decltype(s)::value>(ln, c, kt, gkt, a, cm, H, L, N, n0);
+    ops::for_each_slot_group(N, [&](std::int64_t n0, auto s) {
+      for_each_key_block(H, [&](std::int64_t h0, auto k) {
+        constexpr int K = decltype(k)::value, S = decltype(s)::value;
+        if (h0 == 0) slot_group_backward_periodic<K, S, true>(ln, c, kt, gkt, a, cm, H, h0, L, N, n0);
+        else slot_group_backward_periodic<K, S, false>(ln, c, kt, gkt, a, cm, H, h0, L, N, n0);
       });
     });
   }
@@ -317,9 +326,10 @@ struct CosineSimilarityKernel {
 #ifdef MATMEM_PERIODIC_LANES
     if (ops::use_periodic_lanes<T>(B)) return forward_periodic(c, kt);
 #endif
-    with_keys(H, [&](auto k) {
-      ops::for_each_slot_group(N, [&](std::int64_t n0, auto s) {
-        slot_group_sums<decltype(k)::value, decltype(s)::value>(mem, kt, H, E, B, N, n0, dot, nm);
+    ops::for_each_slot_group(N, [&](std::int64_t n0, auto s) {
+      for_each_key_block(H, [&](std::int64_t h0, auto k) {
+        if (h0 == 0) slot_group_sums<decltype(k)::value, decltype(s)::value, true>(mem, kt, h0, E, B, N, n0, dot, nm);
+        else slot_group_sums<decltype(k)::value, decltype(s)::value, false>(mem, kt, h0, E, B, N, n0, dot, nm);
       });
     });
     for (std::int64_t q = 0; q < N * B; ++q) nm[q] = std::sqrt(nm[q]);
@@ -353,13 +363,18 @@ struct CosineSimilarityKernel {
     const int H = c.arity - 1;
     const Shape& m = c.x_shape[H];
     const std::int64_t B = m.batch, N = m.slots, E = m.rows * m.cols;
-    with_keys(H, [&](auto k) { coefficients<decltype(k)::value>(c.saved, a, cm, kc, H, B, N); });
+    for_each_key_block(H, [&](std::int64_t h0, auto k) {
+      if (h0 == 0) coefficients<decltype(k)::value, true>(c.saved, a, cm, kc, H, h0, B, N);
+      else coefficients<decltype(k)::value, false>(c.saved, a, cm, kc, H, h0, B, N);
+    });
     for (std::int64_t h = 0; h < H; ++h)
       for (std::int64_t e = 0; e < E; ++e)
         for (std::int64_t b = 0; b < B; ++b) gkt[(h * E + e) * B + b] = -kc[h * B + b] * kt[(h * E + e) * B + b];
-    with_keys(H, [&](auto k) {
-      ops::for_each_slot_group(N, [&](std::int64_t n0, auto s) {
-        slot_group_backward<decltype(k)::value, decltype(s)::value>(c, kt, gkt, a, cm, H, E, B, N, n0);
+    ops::for_each_slot_group(N, [&](std::int64_t n0, auto s) {
+      for_each_key_block(H, [&](std::int64_t h0, auto k) {
+        constexpr int K = decltype(k)::value, S = decltype(s)::value;
+        if (h0 == 0) slot_group_backward<K, S, true>(c, kt, gkt, a, cm, H, h0, E, B, N, n0);
+        else slot_group_backward<K, S, false>(c, kt, gkt, a, cm, H, h0, E, B, N, n0);
       });
     });
   }
@@ -417,15 +432,21 @@ Var cosine_similarity(std::span<const Var> keys, Var memory) {
 
 Var cosine_similarity(Var key, Var memory) { return cosine_similarity(std::span<const Var>(&key, 1), memory); }
 
+OpSample cosine_similarity_sample(Rng& rng, SampleSize size, int keys) {
+  const SampleDims d = sample_dims(size);
+  OpSample sample;
+  for (int h = 1; h <= keys; ++h)
+    sample.inputs.push_back(
+        {keys == 1 ? std::string("K") : fmt::format("K{}", h), random_tensor(rng, matrices(d.batch, d.mem_rows, d.mem_cols))});
+  sample.inputs.push_back({"M", random_tensor(rng, memory(d.batch, d.slots, d.mem_rows, d.mem_cols))});
+  sample.apply = [keys](Tape&, std::span<const Var> x) {
+    return cosine_similarity(x.first(std::size_t(keys)), x[std::size_t(keys)]);
+  };
+  return sample;
+}
+
 OpEntry cosine_similarity_entry() {
-  return {"cosine_similarity", [](Rng& rng, SampleSize s) {
-            const SampleDims d = sample_dims(s);
-            OpSample sample;
-            sample.inputs = {{"K", random_tensor(rng, matrices(d.batch, d.mem_rows, d.mem_cols))},
-                             {"M", random_tensor(rng, memory(d.batch, d.slots, d.mem_rows, d.mem_cols))}};
-            sample.apply = [](Tape&, std::span<const Var> x) { return cosine_similarity(x[0], x[1]); };
-            return sample;
-          }};
+  return {"cosine_similarity", [](Rng& rng, SampleSize s) { return cosine_similarity_sample(rng, s, 1); }};
 }
 
 }  // namespace matmem

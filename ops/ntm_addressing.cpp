@@ -5,7 +5,10 @@
 //   w̃  = circular_shift(w_g, s)                  w̃_i = Σ_k s_k w_g,(i−(k−S)) mod N
 //   w  = sharpen(w̃, γ) = softmax(γ log(w̃ + ε))  ε = 1e-12
 // in one kernel per batch item, its values equal to those of the composed ops (a test checks values and
-// gradients against them). β, g, γ: [B,1]; s: [B,2S+1]; w_{t−1}: [B,N]; -> [B,N]. Backward, per item,
+// gradients against them). ntm_addressing_heads is the same for G ≤ 12 heads in one op call (rows h0 ..
+// h0 + G − 1, one output per head; the tape takes 64 inputs): the kernel runs each head in turn, so every
+// head's values are those of its own ntm_addressing call bit for bit, and a step's heads cost one node, one
+// set of buffers and one backward call. β, g, γ: [B,1]; s: [B,2S+1]; w_{t−1}: [B,N]; -> [B,N]. Backward, per item,
 // with ∂ the upstream gradient of each stage (ȳ = upstream of w):
 //   du = w ⊙ (ȳ − <ȳ, w>),  ∂γ += <du, log(w̃ + ε)>,  ∂w̃ = du γ / (w̃ + ε)
 //   ∂w_g,j = Σ_k s_k ∂w̃_(j+k−S) mod N,  ∂s_k += Σ_i w_g,(i−k+S) mod N ∂w̃_i
@@ -23,6 +26,7 @@
 // Partial last chunks are masked (ops::simd::load_chunk): padded lanes are 0 wherever they would enter a
 // sum, −Inf before an exp, and a value of the row before a max.
 #include <algorithm>
+#include <array>
 #include <limits>
 
 #include "matmem/ops/check.hpp"
@@ -48,16 +52,22 @@ struct NtmAddressingKernel {
     for (std::int64_t q = 0; q < Np - N + S; ++q) e[S + N + q] = e[S + q];  // in order: may wrap again
   }
 
+  // Inputs: the similarity, then β, g, s, γ, w_{t−1} of each head (G = (arity − 1) / 5 heads, one output
+  // each, the rows attrs.i[0] .. attrs.i[0] + G − 1 of the similarity); ntm_addressing is G = 1.
   static void forward(const OpCall<T>& c) {
+    for (int head = 0; head < (c.arity - 1) / 5; ++head) forward_head(c, head);
+  }
+  static void forward_head(const OpCall<T>& c, int head) {
     namespace simd = ops::simd;
-    const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[3].cols, S = K / 2;
-    const std::int64_t h = c.attrs.i[0];
+    const int a = 1 + 5 * head;  // this head's β
+    const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[a + 2].cols, S = K / 2;
+    const std::int64_t h = c.attrs.i[0] + head;
     T* ext = c.scratch;  // w_g extended
     for (std::int64_t b = 0; b < B; ++b) {
-      const T *sim = c.x[0] + (h * B + b) * N, *s = c.x[3] + b * K, *wp = c.x[5] + b * N;
-      const T beta = c.x[1][b], g = c.x[2][b], gamma = c.x[4][b];
-      T *wc = c.saved + b * N, *wse = wc + B * N, *lws = wse + B * N;
-      T* w = c.y + b * N;
+      const T *sim = c.x[0] + (h * B + b) * N, *s = c.x[a + 2] + b * K, *wp = c.x[a + 4] + b * N;
+      const T beta = c.x[a][b], g = c.x[a + 1][b], gamma = c.x[a + 3][b];
+      T *wc = c.saved + (3 * head * B + b) * N, *wse = wc + B * N, *lws = wse + B * N;
+      T* w = c.ys[head] + b * N;
       // w_c = softmax(β K_h)
       V vmax(-kInf), vsum(T(0));
       for (std::int64_t i = 0; i < N; i += W) {
@@ -106,22 +116,28 @@ struct NtmAddressingKernel {
   }
 
   static void backward(const OpCall<T>& c) {
+    const int heads = (c.arity - 1) / 5;
+    // A fresh gradient (assigns_fresh) is assigned; the similarity's only when these heads' rows are all of it.
+    const bool fresh_sim = c.fresh(0) && c.x_shape[0].rows == heads;
+    if (c.grad_x[0] && c.fresh(0) && !fresh_sim) std::fill_n(c.grad_x[0], c.x_shape[0].numel(), T(0));
+    for (int head = 0; head < heads; ++head) backward_head(c, head, fresh_sim);
+  }
+  static void backward_head(const OpCall<T>& c, int head, bool fresh_sim) {
     namespace simd = ops::simd;
-    const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[3].cols, S = K / 2;
-    const std::int64_t h = c.attrs.i[0];
+    const int a = 1 + 5 * head;  // this head's β
+    const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[a + 2].cols, S = K / 2;
+    const std::int64_t h = c.attrs.i[0] + head;
     const std::int64_t Np = (N + W - 1) / W * W;
-    T *gsim = c.grad_x[0], *gbeta = c.grad_x[1], *gg = c.grad_x[2], *gs = c.grad_x[3], *ggamma = c.grad_x[4],
-      *gwp = c.grad_x[5];
-    // A fresh gradient (assigns_fresh) is assigned; the similarity's only when this head's row is all of it.
-    const bool fresh_sim = c.fresh(0) && c.x_shape[0].rows == 1, fresh_beta = c.fresh(1), fresh_g = c.fresh(2),
-               fresh_s = c.fresh(3), fresh_gamma = c.fresh(4), fresh_wp = c.fresh(5);
-    if (gsim && c.fresh(0) && !fresh_sim) std::fill_n(gsim, c.x_shape[0].numel(), T(0));
+    T *gsim = c.grad_x[0], *gbeta = c.grad_x[a], *gg = c.grad_x[a + 1], *gs = c.grad_x[a + 2],
+      *ggamma = c.grad_x[a + 3], *gwp = c.grad_x[a + 4];
+    const bool fresh_beta = c.fresh(a), fresh_g = c.fresh(a + 1), fresh_s = c.fresh(a + 2),
+               fresh_gamma = c.fresh(a + 3), fresh_wp = c.fresh(a + 4);
     T *ext = c.scratch, *gwc = ext + Np + 2 * S;  // ∂w̃ extended; ∂w_c
     for (std::int64_t b = 0; b < B; ++b) {
-      const T *sim = c.x[0] + (h * B + b) * N, *s = c.x[3] + b * K, *wp = c.x[5] + b * N;
-      const T beta = c.x[1][b], g = c.x[2][b], gamma = c.x[4][b];
-      const T *wc = c.saved + b * N, *wse = wc + B * N, *lws = wse + B * N;
-      const T *w = c.y + b * N, *gy = c.grad_y + b * N;
+      const T *sim = c.x[0] + (h * B + b) * N, *s = c.x[a + 2] + b * K, *wp = c.x[a + 4] + b * N;
+      const T beta = c.x[a][b], g = c.x[a + 1][b], gamma = c.x[a + 3][b];
+      const T *wc = c.saved + (3 * head * B + b) * N, *wse = wc + B * N, *lws = wse + B * N;
+      const T *w = c.ys[head] + b * N, *gy = c.grad_ys[head] + b * N;
       // sharpen: du = w ⊙ (ȳ − <ȳ, w>), ∂γ += <du, log(w̃ + ε)>, ∂w̃ = du γ / (w̃ + ε)
       const V d(simd::dot(gy, w, N));
       V acc(T(0));
@@ -176,15 +192,15 @@ struct NtmAddressingKernel {
   }
 };
 
-Flops flops(const Shape* x, int, const Shape& y, const OpAttrs&) {
-  const double n = double(y.numel()), k = double(x[3].cols);
+Flops flops(const Shape* x, int arity, const Shape& y, const OpAttrs&) {
+  const double n = double(y.numel()) * double((arity - 1) / 5), k = double(x[3].cols);
   return {n * (2.0 * k + 16.0), n * (4.0 * k + 24.0)};
 }
 constexpr OpDef kOp = make_op<NtmAddressingKernel>("ntm_addressing", flops, /*assigns_fresh=*/true);
-}  // namespace
+constexpr OpDef kHeadsOp = make_op<NtmAddressingKernel>("ntm_addressing_heads", flops, /*assigns_fresh=*/true);
 
-Var ntm_addressing(Var similarity, std::int64_t head, Var beta, Var gate, Var shift, Var gamma, Var w_prev) {
-  const char* op = "ntm_addressing";
+void check_head(const char* op, Var similarity, std::int64_t head, Var beta, Var gate, Var shift, Var gamma,
+                Var w_prev) {
   for (const Var& v : {beta, gate, shift, gamma, w_prev}) ops::same_tape(op, similarity, v);
   const Shape& k = similarity.shape();
   if (k.slots != 1) ops::shape_error(op, "similarity must be [B,H,N] (or [B,N])", similarity);
@@ -200,11 +216,80 @@ Var ntm_addressing(Var similarity, std::int64_t head, Var beta, Var gate, Var sh
   const Shape& s = shift.shape();
   if (!ops::is_weighting(s) || s.batch != k.batch || s.cols % 2 == 0 || s.cols > k.cols)
     ops::shape_error(op, "the shift weighting must be [B,2S+1] with 2S+1 ≤ N", similarity, shift);
+}
+}  // namespace
+
+Var ntm_addressing(Var similarity, std::int64_t head, Var beta, Var gate, Var shift, Var gamma, Var w_prev) {
+  check_head("ntm_addressing", similarity, head, beta, gate, shift, gamma, w_prev);
+  const Shape& k = similarity.shape();
+  const Shape w = weighting(k.batch, k.cols);
   OpAttrs attrs;
   attrs.i[0] = head;
   // scratch: Np + 2S + Np ≤ 3N + 2W elements, W ≤ 16
   return similarity.tape->apply(kOp, {similarity, beta, gate, shift, gamma, w_prev}, w, attrs, 3 * w.numel(),
                                 3 * k.cols + 32);
+}
+
+void ntm_addressing(Var similarity, std::int64_t first_head, std::span<const Var> beta, std::span<const Var> gate,
+                    std::span<const Var> shift, std::span<const Var> gamma, std::span<const Var> w_prev,
+                    std::span<Var> out) {
+  const char* op = "ntm_addressing_heads";
+  const std::size_t G = beta.size();
+  if (G < 1 || G > kNtmAddressingMaxHeads || gate.size() != G || shift.size() != G || gamma.size() != G ||
+      w_prev.size() != G || out.size() != G)
+    throw Error(fmt::format("{}: between 1 and {} heads, each a β, g, s, γ, w_prev and an output; got {}, {}, {}, "
+                            "{}, {} and {}", op, kNtmAddressingMaxHeads, G, gate.size(), shift.size(), gamma.size(),
+                            w_prev.size(), out.size()));
+  std::array<Var, 1 + 5 * kNtmAddressingMaxHeads> in;
+  in[0] = similarity;
+  for (std::size_t g = 0; g < G; ++g) {
+    check_head(op, similarity, first_head + std::int64_t(g), beta[g], gate[g], shift[g], gamma[g], w_prev[g]);
+    if (shift[g].shape() != shift[0].shape())
+      ops::shape_error(op, "every head's shift weighting must have the same width", shift[0], shift[g]);
+    in[1 + 5 * g] = beta[g], in[2 + 5 * g] = gate[g], in[3 + 5 * g] = shift[g], in[4 + 5 * g] = gamma[g];
+    in[5 + 5 * g] = w_prev[g];
+  }
+  const Shape& k = similarity.shape();
+  std::array<Shape, kNtmAddressingMaxHeads> shapes;
+  std::fill_n(shapes.begin(), G, weighting(k.batch, k.cols));
+  OpAttrs attrs;
+  attrs.i[0] = first_head;
+  // saved: 3 [B,N] per head; scratch: one head's, reused by each
+  similarity.tape->apply(kHeadsOp, std::span<const Var>(in.data(), 1 + 5 * G), std::span<const Shape>(shapes.data(), G),
+                         out, attrs, 3 * std::int64_t(G) * k.batch * k.cols, 3 * k.cols + 32);
+}
+
+// G heads' inputs in the ranges the NTM gives them: the similarity [B,G+1,N] (the heads take rows 1..G),
+// then β, g, s, γ, w_prev of each head; ntm_addressing_heads of them, its weightings summed with weights
+// 1, 2, .., G, so that a swap of two heads' outputs changes the value.
+OpSample ntm_addressing_heads_sample(Rng& rng, SampleSize size, int heads) {
+  const SampleDims d = sample_dims(size);
+  OpSample sample;
+  sample.inputs = {{"similarity", random_tensor(rng, matrices(d.batch, heads + 1, d.slots))}};
+  for (int g = 1; g <= heads; ++g) {
+    sample.inputs.push_back({fmt::format("beta{}", g), random_tensor(rng, scalars(d.batch), 0.2, 3.0)});
+    sample.inputs.push_back({fmt::format("gate{}", g), random_tensor(rng, scalars(d.batch), 0.05, 0.95)});
+    sample.inputs.push_back({fmt::format("shift{}", g), random_tensor(rng, weighting(d.batch, 3), 0.05, 1.0)});
+    sample.inputs.push_back({fmt::format("gamma{}", g), random_tensor(rng, scalars(d.batch), 1.0, 3.0)});
+    sample.inputs.push_back({fmt::format("w_prev{}", g), random_tensor(rng, weighting(d.batch, d.slots), 0.0, 1.0)});
+  }
+  sample.apply = [heads](Tape&, std::span<const Var> x) {
+    const auto G = std::size_t(heads);
+    std::array<std::array<Var, kNtmAddressingMaxHeads>, 5> in;
+    for (std::size_t g = 0; g < G; ++g)
+      for (std::size_t p = 0; p < 5; ++p) in[p][g] = x[1 + 5 * g + p];
+    std::array<Var, kNtmAddressingMaxHeads> w;
+    auto part = [&](std::size_t p) { return std::span<const Var>(in[p].data(), G); };
+    ntm_addressing(x[0], 1, part(0), part(1), part(2), part(3), part(4), std::span<Var>(w.data(), G));
+    Var y = w[0];
+    for (std::size_t g = 1; g < G; ++g) y = add(y, scale(w[g], double(g + 1)));
+    return y;
+  };
+  return sample;
+}
+
+OpEntry ntm_addressing_heads_entry() {
+  return {"ntm_addressing_heads", [](Rng& rng, SampleSize size) { return ntm_addressing_heads_sample(rng, size, 3); }};
 }
 
 OpEntry ntm_addressing_entry() {

@@ -83,6 +83,12 @@ Var sharpen(Var w, Var gamma);
 ///   sharpen(circular_shift(g softmax(β K_h) + (1 − g) w_prev, s), γ),  K_h = row `head` of similarity [B,H,N];
 ///   β, g, γ:[B,1], s:[B,2S+1], w_prev:[B,N] -> [B,N]. Equal to the composed ops, which remain for other uses.
 Var ntm_addressing(Var similarity, std::int64_t head, Var beta, Var gate, Var shift, Var gamma, Var w_prev);
+inline constexpr std::size_t kNtmAddressingMaxHeads = 12;  ///< the most heads of one ntm_addressing call (64 inputs)
+/// G heads' ntm_addressing in one op call (ops/ntm_addressing.cpp): out[g] is that of row first_head + g of
+/// the similarity with β[g], g[g], s[g], γ[g], w_prev[g]; 1 ≤ G ≤ kNtmAddressingMaxHeads, every s of one width.
+void ntm_addressing(Var similarity, std::int64_t first_head, std::span<const Var> beta, std::span<const Var> gate,
+                    std::span<const Var> shift, std::span<const Var> gamma, std::span<const Var> w_prev,
+                    std::span<Var> out);
 /// R = Σ_i w_i M_i.  M:[B,N,r,c], w:[B,N] -> [B,r,c]  (ops/memory_read.cpp)
 Var memory_read(Var memory, Var w);
 /// M'_i = M_i ⊙ (1 - w_i E) + w_i A.  M:[B,N,r,c], w:[B,N], E, A:[B,r,c] -> [B,N,r,c]  (ops/memory_write.cpp)
@@ -91,6 +97,14 @@ Var memory_write(Var memory, Var w, Var erase, Var add);
 /// memory_write(M, w, E, A), out[1 + k] = memory_read(M, read_weights[k]) (the reads see M before the write);
 /// out has 1 + R elements. Equal to the separate ops, which remain for other uses.
 void memory_read_write(Var memory, std::span<const Var> read_weights, Var w, Var erase, Var add, std::span<Var> out);
+/// An NTM step's reads and all its writes in one pass over M (ops/memory_writes.cpp): out[0] = the memory after
+/// memory_write(·, w[k], erase[k], add[k]) for k = 0, 1, … in order, out[1 + j] = memory_read(M, read_weights[j])
+/// (the reads see M before the writes); 1 to 16 writes, 0 to 15 reads, out has 1 + R elements. Equal to the
+/// separate ops.
+void memory_writes(Var memory, std::span<const Var> read_weights, std::span<const Var> w, std::span<const Var> erase,
+                   std::span<const Var> add, std::span<Var> out);
+/// The same with no reads: the memory after all the writes.
+Var memory_writes(Var memory, std::span<const Var> w, std::span<const Var> erase, std::span<const Var> add);
 
 // --- losses: scalars [1,1,1], means over elements (or rows) --------------------------------------------------
 /// mean of max(x,0) - x t + log1p(e^-|x|): BCE of sigmoid(x) against t, stable for large |x|  (ops/bce_with_logits.cpp)

@@ -534,6 +534,10 @@ int bench_scaling(const Options& o) {
                                          fmt::format("ntm.slot_rows={}", n), fmt::format("ntm.slot_cols={}", n)};
        }},
       {"batch", {1, 2, 4, 8, 16, 64, 256}, [](std::int64_t n) { return std::vector<std::string>{fmt::format("batch={}", n)}; }},
+      {"heads", {1, 2, 4, 8},  // n read and n write heads
+       [](std::int64_t n) {
+         return std::vector<std::string>{fmt::format("ntm.read_heads={}", n), fmt::format("ntm.write_heads={}", n)};
+       }},
   };
   fmt::print("MatNTM copy (paper config, sequences of fixed length 10 unless swept), float32, {}, {} steps each{}\n",
              threads_text(o.threads), o.steps, sets_text(o));
@@ -576,7 +580,7 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({"ops", "train", "scaling", "machine", "model"}));
   cmd->add_option("--config", o->configs,
                   fmt::format("train: configurations to time ({}, matrnn2-fixed; default all; tools/bench_configs.json); "
-                              "model: configurations to build; scaling: sweeps to run (length, slots, matrix, batch)",
+                              "model: configurations to build; scaling: sweeps to run (length, slots, matrix, batch, heads)",
                               fmt::join(bench_names(), ", ")));
   cmd->add_option("--steps", o->steps, "train: timed steps per configuration")
       ->capture_default_str()

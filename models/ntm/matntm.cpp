@@ -1,5 +1,6 @@
 #include "matmem/models/ntm/matntm.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -134,16 +135,27 @@ void MatNTM::step(Step& s) {
     }
   }
   const Var similarity = cosine_similarity(std::span<const Var>(keys.data(), H), m_prev);  // [B,H,N]
-  // w = sharpen(circular_shift(g softmax(β K_k) + (1 − g) w_{t−1}, s), γ), as one fused op per head.
-  std::array<Var, 16> w;
+  // w = sharpen(circular_shift(g softmax(β K_k) + (1 − g) w_{t−1}, s), γ), every head in one fused op (in
+  // even groups where there are more heads than one call takes).
+  std::array<Var, 16> beta, gate, shift, gamma, w_prev, w;
   for (std::size_t k = 0; k < H; ++k) {
-    w[k] = ntm_addressing(similarity, std::int64_t(k), p[k].beta, p[k].gate, p[k].shift, p[k].gamma,
-                          s.state(heads_[k].weighting));
+    beta[k] = p[k].beta, gate[k] = p[k].gate, shift[k] = p[k].shift, gamma[k] = p[k].gamma;
+    w_prev[k] = s.state(heads_[k].weighting);
+  }
+  const std::size_t groups = (H + kNtmAddressingMaxHeads - 1) / kNtmAddressingMaxHeads, per = (H + groups - 1) / groups;
+  for (std::size_t h0 = 0; h0 < H; h0 += per) {
+    const std::size_t G = std::min(per, H - h0);
+    auto part = [&](const std::array<Var, 16>& v) { return std::span<const Var>(v.data() + h0, G); };
+    ntm_addressing(similarity, std::int64_t(h0), part(beta), part(gate), part(shift), part(gamma), part(w_prev),
+                   std::span<Var>(w.data() + h0, G));
+  }
+  for (std::size_t k = 0; k < H; ++k) {
     s.next(heads_[k].weighting, w[k]);
     s.expose(heads_[k].exposed, w[k]);
   }
   // Read heads read M_{t−1}; write heads then update it in order. The reads and the first write go through
-  // M_{t−1} together, in one pass (memory_read_write).
+  // M_{t−1} together, in one pass (memory_read_write); each later write is a pass of its own. (memory_writes,
+  // every write in one pass, made the 8 + 8 heads step slower: ops/README.md, "Many heads".)
   const auto R = std::size_t(c.read_heads);
   std::array<Var, 17> out;  // M after the first write, then the reads
   Var m = m_prev;

@@ -1,9 +1,14 @@
 // Shared by the op tests: a float64 batch filled element by element in logical order, and an op sample run
 // once in a given precision (its forward value and every input's gradient for a fixed random upstream
-// gradient).
+// gradient), and two such runs compared element by element.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "matmem/ops/registry.hpp"
 
@@ -34,6 +39,39 @@ inline std::vector<Tensor> run_in(DType dtype, const OpSample& sample, std::uint
   std::vector<Tensor> out = {y.value_copy()};
   for (const Var& v : vars) out.push_back(v.grad_copy());
   return out;
+}
+
+// gradcheck of a sample in float64 (with the full Jacobian when `full`), then of it applied twice (every
+// gradient added into one a later consumer wrote); `what` names the case.
+inline void check_gradients(OpSample sample, bool full, const std::string& what) {
+  GradcheckOptions opt;
+  opt.full_jacobian = full;
+  GradcheckReport once = gradcheck(sample.apply, sample.inputs, nullptr, opt);
+  INFO(what << ": " << once.str());
+  CHECK(once.passed);
+  GradcheckReport twice = gradcheck(applied_twice(sample).apply, sample.inputs, nullptr, opt);
+  INFO(what << ", applied twice: " << twice.str());
+  CHECK(twice.passed);
+}
+
+// Every element of each tensor of b within tol · (the largest |a| of that tensor) of a's, else a failed CHECK
+// naming the tensor (0: the output, k: the gradient of input k − 1) and the element; `what` names the case.
+inline void check_close(const std::vector<Tensor>& a, const std::vector<Tensor>& b, double tol, const std::string& what) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t t = 0; t < a.size(); ++t) {
+    REQUIRE(a[t].shape() == b[t].shape());
+    double scale = 0;
+    for (std::int64_t k = 0; k < a[t].numel(); ++k) scale = std::max(scale, std::abs(a[t].get(k)));
+    std::int64_t bad = 0, first = -1;
+    for (std::int64_t k = 0; k < a[t].numel(); ++k)
+      if (!(std::abs(a[t].get(k) - b[t].get(k)) <= tol * scale)) {
+        if (bad++ == 0) first = k;
+      }
+    INFO(what << ": " << (t == 0 ? std::string("output") : "gradient of input " + std::to_string(t - 1)) << ", "
+              << bad << " of " << a[t].numel() << " elements differ, the first " << first << ": "
+              << (first >= 0 ? a[t].get(first) : 0.0) << " against " << (first >= 0 ? b[t].get(first) : 0.0));
+    CHECK(bad == 0);
+  }
 }
 
 }  // namespace matmem::testing

@@ -7,7 +7,11 @@ import matmem
 from matmem import ops
 
 # Registered ops deliberately not reachable from Python, with the reason (none at present).
-NOT_BOUND = {}
+# Registered ops with no Python binding yet, and why.
+NOT_BOUND = {
+    "ntm_addressing_heads": "several heads' ntm_addressing in one call, for the MatNTM step; ntm_addressing is bound",
+    "memory_writes": "every write of a step in one pass, not used by any model (ops/README.md, Many heads)",
+}
 
 B, R, C, N = 3, 2, 3, 4  # batch, rows, cols, memory slots
 rng = np.random.default_rng(7)
