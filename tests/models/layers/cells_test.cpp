@@ -1,7 +1,9 @@
 // The feed-forward matrix layers, gradient-checked inside a small model of their own.
 #include "matmem/models/layers/cells.hpp"
 
-#include "../model_gradcheck.hpp"
+#include <catch2/catch.hpp>
+
+#include "matmem/models/core/model_gradcheck.hpp"
 
 using namespace matmem;
 
@@ -32,7 +34,7 @@ class LayerStack : public Model {
 
 TEST_CASE("matrix dense and highway layers pass gradcheck inside a recurrent step", "[models][gradcheck]") {
   LayerStack m;
-  GradcheckReport r = testing::gradcheck_model(m);
+  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 3));
   INFO(r.str());
   CHECK(r.passed);
   CHECK(m.params().contains("stack/hw/z/h/U"));
@@ -62,7 +64,7 @@ class AttentionStep : public Model {
 
 TEST_CASE("the multi-attention read passes gradcheck inside a recurrent step", "[models][gradcheck][attention]") {
   AttentionStep m;
-  GradcheckReport r = testing::gradcheck_model(m);
+  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 3));
   INFO(r.str());
   CHECK(r.passed);
   CHECK(m.params().contains("attend/read/query/P/U"));

@@ -20,7 +20,7 @@
 #include "matmem/runtime/error.hpp"
 #include "matmem/runtime/safetensors.hpp"
 #include "matmem/tests/models/data/small_data.hpp"
-#include "matmem/tests/models/model_gradcheck.hpp"
+#include "matmem/models/core/model_gradcheck.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;
@@ -316,7 +316,7 @@ TEST_CASE("masked loss and cost: each sequence's mean over its counted steps, by
     INFO(target_kind_name(kind));
     Linear model(2, 2, 2, 3);
     model.build();
-    testing::perturb_parameters(model, 0.5, 7);
+    perturb_parameters(model, 0.5, 7);
     Sequence s = masked_sequence(kind, 3, 4, 2, 3, mask, 11);
     Tape tape(DType::f64);
     Unroller u(model, tape);
@@ -340,7 +340,7 @@ TEST_CASE("masked loss: every lane counted equals the loss without a mask", "[ta
     INFO(target_kind_name(kind));
     Linear model(2, 2, 1, 3);
     model.build();
-    testing::perturb_parameters(model, 0.5, 7);
+    perturb_parameters(model, 0.5, 7);
     Sequence s = masked_sequence(kind, 2, 3, 1, 3, std::vector<float>(4, 1.0f), 5);
     Tape tape(DType::f64);
     Unroller u(model, tape);
@@ -357,14 +357,8 @@ TEST_CASE("masked loss: gradchecked for each target kind", "[tasks][user-data][t
   for (TargetKind kind : {TargetKind::bits, TargetKind::reals, TargetKind::classes}) {
     INFO(target_kind_name(kind));
     Linear model(2, 2, 2, 3);
-    model.build();
-    testing::perturb_parameters(model, 0.5, 3);
-    const Sequence s = masked_sequence(kind, 3, 3, 2, 3, mask, 17);
-    std::vector<GradcheckInput> none;
-    const GradcheckReport r = gradcheck([&](Tape& tape, std::span<const Var>) {
-      Unroller u(model, tape);
-      return u.run(s).loss;
-    }, none, &model.params());
+    const ModelGradcheckReport r =
+        gradcheck_model(model, masked_sequence(kind, 3, 3, 2, 3, mask, 17), {.sigma = 0.5, .seed = 3});
     INFO(r.str());
     CHECK(r.passed);
     CHECK(r.elements_checked == model.params().element_count());
