@@ -455,6 +455,53 @@ TEST_CASE("data: refusals name the file, the tensor and its shape", "[tasks][use
   CHECK_THAT(refusal([&] { UserDataTask t(options(dir.string(), "hinge")); }), Contains("task.loss = hinge: choose bce, mse or softmax_ce"));
 }
 
+TEST_CASE("data: a NaN or an infinity in any part is refused at load, naming the file, the tensor and the index",
+          "[tasks][user-data]") {
+  const fs::path dir = testing::temp_dir("user-data-nonfinite");
+  auto load = [&] { return refusal([&] { UserDataTask t(options(dir.string(), "bce", 1)); }); };
+  auto fresh = [&] {
+    fs::remove_all(dir);
+    write_npy_part(dir / "train");
+    write_safetensors((dir / "validation.safetensors").string(), tensors());
+    write_npy_part(dir / "test");
+  };
+  fresh();
+  CHECK_NOTHROW(UserDataTask{options(dir.string(), "bce", 1)});
+
+  // The validation part's targets (safetensors, float32).
+  TensorFile f = tensors();
+  Tensor& y = f.tensors.at("targets");
+  y.set(y.shape().offset(1, 2, 0, 1), std::nan(""));
+  write_safetensors((dir / "validation.safetensors").string(), f);
+  CHECK_THAT(load(), Contains((dir / "validation.safetensors").string() +
+                              ": tensor targets of shape [3, 4, 1, 2] has NaN at index [1, 2, 0, 1]: only finite "
+                              "values are read"));
+
+  // The test part's inputs (.npy, float32): +inf and -inf.
+  for (const float bad : {INFINITY, -INFINITY}) {
+    fresh();
+    std::vector<float> x(N * T * R * C, 0.5f);
+    x[((2 * T + 3) * R + 1) * C + 0] = bad;  // [2, 3, 1, 0]
+    write_npy(dir / "test" / "inputs.npy", "<f4", "(3, 4, 2, 3)", x);
+    CHECK_THAT(load(), Contains((dir / "test" / "inputs.npy").string() + ": tensor inputs of shape [3, 4, 2, 3] has " +
+                                (bad > 0 ? "inf" : "-inf") + " at index [2, 3, 1, 0]: only finite values are read"));
+  }
+
+  // The train part: a float64 target beyond float32's range (it would be read as inf), and a NaN in a mask.
+  fresh();
+  std::vector<double> y64(N * T * RO * CO, 1.0);
+  y64[(0 * T + 1) * CO + 1] = 1e300;  // [0, 1, 0, 1]
+  write_npy(dir / "train" / "targets.npy", "<f8", "(3, 4, 1, 2)", y64);
+  CHECK_THAT(load(), Contains((dir / "train" / "targets.npy").string() + ": tensor targets of shape [3, 4, 1, 2] has "
+                              "1e+300, beyond float32's range, at index [0, 1, 0, 1]"));
+  fresh();
+  std::vector<float> m(N * T, 1.0f);
+  m[1 * T + 3] = std::nanf("");  // [1, 3]
+  write_npy(dir / "train" / "mask.npy", "<f4", "(3, 4)", m);
+  CHECK_THAT(load(), Contains((dir / "train" / "mask.npy").string() + ": tensor mask of shape [3, 4] has NaN at "
+                              "index [1, 3]"));
+}
+
 TEST_CASE("data: a file larger than the memory available is refused with its size", "[tasks][user-data]") {
   const fs::path dir = testing::temp_dir("user-data-memory");
   write_safetensors((dir / "train.safetensors").string(), tensors());
