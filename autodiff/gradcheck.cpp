@@ -45,15 +45,18 @@ void coords(const Shape& s, std::int64_t k, GradcheckMismatch& m) {
 struct Comparison {
   const GradcheckOptions& opt;
   GradcheckReport& report;
-  // Returns true when a and n agree.
-  bool operator()(double a, double n) {
+  // Returns true when a and n agree; counts the comparison in the whole report and in `tensor`'s.
+  bool operator()(double a, double n, GradcheckTensor& tensor) {
     const double err = std::abs(a - n);
     const double scale = std::max(std::abs(a), std::abs(n));
-    report.max_abs_error = std::max(report.max_abs_error, err);
     // Relative to the larger magnitude, floored at atol/rtol so that near-zero entries (where the test is
     // the absolute one) do not read as 100% errors.
-    report.max_rel_error = std::max(report.max_rel_error, err / std::max(scale, opt.atol / opt.rtol));
-    return err <= opt.atol + opt.rtol * scale && std::isfinite(a) && std::isfinite(n);
+    const double rel = err / std::max(scale, opt.atol / opt.rtol);
+    for (double* worst : {&report.max_abs_error, &tensor.max_abs_error}) *worst = std::max(*worst, err);
+    for (double* worst : {&report.max_rel_error, &tensor.max_rel_error}) *worst = std::max(*worst, rel);
+    const bool ok = err <= opt.atol + opt.rtol * scale && std::isfinite(a) && std::isfinite(n);
+    if (!ok) ++tensor.failed;
+    return ok;
   }
 };
 
@@ -95,6 +98,7 @@ GradcheckReport gradcheck(const GradcheckFn& f, std::vector<GradcheckInput>& inp
   }
 
   GradcheckReport report;
+  for (const Target& t : targets) report.tensors.push_back({t.name, t.value->shape()});
   Comparison agree{opt, report};
   auto fail = [&](GradcheckMismatch m) {
     report.passed = false;
@@ -125,7 +129,8 @@ GradcheckReport gradcheck(const GradcheckFn& f, std::vector<GradcheckInput>& inp
       num /= 2 * opt.step;
       const double ana = analytical[t].get(e);
       ++report.elements_checked;
-      if (!agree(ana, num)) {
+      ++report.tensors[t].elements_checked;
+      if (!agree(ana, num, report.tensors[t])) {
         GradcheckMismatch m{targets[t].name, x.shape()};
         coords(x.shape(), e, m);
         m.numerical = num;
@@ -148,11 +153,12 @@ GradcheckReport gradcheck(const GradcheckFn& f, std::vector<GradcheckInput>& inp
       if (params) params->zero_grad();
       tape.backward(v, onehot);
       std::size_t col = 0;
-      for (auto& t : targets) {
+      for (std::size_t k = 0; k < targets.size(); ++k) {
+        const Target& t = targets[k];
         Tensor row = t.param ? t.param->grad : Var{&tape, std::uint32_t(t.input_index)}.grad_copy();
         for (std::int64_t e = 0; e < row.numel(); ++e, ++col) {
           const double ana = row.get(e), num = columns[col][o];
-          if (!agree(ana, num)) {
+          if (!agree(ana, num, report.tensors[k])) {
             GradcheckMismatch m{t.name, t.value->shape()};
             coords(t.value->shape(), e, m);
             GradcheckMismatch out;

@@ -55,6 +55,16 @@ struct GradcheckMismatch {
   double numerical = 0, analytical = 0;  ///< the two gradients
 };
 
+/// What gradcheck() found for one input or parameter.
+struct GradcheckTensor {
+  std::string name;  ///< input or parameter name
+  Shape shape;  ///< its shape
+  std::int64_t elements_checked = 0;  ///< its elements perturbed
+  double max_abs_error = 0;  ///< largest |analytical - numerical| over its elements
+  double max_rel_error = 0;  ///< largest relative error (see the file) over its elements
+  std::int64_t failed = 0;  ///< comparisons outside the tolerance (with `full_jacobian`, per Jacobian entry too)
+};
+
 /// What gradcheck() found.
 struct GradcheckReport {
   bool passed = true;  ///< every element within tolerance
@@ -62,6 +72,7 @@ struct GradcheckReport {
   double max_rel_error = 0;  ///< largest relative error (see the file)
   std::int64_t elements_checked = 0;  ///< input and parameter elements perturbed
   std::vector<GradcheckMismatch> failures;  ///< the first few
+  std::vector<GradcheckTensor> tensors;     ///< per input and parameter, in the order checked
   std::string failing_op;                   ///< from locate_op, when found
   std::string str() const;                  ///< a readable summary
 };

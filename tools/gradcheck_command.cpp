@@ -1,7 +1,13 @@
-// `matmem gradcheck`: every registered op (or one) through gradcheck in float64, as a table.
+// `matmem gradcheck`: every registered op (or one) through gradcheck in float64, as a table; or, with --model,
+// a whole model unrolled a few steps on a batch of its task, one row per parameter.
+#include <algorithm>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "matmem/models/core/model_gradcheck.hpp"
+#include "matmem/models/registry.hpp"
 #include "matmem/ops/registry.hpp"
 #include "matmem/runtime/error.hpp"
 #include "matmem/tools/commands.hpp"
@@ -14,9 +20,78 @@ struct Options {
   std::string op;
   std::string size = "all";
   std::uint64_t seed = 1234;
+  bool seed_given = false;
+  // --model: the model, its task, the config's overrides and the time steps unrolled.
+  std::string model, task;
+  std::vector<std::string> sets;
+  std::int64_t steps = 3;
 };
 
+// The longest time steps --model unrolls: each parameter element costs two unrolls of them.
+constexpr std::int64_t kMaxUnrolledSteps = 1000;
+
+// The model's config as `matmem train` resolves it (defaults, the model and task's preset, --set), with a batch
+// of 2 unless --set gives one.
+Config resolve_model_config(const Options& o) {
+  return Config::resolve([&](Config& c) {
+    c.set_json("batch", 2, "gradcheck");
+    for (const std::string& kv : o.sets) c.assign(kv, "--set");
+    c.set_json("model", o.model, "--model");
+    if (!o.task.empty()) c.set_json("task", o.task, "--task");
+    if (o.seed_given) c.set_json("seed", std::int64_t(o.seed), "--seed");
+  });
+}
+
+// `gradcheck --model`: the model in float64 on its task's batch, every parameter (learned starts included).
+int run_model(const Options& o) {
+  const Config c = resolve_model_config(o);
+  const std::unique_ptr<Task> task = make_task(c);
+  const std::unique_ptr<Model> model = make_model(c, *task, DType::f64);
+  if (model->dtype() != DType::f64)
+    throw Error(fmt::format("gradcheck --model {}: its factory made {} parameters when asked for float64: a model "
+                            "factory must make the model with the dtype it is given (models/registry.hpp)",
+                            c.str("model"), name_of(model->dtype())));
+  const std::uint64_t seed = std::uint64_t(c.integer("seed"));
+  Rng rng(seed);
+  const Sequence seq = task_sequence(*task, int(o.steps), rng);
+  ModelGradcheckOptions options;
+  options.seed = seed;
+  options.require_gradient = false;  // a task's batch need not reach every parameter: reported, not failed
+  fmt::print("gradcheck {} on {}: {} time steps (the end of a sequence of its smallest size), batch {}, float64; {} parameter "
+             "values, each moved off its start by N(0, {}²) noise, checked by central differences (2 unrolls each)\n",
+             c.str("model"), c.str("task"), seq.inputs.size(), task->batch(), model->params().element_count(),
+             options.sigma);
+  const ModelGradcheckReport r = gradcheck_model(*model, seq, options);
+
+  std::vector<std::string> learned_starts;
+  for (const StateDecl& s : model->states())
+    if (s.start == StateDecl::learned) learned_starts.push_back(fmt::format("{}/init/{}", model->name(), s.name));
+  std::size_t width = 9;
+  for (const GradcheckTensor& t : r.tensors) width = std::max(width, t.name.size());
+  fmt::print("{:<{}} {:<14} {:>8} {:>12} {:>12} {:>12}  {}\n", "parameter", width, "shape", "elements", "|dL/dθ| max",
+             "max abs err", "max rel err", "result");
+  int failed = 0, negligible = 0;
+  for (std::size_t k = 0; k < r.tensors.size(); ++k) {
+    const GradcheckTensor& t = r.tensors[k];
+    const ParameterGradient& g = r.gradients[k];
+    const bool learned_start = std::find(learned_starts.begin(), learned_starts.end(), t.name) != learned_starts.end();
+    failed += t.failed > 0;
+    negligible += g.negligible;
+    fmt::print("{:<{}} {:<14} {:>8} {:>12.3e} {:>12.3e} {:>12.3e}  {}{}{}\n", t.name, width, t.shape.str(),
+               t.elements_checked, g.largest, t.max_abs_error, t.max_rel_error, t.failed ? "FAIL" : "pass",
+               g.negligible ? " (negligible gradient)" : "", learned_start ? " (learned start)" : "");
+  }
+  if (!r.passed) fmt::print("{}\n", r.GradcheckReport::str());
+  fmt::print("{} parameters, {} failed; loss {:.6g}", r.tensors.size(), failed, r.loss);
+  if (negligible)
+    fmt::print("; {} with a gradient below {:g} of the loss on this batch, whose check says little (another --seed or "
+               "more --steps may reach them)", negligible, kNegligibleGradient);
+  fmt::print("\n");
+  return r.passed ? 0 : 1;
+}
+
 int run(const Options& o) {
+  if (!o.model.empty()) return run_model(o);
   std::vector<const OpEntry*> ops;
   if (!o.op.empty()) {
     const OpEntry* e = find_op(o.op);
@@ -55,15 +130,33 @@ int run(const Options& o) {
 
 void add_gradcheck_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand("gradcheck", "Check every op's gradient against central differences");
-  cmd->add_flag("--all", o->all, "Check every registered op (the default when --op is not given)");
-  cmd->add_option("--op", o->op, "Check one op by name");
-  cmd->add_option("--size", o->size,
+  CLI::App* cmd = app.add_subcommand(
+      "gradcheck", "Check every op's gradient (or one op's, or a whole model's) against central differences");
+  CLI::Option* all = cmd->add_flag("--all", o->all, "Check every registered op (the default when --op is not given)");
+  CLI::Option* op = cmd->add_option("--op", o->op, "Check one op by name");
+  CLI::Option* size = cmd->add_option("--size", o->size,
                   "Sample sizes: small (below any SIMD width), large (past several), lanes (batch 19: the memory "
                   "ops' SIMD lanes over the batch, full and tail) or all")
       ->check(CLI::IsMember({"small", "large", "lanes", "all"}))
       ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Seed for the sample inputs")->capture_default_str()->check(whole_number(0, kMaxSeed));
+  CLI::Option* model =
+      cmd->add_option("--model", o->model,
+                      "Check a whole model (bundled or registered) in float64, unrolled --steps time steps on a batch "
+                      "of its task, every parameter and learned start, one row each")
+          ->excludes(all, op, size);
+  cmd->add_option("--task", o->task, "With --model: the task whose batch it runs (default: the config's)")->needs(model);
+  cmd->add_option("--steps", o->steps, "With --model: the time steps unrolled (the last of the task's sequence)")
+      ->needs(model)
+      ->capture_default_str()
+      ->check(whole_number(1, kMaxUnrolledSteps));
+  cmd->add_option("--set", o->sets, "With --model: override one config key, key=value (repeatable; batch is 2 unless set)")
+      ->needs(model);
+  cmd->add_option("--seed", o->seed,
+                  "Seed for the sample inputs (--op, --all); with --model the config's seed: the model's start, its "
+                  "batch and the noise that moves its parameters (default: the config's)")
+      ->capture_default_str()
+      ->check(whole_number(0, kMaxSeed))
+      ->each([o](const std::string&) { o->seed_given = true; });
   cmd->callback([o] {
     if (int rc = run(*o)) throw CLI::RuntimeError(rc);
   });

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +24,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 // An array as a file holds it: dtype as numpy's kind and size ("f4", "i8", "u1", "b1"), shape, raw bytes.
 struct RawArray {
+  std::string path;  // the file it was read from
   std::string name, dtype;
   std::vector<std::int64_t> shape;
   const unsigned char* data = nullptr;
@@ -93,6 +95,7 @@ RawArray parse_npy(const std::string& path, const std::vector<unsigned char>& by
     return h.substr(v);
   };
   RawArray a;
+  a.path = path;
   a.name = name;
   const std::string descr = value_of("descr");
   if (descr.size() < 5 || descr[0] != '\'' || descr[4] != '\'')
@@ -157,6 +160,7 @@ std::vector<RawArray> parse_safetensors(const std::string& path, const std::vect
         !e["shape"].is_array() || !e["data_offsets"].is_array() || e["data_offsets"].size() != 2)
       throw fail(fmt::format("entry {} lacks dtype, shape or data_offsets", name));
     RawArray a;
+    a.path = path;
     a.name = name;
     const std::string dt = e["dtype"].is_string() ? e["dtype"].get<std::string>() : e["dtype"].dump();
     a.dtype = numpy_dtype(dt);
@@ -207,6 +211,24 @@ void for_each_value(const RawArray& a, F&& f) {
 bool is_float(const std::string& d) { return d == "f4" || d == "f8"; }
 bool is_integer(const std::string& d) { return d[0] == 'i' || d[0] == 'u'; }
 
+// Element k of `a` as float32, refusing a NaN, an infinity or a float64 beyond float32's range (which would
+// become one): training on it would stop many steps later at the first op it reaches, far from the file.
+float finite_value(const RawArray& a, std::int64_t k, double v) {
+  const float f = float(v);
+  if (std::isfinite(f)) return f;
+  std::vector<std::int64_t> index(a.shape.size());
+  for (std::size_t d = index.size(); d-- > 0;) {
+    index[d] = k % a.shape[d];
+    k /= a.shape[d];
+  }
+  throw Error(fmt::format("data: {}: tensor {} of shape {} has {} at index {}: only finite values are read", a.path,
+                          a.name, shape_text(a.shape),
+                          std::isnan(v)      ? "NaN"
+                          : std::isinf(v)    ? (v > 0 ? "inf" : "-inf")
+                                             : fmt::format("{:g}, beyond float32's range,", v),
+                          shape_text(index)));
+}
+
 // One part's three arrays, checked and converted.
 void read_part(const std::string& source, const RawArray& inputs, const RawArray& targets, const RawArray* mask,
                const std::string& loss, UserSplit& p) {
@@ -246,20 +268,20 @@ void read_part(const std::string& source, const RawArray& inputs, const RawArray
   if (mask) {
     if (mask->shape.size() != 2) throw Error(fmt::format("{}: expected [N, T]", where(*mask)));
     same_sequences(*mask);
-    for_each_value(*mask, [&](std::int64_t k, double v) { p.mask[std::size_t(k)] = v != 0; });
+    for_each_value(*mask, [&](std::int64_t k, double v) { p.mask[std::size_t(k)] = finite_value(*mask, k, v) != 0; });
   }
   for (std::int64_t n = 0; n < p.count; ++n)
     if (std::none_of(p.mask.begin() + n * p.steps, p.mask.begin() + (n + 1) * p.steps, [](std::uint8_t m) { return m; }))
       throw Error(fmt::format("data: {}: sequence {} has no target (its mask is 0 at every step)", source, n));
   p.inputs.resize(std::size_t(element_count(inputs.shape)));
-  for_each_value(inputs, [&](std::int64_t k, double v) { p.inputs[std::size_t(k)] = float(v); });
+  for_each_value(inputs, [&](std::int64_t k, double v) { p.inputs[std::size_t(k)] = finite_value(inputs, k, v); });
   p.targets.resize(std::size_t(element_count(targets.shape)));
   const std::int64_t per_step = classes ? p.out_rows : p.out_rows * p.out_cols;
   for_each_value(targets, [&](std::int64_t k, double v) {
     if (classes && p.mask[std::size_t(k / per_step)] && v < 0)
       throw Error(fmt::format("{}: class {} of sequence {} at step {} is negative", where(targets), v,
                               k / per_step / p.steps, k / per_step % p.steps));
-    p.targets[std::size_t(k)] = float(v);
+    p.targets[std::size_t(k)] = finite_value(targets, k, v);
   });
 }
 

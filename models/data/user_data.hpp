@@ -18,8 +18,9 @@
 // Every part has the frame sizes of train; every sequence has at least one counted step.
 // Refused, with the file, the tensor and its shape named: a missing file or tensor, a wrong rank or dtype, N or
 // T that differ between inputs, targets and mask, a Fortran-order or big-endian .npy, a truncated file, a
-// class outside 0..C−1, a file larger than the memory available (MemAvailable, or the cgroup's limit).
-// Values are kept as float32 in memory.
+// class outside 0..C−1, a file larger than the memory available (MemAvailable, or the cgroup's limit); and,
+// with the element's index too, a NaN or an infinity anywhere in inputs, targets or mask, or a float64 beyond
+// float32's range. Values are kept as float32 in memory.
 //
 // Sequences: a batch runs the time steps up to the last one any of its sequences counts; its target steps
 // are the steps that some sequence of the batch counts, and a sequence that does not count one of them has a

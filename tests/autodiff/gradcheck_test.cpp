@@ -69,6 +69,17 @@ TEST_CASE("inside a larger function the report names the faulty op", "[gradcheck
   CHECK_FALSE(r.passed);
   CHECK_THAT(r.failing_op, Contains("broken_square"));
   CHECK_THAT(r.str(), Contains("FAILED") && Contains("broken_square"));
+  // Per tensor: x passes through broken_square and fails, U does not and passes.
+  REQUIRE(r.tensors.size() == 2);
+  CHECK(r.tensors[0].name == "x");
+  CHECK(r.tensors[0].elements_checked == 12);
+  CHECK(r.tensors[0].failed > 0);
+  CHECK(r.tensors[0].max_abs_error == r.max_abs_error);
+  CHECK(r.tensors[1].name == "net/U");
+  CHECK(r.tensors[1].shape == parameter(3, 3));
+  CHECK(r.tensors[1].elements_checked == 9);
+  CHECK(r.tensors[1].failed == 0);
+  CHECK(r.tensors[1].max_abs_error < 1e-8);
 }
 
 TEST_CASE("gradcheck checks parameters too", "[gradcheck]") {

@@ -1,10 +1,15 @@
-// `matmem gradcheck`: the sample sizes a user asks for are the ones checked, and a failing op fails the command.
+// `matmem gradcheck`: the sample sizes a user asks for are the ones checked, and a failing op fails the command;
+// `gradcheck --model`: a whole model checked, one row per parameter, and a wrong backward named.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
+#include <map>
+#include <utility>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "matmem/models/registry.hpp"
 #include "matmem/ops/registry.hpp"
 #include "matmem/tests/tools/command.hpp"
 
@@ -64,4 +69,122 @@ TEST_CASE("gradcheck refuses an unknown op or size, naming it", "[tools][gradche
   const CommandResult size = run_matmem("gradcheck --size huge", dir, 30);
   CHECK(size.refused());
   CHECK_THAT(size.output, Contains("--size: huge not in {small,large,lanes,all}"));
+}
+
+namespace {
+// The parameter rows of `gradcheck --model`'s table: name -> its result column and what follows it.
+std::map<std::string, std::string> parameter_rows(const std::string& output) {
+  std::map<std::string, std::string> rows;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream row(line);
+    std::string name, shape, result;
+    long elements = 0;
+    double largest = 0, abs_err = 0, rel_err = 0;
+    if (row >> name >> shape >> elements >> largest >> abs_err >> rel_err >> result && shape.starts_with("[")) {
+      std::string rest;
+      std::getline(row, rest);
+      rows[name] = result + rest;
+    }
+  }
+  return rows;
+}
+
+// The names of the parameters `matmem gradcheck --model MODEL --task TASK SETS` checks, as the library makes
+// the model (float64, batch 2).
+std::vector<std::string> parameter_names(const std::string& model, const std::string& task,
+                                         const std::vector<std::string>& sets) {
+  const matmem::Config c = matmem::Config::resolve([&](matmem::Config& k) {
+    k.set_json("batch", 2, "test");
+    for (const std::string& kv : sets) k.assign(kv, "test");
+    k.set_json("model", model, "test");
+    k.set_json("task", task, "test");
+  });
+  const auto t = matmem::make_task(c);
+  const auto m = matmem::make_model(c, *t, matmem::DType::f64);
+  std::vector<std::string> names;
+  for (const auto& p : m->params()) names.push_back(p->name);
+  return names;
+}
+
+std::string set_args(const std::vector<std::string>& sets) {
+  std::string args;
+  for (const std::string& kv : sets) args += " --set '" + kv + "'";
+  return args;
+}
+}  // namespace
+
+TEST_CASE("gradcheck --model checks a bundled model whole: one passing row per parameter, learned starts marked",
+          "[tools][gradcheck]") {
+  struct Case {
+    std::string model, task;
+    std::vector<std::string> sets;
+  };
+  const std::vector<Case> cases = {
+      {"matntm", "copy", {"model.layers=\"3x3\"", "task.rows=2", "task.cols=2", "ntm.slots=3", "ntm.slot_rows=2",
+                          "ntm.slot_cols=2"}},
+      {"matlstm", "recall", {"model.layers=\"3x2\"", "task.rows=2", "task.cols=2", "task.item_matrices=1"}},
+      {"matgru", "mackey_glass", {"model.layers=\"2x2\"", "task.min_length=3", "task.max_length=3"}},
+  };
+  for (const Case& k : cases) {
+    SECTION(k.model + " on " + k.task) {
+      const CommandResult r =
+          run_matmem("gradcheck --model " + k.model + " --task " + k.task + set_args(k.sets), fresh_dir("gradcheck"), 120);
+      INFO(r.output);
+      CHECK(r.status == 0);
+      const auto rows = parameter_rows(r.output);
+      const std::vector<std::string> names = parameter_names(k.model, k.task, k.sets);
+      CHECK(rows.size() == names.size());
+      for (const std::string& name : names) {
+        INFO(name);
+        REQUIRE(rows.count(name));
+        CHECK(rows.at(name).starts_with("pass"));
+        CHECK((rows.at(name).find("(learned start)") != std::string::npos) == (name.find("/init/") != std::string::npos));
+      }
+      CHECK_THAT(r.output, Contains(std::to_string(names.size()) + " parameters, 0 failed"));
+      CHECK_THAT(r.output, Contains("batch 2, float64"));
+    }
+  }
+}
+
+TEST_CASE("gradcheck --model checks a plugin's model, and fails on a wrong backward, naming the op", "[tools][gradcheck]") {
+  const auto dir = fresh_dir("gradcheck");
+  const std::string plugin = "--plugin '" TEST_PLUGIN_GRADIENT "' ";
+  const std::string sets = " --set task.rows=2 --set task.cols=2";
+  const CommandResult right = run_matmem(plugin + "gradcheck --model test_square_rnn --task copy" + sets, dir, 60);
+  INFO(right.output);
+  CHECK(right.status == 0);
+  CHECK(parameter_rows(right.output).at("square_rnn/init/h").starts_with("pass (learned start)"));
+  CHECK_THAT(right.output, Contains("parameters, 0 failed"));
+
+  // The same model with test_wrong_square's backward (3x for 2x): the parameters before the square fail, those
+  // after it do not, and the first op whose own gradient fails is named.
+  const CommandResult wrong = run_matmem(plugin + "gradcheck --model test_wrong_square_rnn --task copy" + sets, dir, 60);
+  INFO(wrong.output);
+  CHECK(wrong.status == 1);
+  const auto rows = parameter_rows(wrong.output);
+  CHECK(rows.at("square_rnn/cell/x/U").starts_with("FAIL"));
+  CHECK(rows.at("square_rnn/init/h").starts_with("FAIL"));
+  CHECK(rows.at("square_rnn/out/B").starts_with("pass"));
+  CHECK_THAT(wrong.output, Contains("first op whose own gradient fails: op test_wrong_square (node "));
+  CHECK_THAT(wrong.output, !Contains(" 0 failed"));
+}
+
+TEST_CASE("gradcheck --model refuses a float32-only model, an unknown model and steps it cannot unroll",
+          "[tools][gradcheck]") {
+  const auto dir = fresh_dir("gradcheck");
+  const std::pair<std::string, std::string> refusals[] = {
+      {"--plugin '" TEST_PLUGIN_GOOD "' gradcheck --model test_plugin_rnn",
+       "gradcheck --model test_plugin_rnn: its factory made float32 parameters when asked for float64"},
+      {"gradcheck --model no_such_model", "unknown model no_such_model (known: "},
+      {"gradcheck --model matrnn --steps 0", "--steps: 0 is out of range"},
+      {"gradcheck --model matrnn --op tanh", "--op excludes --model"},
+      {"gradcheck --task copy", "--task requires --model"},
+  };
+  for (const auto& [args, message] : refusals) {
+    const CommandResult r = run_matmem(args, dir, 30);
+    INFO(args << "\n" << r.output);
+    CHECK(r.refused());
+    CHECK_THAT(r.output, Contains(message));
+  }
 }

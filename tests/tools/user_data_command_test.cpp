@@ -3,6 +3,7 @@
 // the test part's figures, and a refusal naming the file.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 
@@ -89,4 +90,22 @@ TEST_CASE("train on the user's data refuses a part whose tensors disagree, namin
   CHECK(r.refused());
   CHECK_THAT(r.output, Contains(std::string("data: data/validation.safetensors") +
                                 ": tensor mask of shape [40, 6], but inputs has shape [48, 6, 1, 4]"));
+}
+
+TEST_CASE("train on the user's data refuses a NaN in a target at load, before a step, naming file and index",
+          "[tools][data][user-data]") {
+  const fs::path dir = temp_dir("cli-user-data-nan");
+  fs::create_directories(dir / "data");
+  write_part(dir / "data" / "train.safetensors", 48, 1);
+  TensorFile f = read_safetensors((dir / "data" / "train.safetensors").string());
+  Tensor& y = f.tensors.at("targets");
+  y.set(y.shape().offset(40, 3, 0, 2), std::nan(""));
+  write_safetensors((dir / "data" / "train.safetensors").string(), f);
+  const CommandResult r = run_matmem("train " + kRun + " --steps 100 --out run", dir);
+  INFO(r.output);
+  CHECK(r.refused());
+  CHECK_THAT(r.output, Contains("data: data/train.safetensors: tensor targets of shape [48, 6, 1, 4] has NaN at index "
+                                "[40, 3, 0, 2]: only finite values are read"));
+  CHECK_THAT(r.output, !Contains("training matlstm"));  // refused before training starts
+  CHECK_FALSE(fs::exists(dir / "run" / "metrics.csv"));
 }

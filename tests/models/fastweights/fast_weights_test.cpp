@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "../model_gradcheck.hpp"
+#include "matmem/models/core/model_gradcheck.hpp"
 #include "../reference_math.hpp"
 #include "matmem/models/fastweights/fast_weights.hpp"
 #include "matmem/models/registry.hpp"
@@ -31,13 +31,13 @@ TEST_CASE("fast weights and IRNN pass gradcheck whole, every parameter's gradien
   using Norm = FastWeightsConfig::Norm;
   SECTION("fast weights, vector (rows = 1), LN over the sum") {
     FastWeightsRNN m(small(true, 1, 4), DType::f64, 3);
-    const GradcheckReport r = testing::gradcheck_model(m, 4, 2);
+    const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 4));
     INFO(r.str());
     CHECK(r.passed);
   }
   SECTION("fast weights, matrix 2x3, LN over the sum, batch 19") {
     FastWeightsRNN m(small(true, 2, 3), DType::f64, 3);
-    const GradcheckReport r = testing::gradcheck_model(m, 4, 19);
+    const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 19, 4));
     INFO(r.str());
     CHECK(r.passed);
   }
@@ -47,13 +47,13 @@ TEST_CASE("fast weights and IRNN pass gradcheck whole, every parameter's gradien
     FastWeightsConfig c = small(true, 2, 3, 1, Norm::slow);
     c.eta = 0.2;
     FastWeightsRNN m(c, DType::f64, 3);
-    const GradcheckReport r = testing::gradcheck_model(m, 4, 2);
+    const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 4));
     INFO(r.str());
     CHECK(r.passed);
   }
   SECTION("fast weights, no LN") {
     FastWeightsRNN m(small(true, 2, 3, 1, Norm::none), DType::f64, 3);
-    const GradcheckReport r = testing::gradcheck_model(m, 4, 2);
+    const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 4));
     INFO(r.str());
     CHECK(r.passed);
   }
@@ -61,7 +61,7 @@ TEST_CASE("fast weights and IRNN pass gradcheck whole, every parameter's gradien
     FastWeightsConfig c = small(true, 2, 3);
     c.input_terms = 1;
     FastWeightsRNN m(c, DType::f64, 3);
-    const GradcheckReport r = testing::gradcheck_model(m, 4, 2);
+    const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 4));
     INFO(r.str());
     CHECK(r.passed);
     CHECK_FALSE(m.params().contains("fastweights/slow/x1/U"));
@@ -72,7 +72,7 @@ TEST_CASE("fast weights and IRNN pass gradcheck whole, every parameter's gradien
       FastWeightsConfig c = small(true, 2, 3);
       c.input_terms = 3, c.output_terms = 2, c.norm_rows = true, c.form = form;
       FastWeightsRNN m(c, DType::f64, 3);
-      const GradcheckReport r = testing::gradcheck_model(m, 4, 2);
+      const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 4));
       INFO(r.str());
       CHECK(r.passed);
       CHECK(m.params().contains("fastweights/slow/x2/V"));
@@ -81,7 +81,7 @@ TEST_CASE("fast weights and IRNN pass gradcheck whole, every parameter's gradien
   }
   SECTION("IRNN") {
     FastWeightsRNN m(small(false, 2, 3), DType::f64, 3);
-    const GradcheckReport r = testing::gradcheck_model(m, 4, 2);
+    const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 4));
     INFO(r.str());
     CHECK(r.passed);
     CHECK(m.name() == "irnn");
@@ -247,7 +247,7 @@ TEST_CASE("fast weights with learned λ and η pass gradcheck whole, λ and η i
   using Form = FastWeightsConfig::Form;
   SECTION("vector, the past states' sum") {
     FastWeightsRNN m(learned(1, 4, Form::sum), DType::f64, 3);
-    const GradcheckReport r = testing::gradcheck_model(m, 5, 2);
+    const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 5));
     INFO(r.str());
     CHECK(r.passed);
     CHECK(m.params().contains("fastweights/fast/lambda_logit"));
@@ -255,14 +255,14 @@ TEST_CASE("fast weights with learned λ and η pass gradcheck whole, λ and η i
   }
   SECTION("matrix 2x3, the past states' sum, batch 19") {
     FastWeightsRNN m(learned(2, 3, Form::sum), DType::f64, 3);
-    const GradcheckReport r = testing::gradcheck_model(m, 5, 19);
+    const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 19, 5));
     INFO(r.str());
     CHECK(r.passed);
   }
   SECTION("matrix 2x3, A kept as a matrix") {
     FastWeightsRNN m(learned(2, 3, Form::matrix), DType::f64, 3);
     CHECK(m.matrix_form());
-    const GradcheckReport r = testing::gradcheck_model(m, 5, 2);
+    const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 5));
     INFO(r.str());
     CHECK(r.passed);
   }
@@ -270,7 +270,7 @@ TEST_CASE("fast weights with learned λ and η pass gradcheck whole, λ and η i
     for (bool lambda : {true, false}) {
       for (Form form : {Form::sum, Form::matrix}) {
         FastWeightsRNN m(learned(1, 3, form, lambda, !lambda), DType::f64, 3);
-        const GradcheckReport r = testing::gradcheck_model(m, 5, 2);
+        const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 5));
         INFO(r.str() << " learned " << (lambda ? "λ" : "η") << (form == Form::sum ? " sum" : " matrix"));
         CHECK(r.passed);
         CHECK(m.params().contains("fastweights/fast/lambda_logit") == lambda);
@@ -301,7 +301,7 @@ TEST_CASE("learned λ and η start at the configured values and stay in range fo
     CHECK(scalars[0].second <= 1.0);
     CHECK(scalars[1].second >= 0.0);
     // and the model's own λ and η: a run at that θ stays finite
-    Sequence seq = testing::random_sequence(m, 2, 4, 7);
+    Sequence seq = random_sequence(m, 2, 4, 7);
     Tape tape(DType::f64);
     Unroller u(m, tape);
     CHECK(std::isfinite(u.run(seq).loss.item()));
@@ -321,9 +321,9 @@ TEST_CASE("fast weights: the matrix form and the past states' sum give the same 
       c.form = Form::matrix;
       FastWeightsRNN matrix_form(c, DType::f64, 3);
       sum_form.build(), matrix_form.build();
-      testing::perturb_parameters(sum_form, 0.3, 5);
+      perturb_parameters(sum_form, 0.3, 5);
       matrix_form.params().copy_values_from(sum_form.params());
-      const Sequence seq = testing::random_sequence(sum_form, 3, 6, 11);
+      const Sequence seq = random_sequence(sum_form, 3, 6, 11);
       double loss_sum = 0, loss_matrix = 0;
       INFO("norm " << int(norm) << " learned " << learn);
       auto grads = [&](FastWeightsRNN& m, double& loss) {
@@ -471,7 +471,7 @@ TEST_CASE("fast weights' logits equal Ba et al.'s inner loop with A kept as a ma
             c.eta = norm == Norm::sum ? 0.2 : norm == Norm::none ? 0.02 : 0.01, c.form = form, c.learn_lambda = c.learn_eta = learn;
             FastWeightsRNN m(c, DType::f64, 3);
             m.build();
-            testing::perturb_parameters(m, 0.3, 5);
+            perturb_parameters(m, 0.3, 5);
             const std::vector<int> read = {0, 2, 3, 5};
             const Sequence seq = testing::ref::frames_with_targets(m, 2, 6, read, 23);
             Tape tape(DType::f64);

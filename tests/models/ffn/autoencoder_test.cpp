@@ -12,7 +12,7 @@
 #include "matmem/models/registry.hpp"
 #include "matmem/runtime/error.hpp"
 
-#include "../model_gradcheck.hpp"
+#include "matmem/models/core/model_gradcheck.hpp"
 #include "../reference_math.hpp"
 
 using namespace matmem;
@@ -43,15 +43,7 @@ TEST_CASE("the autoencoder passes gradcheck whole, matrix and vector", "[models]
   for (bool vector : {false, true}) {
     SECTION(vector ? "vector 1x4 of 1x6" : "matrix 2x3 of 3x4") {
       MatAutoencoder m(vector ? tiny(1, 4, 1, 6, 2) : tiny(2, 3, 3, 4, 2), DType::f64, 3);
-      m.build();
-      testing::perturb_parameters(m, 0.3, 5);
-      const Sequence seq = reconstruction(m, 3, 9);
-      auto f = [&](Tape& tape, std::span<const Var>) {
-        Unroller u(m, tape);
-        return u.run(seq).loss;
-      };
-      std::vector<GradcheckInput> none;
-      const GradcheckReport r = gradcheck(f, none, &m.params());
+      const ModelGradcheckReport r = gradcheck_model(m, reconstruction(m, 3, 9));
       INFO(r.str());
       CHECK(r.passed);
     }
@@ -70,7 +62,7 @@ TEST_CASE("the autoencoder with batch norm passes the model gradcheck, matrix an
       std::vector<std::string> flat;
       for (const char* path : {"l1/norm", "l2/norm", "l2/dnorm"})
         for (const char* leaf : {"running_mean", "running_var"}) flat.push_back(fmt::format("autoencoder/{}/{}", path, leaf));
-      const GradcheckReport r = testing::gradcheck_model(m, 2, 3, flat);
+      const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 3, 2), {.flat = flat});
       INFO(r.str());
       CHECK(r.passed);
       CHECK_FALSE(m.params().contains("autoencoder/l1/B"));
@@ -89,7 +81,7 @@ TEST_CASE("the autoencoder's decoder maps through the encoder's U and V transpos
   // K = 1: Y = sigmoid(U tanh(Uᵀ X V + B) Vᵀ + C), by hand.
   MatAutoencoder m(tiny(2, 3, 3, 4, 1), DType::f64, 3);
   m.build();
-  testing::perturb_parameters(m, 0.3, 5);
+  perturb_parameters(m, 0.3, 5);
   CHECK(m.params().size() == 4);  // U, V, B, C: no decoder maps of its own
   const Tensor &U = m.params().find("autoencoder/l1/h/U")->value, &V = m.params().find("autoencoder/l1/h/V")->value,
                &B = m.params().find("autoencoder/l1/B")->value, &C = m.params().find("autoencoder/l1/C")->value;
@@ -191,7 +183,7 @@ TEST_CASE("the stacked autoencoder's reconstruction equals the tied-weight formu
     SECTION(k.name) {
       MatAutoencoder m(k.config, DType::f64, 3);
       m.build();
-      testing::perturb_parameters(m, 0.3, 5);
+      perturb_parameters(m, 0.3, 5);
       CHECK(m.params().size() == 4 * std::size_t(k.config.encoder_layers));  // U, V, B, C a layer
       const Sequence seq = reconstruction(m, 2, 4);
       Tape tape(DType::f64);
@@ -206,7 +198,7 @@ TEST_CASE("the stacked autoencoder passes the model gradcheck, every layer's gra
   for (const Stack& k : gradcheck_stacks) {
     SECTION(k.name) {
       MatAutoencoder m(k.config, DType::f64, 3);
-      const GradcheckReport r = testing::gradcheck_model(m, 2, 3);
+      const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 3, 2));
       INFO(r.str());
       CHECK(r.passed);
       for (std::int64_t l = 1; l <= k.config.encoder_layers; ++l)

@@ -10,7 +10,7 @@
 #include "matmem/models/registry.hpp"
 #include "matmem/runtime/error.hpp"
 
-#include "../model_gradcheck.hpp"
+#include "matmem/models/core/model_gradcheck.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;
@@ -33,7 +33,7 @@ TEST_CASE("the ffn passes gradcheck whole: matrix and vector, with and without n
         // tanh: smooth everywhere, so central differences are exact to rounding (relu's kink is not).
         FFN m(tiny(rows, cols, norm, residual, Activation::tanh), DType::f64, 4);
         SECTION(fmt::format("{}x{} norm {} residual {}", rows, cols, norm == N::layer ? "layer" : norm == N::batch ? "batch" : "none", residual)) {
-          // Two steps: the first is the input only, the second carries a target (model_gradcheck.hpp); the net
+          // Two steps: the first is the input only, the second carries a target (random_sequence); the net
           // has no state, so the first step's parameters get their gradient through the second's alone.
           // Under batch norm the running statistics are not learned. (The layers have no B_l, and the vector
           // net's no 1×1 U_l after the first, which batch norm would cancel: every parameter has a gradient.)
@@ -42,7 +42,7 @@ TEST_CASE("the ffn passes gradcheck whole: matrix and vector, with and without n
             for (int l = 1; l <= 3; ++l)
               for (const char* leaf : {"norm/running_mean", "norm/running_var"})
                 flat.push_back(fmt::format("ffn/l{}/{}", l, leaf));
-          const GradcheckReport r = testing::gradcheck_model(m, 2, 3, flat);
+          const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 3, 2), {.flat = flat});
           INFO(r.str());
           CHECK(r.passed);
         }
@@ -56,7 +56,7 @@ TEST_CASE("a residual ffn adds each block's output to its input: H_l = H_{l-1} +
     FFNConfig c = tiny(2, 3, FFNConfig::Norm::none, residual, Activation::tanh);
     FFN m(c, DType::f64, 4);
     m.build();
-    testing::perturb_parameters(m, 0.3, 5);
+    perturb_parameters(m, 0.3, 5);
     for (auto& p : m.params())
       if (p->name.starts_with("ffn/l2/") || p->name.starts_with("ffn/l3/")) p->value.fill(0.0);
     FFNConfig one = c;
@@ -64,7 +64,7 @@ TEST_CASE("a residual ffn adds each block's output to its input: H_l = H_{l-1} +
     FFN n(one, DType::f64, 4);
     n.build();
     for (auto& p : n.params()) p->value = m.params().find(p->name)->value;
-    Sequence seq = testing::random_sequence(m, 2, 2, 7);
+    Sequence seq = random_sequence(m, 2, 2, 7);
     Tape tape(DType::f64), tape2(DType::f64);
     Unroller um(m, tape), un(n, tape2);
     const Tensor ym = um.run(seq).logits[0].value_copy();

@@ -3,12 +3,14 @@
 // config keys by the model registry, which refuses impossible values by key.
 #include "matmem/models/gamma/gamma_network.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <cmath>
 
 #include "matmem/models/registry.hpp"
 #include "matmem/runtime/error.hpp"
 
-#include "../model_gradcheck.hpp"
+#include "matmem/models/core/model_gradcheck.hpp"
 #include "../reference_math.hpp"
 
 using namespace matmem;
@@ -42,20 +44,20 @@ TEST_CASE("the gamma model passes gradcheck whole, focused and distributed, for 
   for (GammaKind kind : {GammaKind::gamma, GammaKind::laguerre, GammaKind::gamma2}) {
     SECTION(std::string("focused ") + gamma_kind_name(kind)) {
       GammaNetwork m(small(kind, P::input, {{3, 2}, {2, 2}}), DType::f64, 3);
-      const GradcheckReport r = testing::gradcheck_model(m, 5, 2);
+      const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 5));
       INFO(r.str());
       CHECK(r.passed);
     }
     SECTION(std::string("distributed ") + gamma_kind_name(kind)) {
       GammaNetwork m(small(kind, P::hidden, {{2, 3}, {3, 2}}), DType::f64, 3);
-      const GradcheckReport r = testing::gradcheck_model(m, 5, 2);
+      const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 5));
       INFO(r.str());
       CHECK(r.passed);
     }
   }
   SECTION("distributed, one layer: the output reads the taps") {
     GammaNetwork m(small(GammaKind::gamma, P::hidden, {{2, 3}}), DType::f64, 3);
-    const GradcheckReport r = testing::gradcheck_model(m, 5, 2);
+    const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 5));
     INFO(r.str());
     CHECK(r.passed);
     CHECK(m.params().contains("gamma/out/t2/U"));
@@ -183,7 +185,7 @@ TEST_CASE("the gamma model's logits equal the formula, focused and distributed, 
       SECTION(std::string(k.name) + ", " + gamma_kind_name(kind)) {
         GammaNetwork m(small(kind, k.placement, k.layers), DType::f64, 3);
         m.build();
-        testing::perturb_parameters(m, 0.3, 5);
+        perturb_parameters(m, 0.3, 5);
         const std::vector<int> read = {1, 3, 4};
         const Sequence seq = testing::ref::frames_with_targets(m, 2, 5, read, 17);
         Tape tape(DType::f64);

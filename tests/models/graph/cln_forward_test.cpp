@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "../model_gradcheck.hpp"
+#include "matmem/models/core/model_gradcheck.hpp"
 #include "../reference_math.hpp"
 #include "matmem/models/graph/cln.hpp"
 #include "matmem/models/tasks/tasks.hpp"
@@ -145,7 +145,7 @@ CLNConfig config(std::int64_t rows, std::int64_t cols, CLNConfig::Aggregate a, b
 void check_forward(const CLNConfig& c) {
   CLN m(c, DType::f64, 11);
   m.build();
-  testing::perturb_parameters(m, 0.3, 17);
+  perturb_parameters(m, 0.3, 17);
   const Tensor y = model_logits(m);
   const std::vector<Mat> want = reference_logits(m);
   REQUIRE(y.shape() == matrices(kNodes, 1, kClasses));

@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "../model_gradcheck.hpp"
+#include "matmem/models/core/model_gradcheck.hpp"
 #include "matmem/models/graph/cln.hpp"
 #include "matmem/models/registry.hpp"
 #include "matmem/models/tasks/graph.hpp"
@@ -43,23 +43,11 @@ CLNConfig tiny(const GraphTask& t, std::int64_t rows, std::int64_t cols, CLNConf
 void check_model(const CLNConfig& c) {
   const GraphTask task = tiny_task();
   CLN m(c, DType::f64, 7);
-  m.build();
-  testing::perturb_parameters(m, 0.3, 5);
   Rng rng(3);
   const Sequence seq = task.sample(rng, DType::f64);
   REQUIRE(seq.graph);
   CHECK(seq.graph->index.size() < task.graph().neighbours.index.size());  // the sample left some out
-  double loss = 0;
-  for (const auto& [name, largest] : testing::gradient_sizes(m, seq, loss)) {
-    INFO("parameter " << name << ": largest |dL/dθ| " << largest << " for loss " << loss);
-    CHECK(largest > testing::kNegligibleGradient * std::abs(loss));
-  }
-  std::vector<GradcheckInput> none;
-  auto f = [&](Tape& tape, std::span<const Var>) {
-    Unroller u(m, tape);
-    return u.run(seq).loss;
-  };
-  const GradcheckReport r = gradcheck(f, none, &m.params());
+  const ModelGradcheckReport r = gradcheck_model(m, seq);
   INFO(r.str());
   CHECK(r.passed);
   CHECK(r.elements_checked == m.params().element_count());

@@ -1,13 +1,15 @@
 // The feed-forward matrix layers, gradient-checked inside a small model of their own.
 #include "matmem/models/layers/cells.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "../model_gradcheck.hpp"
+#include "matmem/models/core/model_gradcheck.hpp"
 
 using namespace matmem;
 
@@ -38,7 +40,7 @@ class LayerStack : public Model {
 
 TEST_CASE("matrix dense and highway layers pass gradcheck inside a recurrent step", "[models][gradcheck]") {
   LayerStack m;
-  GradcheckReport r = testing::gradcheck_model(m);
+  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 3));
   INFO(r.str());
   CHECK(r.passed);
   CHECK(m.params().contains("stack/hw/z/h/U"));
@@ -68,7 +70,7 @@ class AttentionStep : public Model {
 
 TEST_CASE("the multi-attention read passes gradcheck inside a recurrent step", "[models][gradcheck][attention]") {
   AttentionStep m;
-  GradcheckReport r = testing::gradcheck_model(m);
+  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 3));
   INFO(r.str());
   CHECK(r.passed);
   CHECK(m.params().contains("attend/read/query/P/U"));
@@ -156,7 +158,7 @@ Sequence every_step(Model& m, int steps) {
 // The logits (the cell's H at every step) of a run of `m`, perturbed so that its gates are not all at ½.
 std::vector<Tensor> run_cell(Model& m, const Sequence& seq) {
   m.build();
-  testing::perturb_parameters(m, 0.8, 5);
+  perturb_parameters(m, 0.8, 5);
   Tape tape(DType::f64);
   Unroller u(m, tape);
   std::vector<Tensor> hs;
@@ -213,7 +215,7 @@ TEST_CASE("a clipped cell of every kind passes gradcheck whole away from the cli
   for (const CellKind kind : {CellKind::rnn, CellKind::lstm, CellKind::gru, CellKind::ff}) {
     INFO(cell_name(kind));
     OneCell m(kind, 0.5);
-    GradcheckReport r = testing::gradcheck_model(m, 3, 2);
+    const ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 3));
     INFO(r.str());
     CHECK(r.passed);
   }

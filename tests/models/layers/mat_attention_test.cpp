@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "../model_gradcheck.hpp"
+#include "matmem/models/core/model_gradcheck.hpp"
 #include "../reference_math.hpp"
 #include "matmem/models/layers/cells.hpp"
 
@@ -53,7 +53,7 @@ TEST_CASE("MatAttention forward: k tanh queries of P and the context, each a sof
           "[models][attention]") {
   AttentionModel m;
   m.build();
-  testing::perturb_parameters(m, 0.5, 23);
+  perturb_parameters(m, 0.5, 23);
   const std::int64_t B = 2, T = 2;
   Sequence seq;
   seq.kind = TargetKind::reals;

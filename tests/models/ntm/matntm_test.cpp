@@ -1,5 +1,7 @@
 #include "matmem/models/ntm/matntm.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -8,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "../model_gradcheck.hpp"
+#include "matmem/models/core/model_gradcheck.hpp"
 #include "../training/small_config.hpp"
 #include "matmem/models/registry.hpp"
 #include "matmem/models/rnn/recurrent.hpp"
@@ -39,7 +41,8 @@ TEST_CASE("MatNTM with a MatRNN controller passes gradcheck unrolled 3 steps", "
   MatNTM m(small(CellKind::rnn, 1, 1), DType::f64, 1);
   // Content addressing over a memory that starts uniform and whose written slots all lie along the add
   // vectors of a step or two is all but flat this early: β and the write key move the loss by ~1e-9.
-  GradcheckReport r = testing::gradcheck_model(m, 3, 2, {"ntm/read1/beta/", "ntm/write1/beta/", "ntm/write1/key/"});
+  ModelGradcheckReport r =
+      gradcheck_model(m, random_sequence(m, 2, 3), {.flat = {"ntm/read1/beta/", "ntm/write1/beta/", "ntm/write1/key/"}});
   INFO(r.str());
   CHECK(r.passed);
   CHECK(r.elements_checked == m.params().element_count());
@@ -50,8 +53,8 @@ TEST_CASE("MatNTM with a MatLSTM controller and two read and two write heads pas
   c.forget_bias = 1;  // at the default -1 the second write key's gradient is also all but flat this early
   MatNTM m(c, DType::f64, 2);
   // as above: the first write head's content addressing and sharpening, and the second's β, are all but flat
-  GradcheckReport r = testing::gradcheck_model(
-      m, 3, 2, {"ntm/write1/beta/", "ntm/write1/gamma/", "ntm/write1/key/", "ntm/write2/beta/"});
+  ModelGradcheckReport r = gradcheck_model(
+      m, random_sequence(m, 2, 3), {.flat = {"ntm/write1/beta/", "ntm/write1/gamma/", "ntm/write1/key/", "ntm/write2/beta/"}});
   INFO(r.str());
   CHECK(r.passed);
 }
@@ -60,7 +63,8 @@ TEST_CASE("MatNTM with read heads only (no memory_read_write) passes gradcheck",
   MatNTM m(small(CellKind::rnn, 2, 0), DType::f64, 4);
   // Never written, the memory stays uniform: a read returns the same whatever the weighting, so nothing of
   // the read heads' addressing reaches the loss, and the reads (1e-6 everywhere) barely reach the output.
-  GradcheckReport r = testing::gradcheck_model(m, 3, 2, {"ntm/read1/", "ntm/read2/", "ntm/out/r1/", "ntm/out/r2/"});
+  ModelGradcheckReport r =
+      gradcheck_model(m, random_sequence(m, 2, 3), {.flat = {"ntm/read1/", "ntm/read2/", "ntm/out/r1/", "ntm/out/r2/"}});
   INFO(r.str());
   CHECK(r.passed);
 }
@@ -74,7 +78,7 @@ TEST_CASE("MatNTM from a random memory passes gradcheck with every parameter's g
     NTMConfig c = small(controller, 2, 2);
     c.memory_init = NTMConfig::MemoryInit::random;
     MatNTM m(c, DType::f64, 5);
-    GradcheckReport r = testing::gradcheck_model(m, 3, 2);
+    ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 3));
     INFO((controller == CellKind::rnn ? "MatRNN" : "MatLSTM") << " controller\n" << r.str());
     CHECK(r.passed);
     CHECK(r.elements_checked == m.params().element_count());
@@ -86,7 +90,7 @@ TEST_CASE("MatNTM with a learned initial memory passes gradcheck, the memory's s
   NTMConfig c = small(CellKind::rnn, 1, 1);
   c.memory_init = NTMConfig::MemoryInit::learned;
   MatNTM m(c, DType::f64, 6);
-  GradcheckReport r = testing::gradcheck_model(m, 3, 2);
+  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 3));
   INFO(r.str());
   CHECK(r.passed);
   CHECK(m.params().contains("ntm/init/memory"));
@@ -162,7 +166,7 @@ TEST_CASE("the paper's copy MatNTM has the expected parameter shapes", "[models]
 TEST_CASE("gradient flows through the memory: a write at one step changes a later read", "[models][ntm]") {
   MatNTM m(small(CellKind::rnn, 1, 1), DType::f64, 3);
   m.build();
-  Sequence seq = testing::random_sequence(m, 2, 3, 5);
+  Sequence seq = random_sequence(m, 2, 3, 5);
   Tape tape(DType::f64);
   Unroller u(m, tape);
   m.params().zero_grad();
@@ -186,7 +190,7 @@ double slot_spread(NTMConfig::Start start) {
   c.initial_weighting = start;
   MatNTM m(c, DType::f64, 3);
   m.build();
-  Sequence seq = testing::random_sequence(m, 2, 6, 5);
+  Sequence seq = random_sequence(m, 2, 6, 5);
   Tape tape(DType::f64);
   Unroller u(m, tape);
   u.run(seq);
@@ -222,7 +226,7 @@ std::vector<double> run_with_segment(int segment, DType dtype, int writes, bool 
   c.memory_segment = segment;
   MatNTM m(c, dtype, 7);
   m.build();
-  Sequence seq = testing::random_sequence(m, 3, 9, 11);
+  Sequence seq = random_sequence(m, 3, 9, 11);
   if (dtype == DType::f32)
     for (std::vector<Tensor>* ts : {&seq.inputs, &seq.targets})
       for (Tensor& t : *ts) t = t.to(DType::f32);
@@ -258,7 +262,8 @@ TEST_CASE("MatNTM with its memory recomputed every second step passes gradcheck 
   NTMConfig c = small(CellKind::rnn, 1, 1);
   c.memory_segment = 2;
   MatNTM m(c, DType::f64, 1);
-  GradcheckReport r = testing::gradcheck_model(m, 5, 2, {"ntm/read1/beta/", "ntm/write1/beta/"});  // as above
+  ModelGradcheckReport r =
+      gradcheck_model(m, random_sequence(m, 2, 5), {.flat = {"ntm/read1/beta/", "ntm/write1/beta/"}});  // as above
   INFO(r.str());
   CHECK(r.passed);
 }
@@ -277,7 +282,7 @@ TEST_CASE("the automatic memory segment recomputes a large memory and keeps a sm
     REQUIRE(c.memory_segment == 0);
     MatNTM m(c, DType::f32, 3);
     m.build();
-    Sequence seq = testing::random_sequence(m, 16, 6, 5);
+    Sequence seq = random_sequence(m, 16, 6, 5);
     for (std::vector<Tensor>* ts : {&seq.inputs, &seq.targets})
       for (Tensor& t : *ts) t = t.to(DType::f32);
     Tape tape(DType::f32);
@@ -323,7 +328,7 @@ namespace {
 double nineteen_projections_loss(std::size_t fill) {
   NineteenProjections m(fill);
   m.build();
-  const Sequence seq = testing::random_sequence(m, 2, 3, 5);
+  const Sequence seq = random_sequence(m, 2, 3, 5);
   Tape tape(DType::f64);
   Unroller u(m, tape);
   return u.run(seq).loss.item();
@@ -388,8 +393,8 @@ TEST_CASE("MatNTM with a feed-forward controller passes gradcheck unrolled 3 ste
   CHECK_FALSE(m.params().contains("ntm/ctrl/l1/h/U"));
   CHECK(m.params().contains("ntm/ctrl/l1/r2/U"));
   // as with a MatRNN controller: content addressing over the near-uniform early memory is all but flat
-  GradcheckReport r = testing::gradcheck_model(m, 3, 2, {"ntm/read1/beta/", "ntm/read2/beta/", "ntm/write1/beta/",
-                                                         "ntm/write1/key/"});
+  ModelGradcheckReport r = gradcheck_model(
+      m, random_sequence(m, 2, 3), {.flat = {"ntm/read1/beta/", "ntm/read2/beta/", "ntm/write1/beta/", "ntm/write1/key/"}});
   INFO(r.str());
   CHECK(r.passed);
   CHECK(r.elements_checked == m.params().element_count());
@@ -403,8 +408,8 @@ TEST_CASE("MatNTM with its controller and logits clipped passes gradcheck away f
   c.clip_logits = true;
   MatNTM m(c, DType::f64, 3);
   // as with the unclipped controllers: content addressing over the near-uniform early memory is all but flat
-  GradcheckReport r = testing::gradcheck_model(m, 3, 2, {"ntm/read1/beta/", "ntm/write1/beta/", "ntm/write1/gamma/",
-                                                         "ntm/write1/key/"});
+  ModelGradcheckReport r = gradcheck_model(
+      m, random_sequence(m, 2, 3), {.flat = {"ntm/read1/beta/", "ntm/write1/beta/", "ntm/write1/gamma/", "ntm/write1/key/"}});
   INFO(r.str());
   CHECK(r.passed);
 }
@@ -416,8 +421,8 @@ TEST_CASE("MatNTM's clipped logits stay within ±controller.clip, and an unclipp
     c.clip_logits = clipped;
     MatNTM m(c, DType::f64, 6);
     m.build();
-    testing::perturb_parameters(m, 1.0, 7);
-    const Sequence seq = testing::random_sequence(m, 2, 4, 8);
+    perturb_parameters(m, 1.0, 7);
+    const Sequence seq = random_sequence(m, 2, 4, 8);
     Tape tape(DType::f64);
     Unroller u(m, tape);
     double largest = 0;

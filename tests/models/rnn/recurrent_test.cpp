@@ -1,9 +1,11 @@
 #include "matmem/models/rnn/recurrent.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <algorithm>
 #include <cmath>
 
-#include "../model_gradcheck.hpp"
+#include "matmem/models/core/model_gradcheck.hpp"
 #include "matmem/models/registry.hpp"
 #include "matmem/models/training/config.hpp"
 
@@ -24,7 +26,7 @@ RecurrentConfig small(CellKind kind) {
 
 TEST_CASE("MatRNN passes gradcheck unrolled 3 steps", "[models][gradcheck]") {
   RecurrentModel m(small(CellKind::rnn), DType::f64, 1);
-  GradcheckReport r = testing::gradcheck_model(m);
+  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 3));
   INFO(r.str());
   CHECK(r.passed);
   CHECK(r.elements_checked == m.params().element_count());
@@ -32,14 +34,14 @@ TEST_CASE("MatRNN passes gradcheck unrolled 3 steps", "[models][gradcheck]") {
 
 TEST_CASE("MatLSTM passes gradcheck unrolled 3 steps", "[models][gradcheck]") {
   RecurrentModel m(small(CellKind::lstm), DType::f64, 2);
-  GradcheckReport r = testing::gradcheck_model(m);
+  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 3));
   INFO(r.str());
   CHECK(r.passed);
 }
 
 TEST_CASE("MatGRU passes gradcheck unrolled 3 steps", "[models][gradcheck]") {
   RecurrentModel m(small(CellKind::gru), DType::f64, 3);
-  GradcheckReport r = testing::gradcheck_model(m);
+  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 3));
   INFO(r.str());
   CHECK(r.passed);
 }
@@ -52,7 +54,7 @@ TEST_CASE("the vector RNN is the rows = 1 case of the same code", "[models][grad
   c.output_rows = 1;
   c.output_cols = 3;
   RecurrentModel m(c, DType::f64, 4);
-  GradcheckReport r = testing::gradcheck_model(m);
+  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 3));
   INFO(r.str());
   CHECK(r.passed);
 }
@@ -111,7 +113,7 @@ TEST_CASE("with attention over the past states (A-LSTM) the recurrent models pas
   SECTION("vector states (Ba et al.'s A-LSTM)") { c.layers = {{1, 5}}; }
   SECTION("GRU cells") { c.cell = CellKind::gru; }
   RecurrentModel m(c, DType::f64, 5);
-  GradcheckReport r = testing::gradcheck_model(m, 4);
+  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 4));
   INFO(r.str());
   CHECK(r.passed);
   CHECK(m.params().contains(m.name() + "/attend/h/U"));
@@ -135,7 +137,7 @@ TEST_CASE("A-LSTM: the output adds an attention read of H_0…H_t to the LSTM's,
   RecurrentModel attending(c, DType::f64, 3);
   plain.build();
   attending.build();
-  testing::perturb_parameters(attending, 0.5, 11);
+  perturb_parameters(attending, 0.5, 11);
   for (const auto& p : plain.params()) p->value = attending.params().at(p->name).value;  // the same LSTM
   auto identity_out = [](Model& m, const std::string& term) {
     Tensor& u = m.params().at(m.name() + "/out/" + term + "/U").value;
@@ -190,7 +192,7 @@ TEST_CASE("A-LSTM over more than 64 steps stacks its states in stacks of stacks,
   c.attention_heads = 1;
   RecurrentModel m(c, DType::f64, 4);
   m.build();
-  testing::perturb_parameters(m, 0.5, 3);
+  perturb_parameters(m, 0.5, 3);
   m.params().at("matlstm/attend/h/U").value.fill(0.0);
   m.params().at("matlstm/attend/B").value.fill(0.0);
   m.params().at("matlstm/out/s/U").value.fill(0.0);

@@ -20,7 +20,7 @@
 #include "matmem/runtime/error.hpp"
 #include "matmem/runtime/safetensors.hpp"
 #include "matmem/tests/models/data/small_data.hpp"
-#include "matmem/tests/models/model_gradcheck.hpp"
+#include "matmem/models/core/model_gradcheck.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;
@@ -316,7 +316,7 @@ TEST_CASE("masked loss and cost: each sequence's mean over its counted steps, by
     INFO(target_kind_name(kind));
     Linear model(2, 2, 2, 3);
     model.build();
-    testing::perturb_parameters(model, 0.5, 7);
+    perturb_parameters(model, 0.5, 7);
     Sequence s = masked_sequence(kind, 3, 4, 2, 3, mask, 11);
     Tape tape(DType::f64);
     Unroller u(model, tape);
@@ -340,7 +340,7 @@ TEST_CASE("masked loss: every lane counted equals the loss without a mask", "[ta
     INFO(target_kind_name(kind));
     Linear model(2, 2, 1, 3);
     model.build();
-    testing::perturb_parameters(model, 0.5, 7);
+    perturb_parameters(model, 0.5, 7);
     Sequence s = masked_sequence(kind, 2, 3, 1, 3, std::vector<float>(4, 1.0f), 5);
     Tape tape(DType::f64);
     Unroller u(model, tape);
@@ -357,14 +357,8 @@ TEST_CASE("masked loss: gradchecked for each target kind", "[tasks][user-data][t
   for (TargetKind kind : {TargetKind::bits, TargetKind::reals, TargetKind::classes}) {
     INFO(target_kind_name(kind));
     Linear model(2, 2, 2, 3);
-    model.build();
-    testing::perturb_parameters(model, 0.5, 3);
-    const Sequence s = masked_sequence(kind, 3, 3, 2, 3, mask, 17);
-    std::vector<GradcheckInput> none;
-    const GradcheckReport r = gradcheck([&](Tape& tape, std::span<const Var>) {
-      Unroller u(model, tape);
-      return u.run(s).loss;
-    }, none, &model.params());
+    const ModelGradcheckReport r =
+        gradcheck_model(model, masked_sequence(kind, 3, 3, 2, 3, mask, 17), {.sigma = 0.5, .seed = 3});
     INFO(r.str());
     CHECK(r.passed);
     CHECK(r.elements_checked == model.params().element_count());
@@ -459,6 +453,53 @@ TEST_CASE("data: refusals name the file, the tensor and its shape", "[tasks][use
   fs::remove(st);
   CHECK_THAT(load(), Contains("holds neither train.safetensors nor train/"));
   CHECK_THAT(refusal([&] { UserDataTask t(options(dir.string(), "hinge")); }), Contains("task.loss = hinge: choose bce, mse or softmax_ce"));
+}
+
+TEST_CASE("data: a NaN or an infinity in any part is refused at load, naming the file, the tensor and the index",
+          "[tasks][user-data]") {
+  const fs::path dir = testing::temp_dir("user-data-nonfinite");
+  auto load = [&] { return refusal([&] { UserDataTask t(options(dir.string(), "bce", 1)); }); };
+  auto fresh = [&] {
+    fs::remove_all(dir);
+    write_npy_part(dir / "train");
+    write_safetensors((dir / "validation.safetensors").string(), tensors());
+    write_npy_part(dir / "test");
+  };
+  fresh();
+  CHECK_NOTHROW(UserDataTask{options(dir.string(), "bce", 1)});
+
+  // The validation part's targets (safetensors, float32).
+  TensorFile f = tensors();
+  Tensor& y = f.tensors.at("targets");
+  y.set(y.shape().offset(1, 2, 0, 1), std::nan(""));
+  write_safetensors((dir / "validation.safetensors").string(), f);
+  CHECK_THAT(load(), Contains((dir / "validation.safetensors").string() +
+                              ": tensor targets of shape [3, 4, 1, 2] has NaN at index [1, 2, 0, 1]: only finite "
+                              "values are read"));
+
+  // The test part's inputs (.npy, float32): +inf and -inf.
+  for (const float bad : {INFINITY, -INFINITY}) {
+    fresh();
+    std::vector<float> x(N * T * R * C, 0.5f);
+    x[((2 * T + 3) * R + 1) * C + 0] = bad;  // [2, 3, 1, 0]
+    write_npy(dir / "test" / "inputs.npy", "<f4", "(3, 4, 2, 3)", x);
+    CHECK_THAT(load(), Contains((dir / "test" / "inputs.npy").string() + ": tensor inputs of shape [3, 4, 2, 3] has " +
+                                (bad > 0 ? "inf" : "-inf") + " at index [2, 3, 1, 0]: only finite values are read"));
+  }
+
+  // The train part: a float64 target beyond float32's range (it would be read as inf), and a NaN in a mask.
+  fresh();
+  std::vector<double> y64(N * T * RO * CO, 1.0);
+  y64[(0 * T + 1) * CO + 1] = 1e300;  // [0, 1, 0, 1]
+  write_npy(dir / "train" / "targets.npy", "<f8", "(3, 4, 1, 2)", y64);
+  CHECK_THAT(load(), Contains((dir / "train" / "targets.npy").string() + ": tensor targets of shape [3, 4, 1, 2] has "
+                              "1e+300, beyond float32's range, at index [0, 1, 0, 1]"));
+  fresh();
+  std::vector<float> m(N * T, 1.0f);
+  m[1 * T + 3] = std::nanf("");  // [1, 3]
+  write_npy(dir / "train" / "mask.npy", "<f4", "(3, 4)", m);
+  CHECK_THAT(load(), Contains((dir / "train" / "mask.npy").string() + ": tensor mask of shape [3, 4] has NaN at "
+                              "index [1, 3]"));
 }
 
 TEST_CASE("data: a file larger than the memory available is refused with its size", "[tasks][user-data]") {
