@@ -4,6 +4,8 @@
 #   tools/setup.sh             install, configure, build the matmem program (what the main job needs)
 #   tools/setup.sh --tests     the same, then everything else: test programs, examples and the Python module
 #                              (what ctest runs), and a .pth file that lets Debian's python3 import matmem
+#   tools/setup.sh --python    the Python module alone (libmatmem and _matmem, no command, no tests) and the same
+#                              .pth file; checks that /usr/bin/python3 imports it, and says how long it took
 #   tools/setup.sh --docs      install what the build needs and doxygen, configure, and write the API reference
 #                              of the public headers to build/docs/html (the target `docs`; compiles nothing)
 #   tools/setup.sh --packages  print the package list of --tests, one a line (the test setup:packages_cover_build
@@ -24,20 +26,22 @@ packages=(g++ cmake make xtensor-dev libxtensor-blas-dev libopenblas-dev liblapa
           nlohmann-json3-dev libcli11-dev libxsmm-dev libxsimd-dev
           libplplot-dev plplot-driver-cairo fonts-dejavu-core libpng-dev libopenmpi-dev openmpi-bin
           zlib1g-dev dataset-fashion-mnist pkgconf)
-# The Python module and its tests (--tests only): Debian's Python headers, pybind11 and numpy, pytest, and
-# matplotlib for the example that draws a learning curve.
-python_packages=(python3-dev pybind11-dev python3-numpy python3-pytest python3-matplotlib)
+# The Python module (--python, --tests): Debian's Python headers, pybind11 and numpy; and for its tests
+# (--tests only) pytest, and matplotlib for the example that draws a learning curve.
+python_packages=(python3-dev pybind11-dev python3-numpy)
+python_test_packages=(python3-pytest python3-matplotlib)
 what=program
 configure=()
+python_configure=(-DMATMEM_PYTHON=ON -DPython3_EXECUTABLE=/usr/bin/python3)
 case "${1:-}" in
-  --packages) printf '%s\n' "${packages[@]}" "${python_packages[@]}"; exit 0 ;;
-  --tests) what=tests; packages+=("${python_packages[@]}")
-           configure=(-DMATMEM_PYTHON=ON -DPython3_EXECUTABLE=/usr/bin/python3) ;;
+  --packages) printf '%s\n' "${packages[@]}" "${python_packages[@]}" "${python_test_packages[@]}"; exit 0 ;;
+  --tests) what=tests; packages+=("${python_packages[@]}" "${python_test_packages[@]}"); configure=("${python_configure[@]}") ;;
+  --python) what=python; packages+=("${python_packages[@]}"); configure=("${python_configure[@]}") ;;
   --docs) what=docs; packages+=(doxygen) ;;  # read by no build step: not in --packages' list
   "") ;;
-  *) echo "setup: unknown argument $1 (takes none, --tests, --docs or --packages)" >&2; exit 2 ;;
+  *) echo "setup: unknown argument $1 (takes none, --tests, --python, --docs or --packages)" >&2; exit 2 ;;
 esac
-if [ $# -gt 1 ]; then echo "setup: takes one argument at most (--tests, --docs or --packages)" >&2; exit 2; fi
+if [ $# -gt 1 ]; then echo "setup: takes one argument at most (--tests, --python, --docs or --packages)" >&2; exit 2; fi
 
 mkdir -p build
 log=build/setup.log
@@ -122,15 +126,11 @@ if [ "$what" = docs ]; then
   echo "setup: wrote build/docs/html/index.html ($(($(date +%s) - start)) s; doxygen's warnings: build/docs/warnings.log)"
   exit 0
 fi
-echo "setup: building the matmem program ($jobs jobs)"
-run "compiling" cmake --build build -j "$jobs" --target matmem
-echo "setup: built build/matmem ($(($(date +%s) - start)) s)"
-if [ "$what" = tests ]; then
-  echo "setup: building the test programs and examples"
-  run "compiling" cmake --build build -j "$jobs"
-  echo "setup: built the tests ($(($(date +%s) - start)) s); ctest --test-dir build runs them"
-  # Debian's python3 imports the build's package (build/python/matmem) through a .pth file in its site
-  # folder for /usr/local, which this build owns: written when that folder is writable (root).
+
+# Debian's python3 imports the build's package (build/python/matmem) through a .pth file in its site folder
+# for /usr/local, which this build owns: written when that folder is writable (root).
+python_path_file() {
+  local site
   site=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
   if mkdir -p "$site" 2>/dev/null && [ -w "$site" ]; then
     echo "$PWD/build/python" > "$site/matmem.pth"
@@ -138,4 +138,23 @@ if [ "$what" = tests ]; then
   else
     echo "setup: $site is not writable: set PYTHONPATH=$PWD/build/python to import matmem"
   fi
+}
+
+if [ "$what" = python ]; then
+  echo "setup: building the Python module: libmatmem and _matmem ($jobs jobs)"
+  run "compiling" cmake --build build -j "$jobs" --target matmem_python
+  python_path_file
+  version=$(PYTHONPATH=$PWD/build/python /usr/bin/python3 -c 'import matmem; print(matmem.__version__)') ||
+    { echo "setup: built build/python/matmem, but /usr/bin/python3 cannot import it (above)"; exit 1; }
+  echo "setup: built the Python module matmem $version in build/python ($(($(date +%s) - start)) s)"
+  exit 0
+fi
+echo "setup: building the matmem program ($jobs jobs)"
+run "compiling" cmake --build build -j "$jobs" --target matmem
+echo "setup: built build/matmem ($(($(date +%s) - start)) s)"
+if [ "$what" = tests ]; then
+  echo "setup: building the test programs and examples"
+  run "compiling" cmake --build build -j "$jobs"
+  echo "setup: built the tests ($(($(date +%s) - start)) s); ctest --test-dir build runs them"
+  python_path_file
 fi
