@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "matmem/models/training/rules/best_parameters.hpp"
+#include "matmem/models/training/rules/early_stopping.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/ops/batch_norm.hpp"
 #include "matmem/tools/commands.hpp"
@@ -48,10 +50,10 @@ std::vector<std::int64_t> parse_sizes(const std::string& text) {
 plot::EvalSeries run_data_set(Trainer& trainer, const std::string& checkpoint, std::FILE* csv, bool& csv_header,
                               bool several, bool last) {
   const SplitTask& task = *trainer.split_task();
-  const bool best = !last && trainer.restore_best();
+  const bool best = !last && restore_best(trainer);
+  const EarlyStopping& e = trainer.rule<EarlyStoppingRule>()->rule();
   const std::string which = best ? fmt::format("the parameters of step {} (best validation {} {:.4f})",
-                                               trainer.early_stopping().best_step(), trainer.config().str("eval.metric"),
-                                               trainer.early_stopping().best())
+                                               e.best_step(), trainer.config().str("eval.metric"), e.best())
                                  : fmt::format("the last parameters (step {})", trainer.steps_done());
   // Classes: the error rate and accuracy; reals (reconstruction): the loss is the MSE, the error the NMSE; bits
   // (the user's data with task.loss = bce): the BCE and the bit errors per sequence.
