@@ -273,13 +273,16 @@ void run(const Options& o) {
   if (level && !o.json)
     fmt::print("curriculum: {} up to {} (of {})\n", trainer->task().size_name(), level,
                trainer->task().size_range().second);
-  // Data sets and the graph task: validation.csv, a row per evaluation of the validation part (eval.interval).
+  // validation.csv, a row per evaluation of the held-out data (eval.interval): the validation part of a data set
+  // or the graph task, a generated task's held-out batches (eval.batches, eval.seed).
   std::ofstream validation;
-  if (trainer->split_task() && c.integer("eval.interval") > 0) {
+  if (c.integer("eval.interval") > 0) {
     const std::string path = (std::filesystem::path(out) / "validation.csv").string();
     const bool fresh_validation = fresh || !std::filesystem::exists(path);
-    validation =
-        open_rows(path, fresh_validation, "step,epoch,loss,error,accuracy,best,best_step\n", trainer->steps_done());
+    validation = open_rows(path, fresh_validation,
+                           trainer->split_task() ? "step,epoch,loss,error,accuracy,best,best_step\n"
+                                                 : "step,loss,bits_per_sequence,best,best_step\n",
+                           trainer->steps_done());
   }
   while (trainer->steps_done() < total && !trainer->stopped()) {
     const StepStats s = trainer->step();
@@ -330,7 +333,19 @@ void run(const Options& o) {
       loss = bits = norm = frames = 0;
       n = 0;
     }
-    if (trainer->evaluated()) {
+    if (trainer->evaluated() && !trainer->split_task()) {
+      const SplitResult& v = trainer->last_validation();
+      const BestParameters& b = *trainer->rule<BestParameters>();
+      validation << fmt::format("{},{:.6f},{:.6f},{:.6f},{}\n", step, v.loss, v.error, b.best(), b.best_step());
+      validation.flush();
+      if (!o.json && !progress.terminal())
+        fmt::print("step {}: held-out loss {:.4f}, {} {:.4f} (best {} {:.4f} at step {}){}\n", step, v.loss,
+                   cost_name(trainer->task().target_kind()), v.error, trainer->config().str("eval.metric"), b.best(),
+                   b.best_step(),
+                   trainer->stopped()
+                       ? fmt::format("; no better for {} evaluations: stopping early", c.integer("eval.patience"))
+                       : "");
+    } else if (trainer->evaluated()) {
       const SplitResult& v = trainer->last_validation();
       const EarlyStopping& e = trainer->rule<EarlyStoppingRule>()->rule();
       const double epoch = double(step) / double(trainer->split_task()->steps_per_epoch());
@@ -368,6 +383,14 @@ void run(const Options& o) {
     held_out_json = {{"best_step", best.best_step()}, {"stopped_early", trainer->stopped()},
                      {"validation_loss", v.loss},     {"validation_error", v.error},
                      {"test_loss", t.loss},           {"test_error", t.error}};
+  } else if (const BestParameters& b = *trainer->rule<BestParameters>(); b.has()) {
+    // A generated task's best parameters stay in best.safetensors; the model keeps its last.
+    held_out_line = fmt::format("{}best parameters: step {} (held-out {} {:.4f} on {} batches; {}/best.safetensors, "
+                                "which `matmem eval` and `matmem inspect` use unless --last)\n",
+                                trainer->stopped() ? fmt::format("stopped early after step {}; ", trainer->steps_done()) : "",
+                                b.best_step(), trainer->config().str("eval.metric"), b.best(), c.integer("eval.batches"),
+                                out);
+    held_out_json = {{"best_step", b.best_step()}, {"stopped_early", trainer->stopped()}, {"held_out", b.best()}};
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.json) {

@@ -52,6 +52,8 @@ std::unique_ptr<Optimizer> make_optimizer(const Config& c, ParameterStore& param
 }
 
 namespace {
+constexpr std::int64_t kMaxHeldOutBatches = 100000;  // eval.batches: held in memory for the whole run
+
 void validate(const Config& c) {
   auto positive = [&](const char* key) {
     if (c.integer(key) < 1) throw Error(fmt::format("config: {} = {} must be ≥ 1", key, c.integer(key)));
@@ -69,6 +71,10 @@ void validate(const Config& c) {
   if (c.str("eval.metric") != "error" && c.str("eval.metric") != "loss")
     throw Error(fmt::format("config: eval.metric = \"{}\" must be \"error\" or \"loss\"", c.str("eval.metric")));
   if (c.integer("eval.batch") < 1) throw Error(fmt::format("config: eval.batch = {} must be ≥ 1", c.integer("eval.batch")));
+  if (c.integer("eval.batches") < 1 || c.integer("eval.batches") > kMaxHeldOutBatches)
+    throw Error(fmt::format("config: eval.batches = {} must be from 1 to {}", c.integer("eval.batches"),
+                            kMaxHeldOutBatches));
+  if (c.integer("eval.seed") < 0) throw Error(fmt::format("config: eval.seed = {} must be ≥ 0", c.integer("eval.seed")));
   if (c.integer("seed") < 0) throw Error(fmt::format("config: seed = {} must be ≥ 0", c.integer("seed")));
   if (c.integer("checkpoint_every") < 0) throw Error("config: checkpoint_every must be ≥ 0");
   if (c.integer("micro_batch") < 0)
@@ -169,6 +175,12 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
   config_.set_json("steps", step_budget(config_, *task_), "epochs");
   model_ = make_model(config_, *task_, DType::f32);
   rules_ = make_rules(config_, *task_);
+  // A generated task's held-out batches (5. in the file): drawn once, from their own Rng, at the task's sizes.
+  if (!split_task() && config_.integer("eval.interval") > 0) {
+    Rng held_out(std::uint64_t(config_.integer("eval.seed")));
+    held_out_.resize(std::size_t(config_.integer("eval.batches")));
+    for (Sequence& seq : held_out_) task_->sample_into(held_out, seq, DType::f32);
+  }
   memory_ = estimate_memory();
   if (config_.flag("memory.check") && memory_.bytes > memory_.available)
     throw Error(fmt::format("memory: this run needs about {:.1f} GiB at its longest sequence ({} time steps × batch "
@@ -535,7 +547,7 @@ StepStats Trainer::step() {
   for (const auto& r : rules_) r->after_step(step_, stats);  // 4.
   evaluated_ = false;
   const std::int64_t interval = config_.integer("eval.interval");
-  if (split_task() && interval > 0 && step_ % interval == 0) {  // 5.
+  if (interval > 0 && step_ % interval == 0) {  // 5.
     validation_ = evaluate_held_out();
     const EvalReport report{step_, &validation_,
                             config_.str("eval.metric") == "loss" ? validation_.loss : validation_.error};
@@ -551,25 +563,40 @@ std::int64_t step_budget(const Config& config, const Task& task) {
   return config.integer("steps");
 }
 
-SplitResult evaluate_split(Model& model, Tape& tape, const SplitTask& task, Split split, std::int64_t batch) {
+namespace {
+// The mean loss and cost per example over batches, without gradients, batch norm on its running statistics:
+// next(seq, count) gives the next batch (filling `seq` or another) and its examples, and nullptr after the last.
+template <class Next>
+SplitResult evaluate_batches(Model& model, Tape& tape, Next next) {
   SplitResult r;
-  const std::int64_t n = task.split_size(split);
-  if (n == 0) return r;
   Unroller unroller(model, tape);
   NoGrad no_grad(tape);
-  BatchNormScope eval({BatchNormMode::running});  // batch norm on its running statistics
-  Sequence seq;
-  for (std::int64_t first = 0; first < n; first += batch) {
-    const std::int64_t count = std::min(batch, n - first);
-    task.split_batch_into(split, first, count, seq, model.dtype());
-    const SequenceResult& s = unroller.run(seq);
+  BatchNormScope eval({BatchNormMode::running});
+  Sequence seq;  // outlives each run: the tape points into its frames
+  std::int64_t count = 0;
+  while (const Sequence* batch = next(seq, count)) {
+    const SequenceResult& s = unroller.run(*batch);
     r.loss += s.loss.item() * double(count);
     r.error += s.bits * double(count);
+    r.count += count;
   }
-  r.count = n;
-  r.loss /= double(n);
-  r.error /= double(n);
+  if (r.count == 0) return r;
+  r.loss /= double(r.count);
+  r.error /= double(r.count);
   return r;
+}
+}  // namespace
+
+SplitResult evaluate_split(Model& model, Tape& tape, const SplitTask& task, Split split, std::int64_t batch) {
+  const std::int64_t n = task.split_size(split);
+  std::int64_t first = 0;
+  return evaluate_batches(model, tape, [&](Sequence& seq, std::int64_t& count) -> const Sequence* {
+    if (first >= n) return nullptr;
+    count = std::min(batch, n - first);
+    task.split_batch_into(split, first, count, seq, model.dtype());
+    first += count;
+    return &seq;
+  });
 }
 
 SplitResult Trainer::evaluate(Split split) {
@@ -580,7 +607,11 @@ SplitResult Trainer::evaluate(Split split) {
 
 SplitResult Trainer::evaluate_held_out() {
   if (split_task()) return evaluate(Split::validation);
-  return SplitResult{};
+  std::size_t k = 0;
+  return evaluate_batches(*model_, tape_, [&](Sequence&, std::int64_t& count) -> const Sequence* {
+    count = task_->batch();
+    return k < held_out_.size() ? &held_out_[k++] : nullptr;
+  });
 }
 
 StepStats Trainer::not_finite(StepStats& stats, const std::string& what) {

@@ -22,7 +22,9 @@
 ///   3. the update, at the learning rate of lr.schedule times the product of the rules' lr_factor();
 ///   4. after the update: every rule's after_step();
 ///   5. every eval.interval steps, after an applied step: the held-out data is evaluated (the validation part
-///      of a SplitTask) and every rule's after_evaluation() told its score (eval.metric: error or loss);
+///      of a SplitTask; for a generated task, eval.batches batches drawn once at the start from Rng(eval.seed)
+///      by sample_into, the task's own sizes, the same every evaluation) and every rule's after_evaluation()
+///      told its score (eval.metric: error, the cost per sequence, or loss);
 ///   6. stopped() when a rule's stop() says so.
 /// save() writes every rule's state() under its name() in the checkpoint's metadata (and its save_files()
 /// first); resume() hands them back, so a resumed run's rules decide what an uninterrupted run's do.
@@ -186,8 +188,8 @@ class Trainer {
   bool stopped() const;  ///< a rule says to end the run
   /// Evaluates the model on a whole part of the SplitTask's data.
   SplitResult evaluate(Split split);
-  /// Evaluates the model on the held-out data of step 5 above (a SplitTask's validation part; none for a
-  /// generated task: a result of count 0).
+  /// Evaluates the model on the held-out data of step 5 above (a SplitTask's validation part, or the generated
+  /// task's held-out batches; none without eval.interval on a generated task: a result of count 0).
   SplitResult evaluate_held_out();
   Model& model() { return *model_; }                ///< the model trained
   const Task& task() const { return *task_; }       ///< the task it is trained on
@@ -228,6 +230,7 @@ class Trainer {
   std::int64_t step_ = 0;
   std::int64_t skipped_ = 0;
   std::vector<std::unique_ptr<TrainingRule>> rules_;  // in the order they run (see the file)
+  std::vector<Sequence> held_out_;  // a generated task's held-out batches (eval.interval > 0)
   SplitResult validation_;
   bool evaluated_ = false;
   MemoryEstimate memory_;

@@ -21,7 +21,8 @@ std::vector<std::string> names(const std::vector<std::unique_ptr<TrainingRule>>&
   for (const auto& r : rules) out.emplace_back(r->name());
   return out;
 }
-// Every rule on: a curriculum that grows, an outlier rule that skips, a decay that fires within a few steps.
+// Every rule on: a curriculum that grows, an outlier rule that skips, a decay that fires within a few steps,
+// evaluations of held-out batches.
 Config every_rule() {
   Config c = testing::small_config("matrnn", 4, 3);
   c.set("curriculum.threshold", "1e9", "test");
@@ -30,6 +31,9 @@ Config every_rule() {
   c.set("grad.outlier_window", "3", "test");
   c.set("lr.solved_below", "1e9", "test");
   c.set("lr.solved_window", "5", "test");
+  c.set("eval.interval", "2", "test");  // held-out batches: early stopping's and the best parameters' states
+  c.set("eval.batches", "2", "test");
+  c.set("eval.patience", "1000", "test");
   return c;
 }
 // Each rule's checkpoint state, by name (none: "-").
