@@ -44,7 +44,7 @@ std::vector<std::string> states(const Trainer& t) {
 }
 }  // namespace
 
-TEST_CASE("rules: a config's rules, in the documented order; early stopping and the best parameters always",
+TEST_CASE("rules: a config's rules, in the documented order, early stopping and the best parameters always",
           "[training][rules]") {
   const Config plain = testing::small_config("matrnn");
   const auto task = make_task(plain);
