@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "matmem/models/training/rules/best_parameters.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/ops/batch_norm.hpp"
 #include "matmem/tools/commands.hpp"
@@ -48,11 +49,7 @@ std::vector<std::int64_t> parse_sizes(const std::string& text) {
 plot::EvalSeries run_data_set(Trainer& trainer, const std::string& checkpoint, std::FILE* csv, bool& csv_header,
                               bool several, bool last) {
   const SplitTask& task = *trainer.split_task();
-  const bool best = !last && trainer.restore_best();
-  const std::string which = best ? fmt::format("the parameters of step {} (best validation {} {:.4f})",
-                                               trainer.early_stopping().best_step(), trainer.config().str("eval.metric"),
-                                               trainer.early_stopping().best())
-                                 : fmt::format("the last parameters (step {})", trainer.steps_done());
+  const std::string which = use_best_parameters(trainer, last);
   // Classes: the error rate and accuracy; reals (reconstruction): the loss is the MSE, the error the NMSE; bits
   // (the user's data with task.loss = bce): the BCE and the bit errors per sequence.
   const bool classes = task.target_kind() == TargetKind::classes;
@@ -104,6 +101,7 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
   }
   const Task& task = changed ? *changed : trainer->task();
   if (trainer->split_task()) return run_data_set(*trainer, checkpoint, csv, csv_header, several, o.last);
+  const std::string which = use_best_parameters(*trainer, o.last);
   if (!size_name.empty() && size_name != task.size_name())
     throw Error(fmt::format("eval: {} learned {}, by {}, unlike the checkpoints before it (by {}): evaluate them apart",
                             checkpoint, task.name(), task.size_name(), size_name));
@@ -117,9 +115,9 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
   csv_header = false;
   if (csv != stdout && several) fmt::print("{}:\n", checkpoint);
   if (csv != stdout)
-    fmt::print("{} after {} steps, {} parameters, on {}; {} batches of {} per size (seed {})\n{:>8} {:>16} {:>10} {:>10} {:>10}{}\n",
+    fmt::print("{} after {} steps, {} parameters, on {}; {}; {} batches of {} per size (seed {})\n{:>8} {:>16} {:>10} {:>10} {:>10}{}\n",
                trainer->config().str("model"), trainer->steps_done(), trainer->model().params().element_count(), task.name(),
-               o.batches, task.batch(), o.seed, task.size_name(),
+               which, o.batches, task.batch(), o.seed, task.size_name(),
                task.target_kind() == TargetKind::bits ? "bits/sequence" : cost_name(task.target_kind()), "min", "max", "loss",
                task.target_kind() == TargetKind::probabilities ? fmt::format(" {:>10}", "optimal") : "");
   Tape& tape = trainer->tape();
@@ -198,7 +196,8 @@ void add_eval_command(CLI::App& app) {
       ->capture_default_str()
       ->check(whole_number(0, kMaxSeed));
   cmd->add_flag("--last", o->last,
-               "Data sets and graphs: evaluate the last parameters, not those of the best validation evaluation");
+               "Evaluate the last parameters, not those of the best evaluation of the held-out data (best.safetensors: "
+               "a data set's validation part, a generated task's held-out batches, eval.interval)");
   cmd->add_option("--csv", o->csv, "Also write CSV to this file (- for standard output only)");
   cmd->add_option("--plot", o->plot, "Also draw cost against size, one line per checkpoint: FILE.png or FILE.svg");
   cmd->callback([o] { run(*o); });

@@ -13,6 +13,7 @@
 
 #include "matmem/models/registry.hpp"
 #include "matmem/models/training/config.hpp"
+#include "matmem/models/training/rules/early_stopping.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/runtime/error.hpp"
 #include "matmem/runtime/files.hpp"

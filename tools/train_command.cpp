@@ -14,6 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include "matmem/models/plugin.hpp"
+#include "matmem/models/training/rules/best_parameters.hpp"
+#include "matmem/models/training/rules/curriculum.hpp"
+#include "matmem/models/training/rules/early_stopping.hpp"
+#include "matmem/models/training/rules/grad_outlier.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/runtime/communicator.hpp"
 #include "matmem/runtime/files.hpp"
@@ -270,22 +274,29 @@ void run(const Options& o) {
   double loss = 0, bits = 0, norm = 0, frames = 0, xent = 0, last_loss = 0, last_bits = 0, last_draw = 0;
   std::int64_t n = 0, done_here = 0;
   double reduce_seconds = 0;  // distributed: gathering and adding the ranks' gradients, waits included
-  std::int64_t level = trainer->curriculum_level();
+  // The rules the command reports on: the curriculum's level, the outlier skips, early stopping's best.
+  const Curriculum* curriculum = trainer->rule<Curriculum>();
+  const GradOutlier* outlier = trainer->rule<GradOutlier>();
+  auto outlier_skips = [&] { return outlier ? outlier->skips() : 0; };
+  std::int64_t level = curriculum ? curriculum->level() : 0;
   if (level && !o.json)
     fmt::print("curriculum: {} up to {} (of {})\n", trainer->task().size_name(), level,
                trainer->task().size_range().second);
-  // Data sets and the graph task: validation.csv, a row per evaluation of the validation part (eval.interval).
+  // validation.csv, a row per evaluation of the held-out data (eval.interval): the validation part of a data set
+  // or the graph task, a generated task's held-out batches (eval.batches, eval.seed).
   std::ofstream validation;
-  if (trainer->split_task() && c.integer("eval.interval") > 0) {
+  if (c.integer("eval.interval") > 0) {
     const std::string path = (std::filesystem::path(out) / "validation.csv").string();
     const bool fresh_validation = fresh || !std::filesystem::exists(path);
-    validation =
-        open_rows(path, fresh_validation, "step,epoch,loss,error,accuracy,best,best_step\n", trainer->steps_done());
+    validation = open_rows(path, fresh_validation,
+                           trainer->split_task() ? "step,epoch,loss,error,accuracy,best,best_step\n"
+                                                 : "step,loss,bits_per_sequence,best,best_step\n",
+                           trainer->steps_done());
   }
   while (trainer->steps_done() < total && !trainer->stopped()) {
     const StepStats s = trainer->step();
-    if (trainer->curriculum_level() != level && !o.json) {
-      level = trainer->curriculum_level();
+    if (curriculum && curriculum->level() != level && !o.json) {
+      level = curriculum->level();
       progress.finish();
       fmt::print("curriculum: {} up to {} from step {}\n", trainer->task().size_name(), level, trainer->steps_done());
     }
@@ -295,7 +306,7 @@ void run(const Options& o) {
       if (!o.json)
         fmt::print(stderr, "step {}: update skipped: gradient norm {:.4g} > {} × the running mean {:.4g} "
                    "(grad.outlier; {} so far)\n", trainer->steps_done(), s.grad_norm, c.num("grad.outlier"),
-                   s.norm_mean, trainer->outlier_skips());
+                   s.norm_mean, outlier_skips());
     } else if (s.skipped) {
       fmt::print(stderr, "step {} skipped ({} of at most {}): {}\n", trainer->steps_done(), trainer->skipped(),
                  c.integer("nonfinite.max_skips"), s.nonfinite);
@@ -326,16 +337,28 @@ void run(const Options& o) {
       last_bits = n ? bits / n : nan;
       metrics << fmt::format("{},{:.3f},{:.6f},{:.4f},{:.4f},{:.1f}", step, secs, last_loss, last_bits,
                              n ? norm / n : nan, n ? frames / n : nan)
-              << (columns.skipped ? fmt::format(",{}", trainer->skipped() + trainer->outlier_skips()) : "")
+              << (columns.skipped ? fmt::format(",{}", trainer->skipped() + outlier_skips()) : "")
               << (columns.xent_bits ? fmt::format(",{:.4f}\n", n ? xent / n : nan) : "\n");
       metrics.flush();
       progress.update(step, last_loss, last_bits, secs / double(done_here));
       loss = bits = norm = frames = xent = 0;
       n = 0;
     }
-    if (trainer->evaluated()) {
+    if (trainer->evaluated() && !trainer->split_task()) {
       const SplitResult& v = trainer->last_validation();
-      const EarlyStopping& e = trainer->early_stopping();
+      const BestParameters& b = *trainer->rule<BestParameters>();
+      validation << fmt::format("{},{:.6f},{:.6f},{:.6f},{}\n", step, v.loss, v.error, b.best(), b.best_step());
+      validation.flush();
+      if (!o.json && !progress.terminal())
+        fmt::print("step {}: held-out loss {:.4f}, {} {:.4f} (best {} {:.4f} at step {}){}\n", step, v.loss,
+                   cost_name(trainer->task().target_kind()), v.error, trainer->config().str("eval.metric"), b.best(),
+                   b.best_step(),
+                   trainer->stopped()
+                       ? fmt::format("; no better for {} evaluations: stopping early", c.integer("eval.patience"))
+                       : "");
+    } else if (trainer->evaluated()) {
+      const SplitResult& v = trainer->last_validation();
+      const EarlyStopping& e = trainer->rule<EarlyStoppingRule>()->rule();
       const double epoch = double(step) / double(trainer->split_task()->steps_per_epoch());
       validation << fmt::format("{},{:.3f},{:.6f},{:.6f},{:.6f},{:.6f},{}\n", step, epoch, v.loss, v.error, 1 - v.error,
                                 e.best(), e.best_step());
@@ -355,10 +378,10 @@ void run(const Options& o) {
   progress.finish();
   // A run with held-out parts: the best evaluation's parameters (the model keeps them from here on) on the
   // validation and test parts.
-  const EarlyStopping& best = trainer->early_stopping();
+  const EarlyStopping& best = trainer->rule<EarlyStoppingRule>()->rule();
   std::string held_out_line;
   nlohmann::json held_out_json;
-  if (trainer->split_task() && trainer->restore_best()) {
+  if (trainer->split_task() && restore_best(*trainer)) {
     const SplitResult v = trainer->evaluate(Split::validation), t = trainer->evaluate(Split::test);
     const bool classes = trainer->task().target_kind() == TargetKind::classes;
     auto score = [&](const SplitResult& r) {
@@ -371,6 +394,14 @@ void run(const Options& o) {
     held_out_json = {{"best_step", best.best_step()}, {"stopped_early", trainer->stopped()},
                      {"validation_loss", v.loss},     {"validation_error", v.error},
                      {"test_loss", t.loss},           {"test_error", t.error}};
+  } else if (const BestParameters& b = *trainer->rule<BestParameters>(); b.has()) {
+    // A generated task's best parameters stay in best.safetensors; the model keeps its last.
+    held_out_line = fmt::format("{}best parameters: step {} (held-out {} {:.4f} on {} batches; {}/best.safetensors, "
+                                "which `matmem eval` and `matmem inspect` use unless --last)\n",
+                                trainer->stopped() ? fmt::format("stopped early after step {}; ", trainer->steps_done()) : "",
+                                b.best_step(), trainer->config().str("eval.metric"), b.best(), c.integer("eval.batches"),
+                                out);
+    held_out_json = {{"best_step", b.best_step()}, {"stopped_early", trainer->stopped()}, {"held_out", b.best()}};
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.json) {
@@ -381,7 +412,7 @@ void run(const Options& o) {
                         {"bits", last_bits},
                         {"params", trainer->model().params().element_count()},
                         {"skipped", trainer->skipped()},
-                        {"outlier_skips", trainer->outlier_skips()}};
+                        {"outlier_skips", outlier_skips()}};
     for (const auto& [name, value] : trainer->model().learned_scalars()) j["learned"][name] = value;
     if (!held_out_json.is_null()) j["best"] = held_out_json;
     if (trainer->ranks() > 1) {
@@ -396,8 +427,8 @@ void run(const Options& o) {
              trainer->task().target_kind() == TargetKind::bits ? "bits wrong per sequence"
                                                                 : cost_name(trainer->task().target_kind()),
              trainer->skipped() ? fmt::format("; {} steps skipped for a NaN/Inf", trainer->skipped()) : "",
-             trainer->outlier_skips() ? fmt::format("; {} updates skipped for an outlier gradient (grad.outlier)",
-                                                    trainer->outlier_skips())
+             outlier_skips() ? fmt::format("; {} updates skipped for an outlier gradient (grad.outlier)",
+                                           outlier_skips())
                                       : "");
   for (const auto& [name, value] : trainer->model().learned_scalars()) fmt::print("learned {} = {:.6g}\n", name, value);
   fmt::print("{}", held_out_line);

@@ -122,15 +122,21 @@ std::vector<ConfigKey>& all_keys() {
       {"task.classes", "0", "data, task.loss = softmax_ce: the classes C (0: the largest class in the files + 1)"},
       {"epochs", "0", "data sets: train this many epochs (replaces steps by epochs x floor(task.train / batch); --steps sets it to 0); 0: by steps"},
       {"eval.interval", "0",
-       "data sets and the graph task: evaluate the validation part every this many steps, keeping the parameters "
-       "of the best evaluation in best.safetensors (0: never)"},
+       "evaluate the held-out data every this many steps (a data set's or the graph's validation part; a generated "
+       "task's eval.batches held-out batches), keeping the parameters of the best evaluation in best.safetensors "
+       "(0: never; models/training/README.md)"},
       {"eval.patience", "0",
-       "data sets and the graph task: stop after this many validation evaluations without a new best (0: never "
-       "stop early)"},
+       "stop after this many evaluations of the held-out data without a new best (0: never stop early)"},
       {"eval.metric", "\"error\"",
-       "data sets and the graph task: what early stopping and the best parameters go by: error (the error rate, or "
-       "the NMSE) or loss, on the validation part"},
+       "what early stopping and the best parameters go by: error (the error rate, the NMSE, or a generated task's "
+       "cost per sequence) or loss, on the held-out data"},
       {"eval.batch", "500", "data sets: images per batch when evaluating a whole part (a graph's parts are read whole)"},
+      {"eval.batches", "10",
+       "generated tasks, eval.interval > 0: held-out batches of `batch` sequences at the task's own sizes, drawn once "
+       "at the start from eval.seed, the same at every evaluation (1 to 100000)"},
+      {"eval.seed", "1000",
+       "generated tasks: seed of the held-out batches, apart from the run's seed and from `matmem eval`'s (2024), so "
+       "the best parameters are not chosen on the test draw"},
       {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm, dense layers for gamma) as RxC, comma separated"},
       {"lstm.forget_bias", "1.0", "a matlstm's forget-gate bias at the start"},
       {"rnn.attention_heads", "0", "matrnn, matlstm, matgru: queries of an attention read over the last layer's states so "
@@ -206,7 +212,7 @@ std::vector<ConfigKey>& all_keys() {
        "sequence) takes at most this many KiB, so it stays in the core's L2 (0: no limit)"},
       {"curriculum.threshold", "0.0",
        "curriculum: sizes (recall items, copy lengths) start at the smallest and the largest drawn grows by one each "
-       "time a window's mean cost per sequence falls below this (0: no curriculum; see models/training/trainer.hpp)"},
+       "time a window's mean cost per sequence falls below this (0: no curriculum; models/training/rules/curriculum.hpp)"},
       {"curriculum.window", "1000", "curriculum: steps whose mean cost decides whether the largest size grows"},
       {"curriculum.start", "0", "curriculum: the largest size drawn at first (0: the task's smallest)"},
       {"anomaly", "false", "anomaly mode: check every op for NaN/Inf (slower)"},

@@ -1,7 +1,6 @@
 #include "matmem/models/training/trainer.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -12,7 +11,7 @@
 #include <limits>
 #include <filesystem>
 #include <fstream>
-#include <variant>
+#include <optional>
 
 #include <unistd.h>
 
@@ -24,6 +23,7 @@
 #include "matmem/models/training/adam.hpp"
 #include "matmem/models/training/clip.hpp"
 #include "matmem/models/training/rmsprop.hpp"
+#include "matmem/models/training/rules/registry.hpp"
 #include "matmem/models/training/schedule.hpp"
 #include "matmem/models/training/sgd.hpp"
 #include "matmem/ops/batch_norm.hpp"
@@ -54,6 +54,8 @@ std::unique_ptr<Optimizer> make_optimizer(const Config& c, ParameterStore& param
 }
 
 namespace {
+constexpr std::int64_t kMaxHeldOutBatches = 100000;  // eval.batches: held in memory for the whole run
+
 void validate(const Config& c) {
   auto positive = [&](const char* key) {
     if (c.integer(key) < 1) throw Error(fmt::format("config: {} = {} must be ≥ 1", key, c.integer(key)));
@@ -71,6 +73,10 @@ void validate(const Config& c) {
   if (c.str("eval.metric") != "error" && c.str("eval.metric") != "loss")
     throw Error(fmt::format("config: eval.metric = \"{}\" must be \"error\" or \"loss\"", c.str("eval.metric")));
   if (c.integer("eval.batch") < 1) throw Error(fmt::format("config: eval.batch = {} must be ≥ 1", c.integer("eval.batch")));
+  if (c.integer("eval.batches") < 1 || c.integer("eval.batches") > kMaxHeldOutBatches)
+    throw Error(fmt::format("config: eval.batches = {} must be from 1 to {}", c.integer("eval.batches"),
+                            kMaxHeldOutBatches));
+  if (c.integer("eval.seed") < 0) throw Error(fmt::format("config: eval.seed = {} must be ≥ 0", c.integer("eval.seed")));
   if (c.integer("seed") < 0) throw Error(fmt::format("config: seed = {} must be ≥ 0", c.integer("seed")));
   if (c.integer("checkpoint_every") < 0) throw Error("config: checkpoint_every must be ≥ 0");
   if (c.integer("micro_batch") < 0)
@@ -168,39 +174,14 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
       ranks_(ranks && ranks->size() > 1 ? ranks : nullptr) {
   validate(config_);
   task_ = make_task(config_);
-  best_ = BestParameters(config_.integer("eval.patience"));
   config_.set_json("steps", step_budget(config_, *task_), "epochs");
   model_ = make_model(config_, *task_, DType::f32);
-  if (const double th = config_.num("curriculum.threshold"); th != 0) {
-    const auto [lo, hi] = task_->size_range();
-    const std::int64_t window = config_.integer("curriculum.window"), start = config_.integer("curriculum.start");
-    if (!(th > 0) || !std::isfinite(th))
-      throw Error(fmt::format("config: curriculum.threshold = {} must be a cost > 0 (or 0: no curriculum)", th));
-    if (hi < 1)
-      throw Error(fmt::format("config: curriculum.threshold = {}: task {} has no sizes a curriculum can grow", th,
-                              task_->name()));
-    if (window < 1) throw Error(fmt::format("config: curriculum.window = {} must be ≥ 1", window));
-    if (start != 0 && (start < lo || start > hi))
-      throw Error(fmt::format("config: curriculum.start = {} must be a {} of task {} ({}..{}), or 0", start,
-                              task_->size_name(), task_->name(), lo, hi));
-    curriculum_ = {th, lo, hi, start ? start : lo, {window, 0, 0.0}};
-  }
-  if (const double f = config_.num("grad.outlier"); f != 0) {
-    const std::int64_t w = config_.integer("grad.outlier_window");
-    if (!(f > 1)) throw Error(fmt::format("config: grad.outlier = {} must be a factor > 1 (or 0: off)", f));
-    if (w < 2) throw Error(fmt::format("config: grad.outlier_window = {} must be ≥ 2 steps", w));
-    outlier_.factor = f;
-    outlier_.window = w;
-    outlier_.beta = 1.0 - 1.0 / double(w);
-  }
-  if (const double b = config_.num("lr.solved_below"); b != 0) {
-    const double f = config_.num("lr.solved_factor");
-    const std::int64_t w = config_.integer("lr.solved_window");
-    if (!(b > 0) || !std::isfinite(b))
-      throw Error(fmt::format("config: lr.solved_below = {} must be a cost > 0 (or 0: off)", b));
-    if (!(f > 0 && f <= 1)) throw Error(fmt::format("config: lr.solved_factor = {} must be in (0, 1]", f));
-    if (w < 1) throw Error(fmt::format("config: lr.solved_window = {} must be ≥ 1 step", w));
-    solved_ = {b, f, {w, 0, 0.0}, -1};
+  rules_ = make_rules(config_, *task_);
+  // A generated task's held-out batches (5. in the file): drawn once, from their own Rng, at the task's sizes.
+  if (!split_task() && config_.integer("eval.interval") > 0) {
+    Rng held_out(std::uint64_t(config_.integer("eval.seed")));
+    held_out_.resize(std::size_t(config_.integer("eval.batches")));
+    for (Sequence& seq : held_out_) task_->sample_into(held_out, seq, DType::f32);
   }
   memory_ = estimate_memory();
   if (config_.flag("memory.check") && memory_.bytes > memory_.available)
@@ -461,40 +442,22 @@ void Trainer::reduce_over_ranks(StepStats& stats) {
   reduce_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// 1. (see the file): the smallest of the rules' bounds on the size, or the task's own draw.
 void Trainer::sample_batch() {
-  if (curriculum_.threshold > 0)
-    task_->sample_size_into(data_rng_, data_rng_.uniform_int(curriculum_.min, curriculum_.level), sequence_,
+  std::optional<std::int64_t> largest;
+  for (const auto& r : rules_)
+    if (const std::optional<std::int64_t> size = r->largest_size()) largest = largest ? std::min(*largest, *size) : *size;
+  if (largest)
+    task_->sample_size_into(data_rng_, data_rng_.uniform_int(task_->size_range().first, *largest), sequence_,
                             DType::f32);
   else
     task_->sample_step_into(step_, data_rng_, sequence_, DType::f32);
 }
 
-double Trainer::OutlierRule::mean() const {
-  return count == 0 ? 0.0 : sum / (1.0 - std::pow(beta, double(count)));
-}
-
-void Trainer::advance_curriculum(double cost) {
-  Curriculum& c = curriculum_;
-  if (c.threshold == 0 || c.level >= c.max) return;
-  if (double mean = 0; c.costs.add(cost, mean) && mean < c.threshold) ++c.level;
-}
-
-bool Trainer::WindowMean::add(double cost, double& mean) {
-  sum += cost;
-  if (++steps < window) return false;
-  mean = sum / double(window);
-  steps = 0;
-  sum = 0;
-  return true;
-}
-
-bool Trainer::advance_solved_decay(double cost) {
-  SolvedDecay& d = solved_;
-  if (d.below == 0 || d.at >= 0) return false;
-  double mean = 0;
-  if (!d.costs.add(cost, mean) || !(mean < d.below)) return false;
-  d.at = step_;
-  return true;
+bool Trainer::stopped() const {
+  for (const auto& r : rules_)
+    if (r->stop()) return true;
+  return false;
 }
 
 namespace {
@@ -565,29 +528,25 @@ StepStats Trainer::step() {
     return not_finite(stats, fmt::format("the {} is not finite; {}", std::isfinite(stats.loss) ? "gradient" : "loss",
                                          where));
   }
-  if (OutlierRule& o = outlier_; o.factor > 0) {
-    const double m = o.mean();
-    stats.norm_mean = m;
-    const bool outlier = o.count >= o.window && stats.grad_norm > o.factor * m;
-    o.sum = o.beta * o.sum + (1 - o.beta) * (outlier ? o.factor * m : stats.grad_norm);
-    ++o.count;
-    if (outlier) {  // nothing applied; the step counts as done
-      params.zero_grad();
-      for (auto& [value, copy] : buffers_) std::memcpy(value->raw(), copy.raw(), copy.bytes());
-      ++o.skips;
-      ++step_;
-      stats.skipped = stats.outlier = true;
-      evaluated_ = false;
-      return stats;
-    }
+  // 2.: every rule sees the gradient; one that refuses it skips the update, the step counting as done.
+  bool apply = true;
+  for (const auto& r : rules_) apply = r->on_gradient(step_ + 1, stats) && apply;
+  if (!apply) {
+    params.zero_grad();
+    for (auto& [value, copy] : buffers_) std::memcpy(value->raw(), copy.raw(), copy.bytes());
+    ++step_;
+    stats.skipped = true;
+    evaluated_ = false;
+    return stats;
   }
   if (const double c = config_.num("clip.value"); c > 0) clip_by_value(params, c);
   if (const double c = config_.num("clip.norm"); c > 0) clip_by_global_norm(params, c);
   for (std::size_t k = 0; k < updated_.size(); ++k)
     std::memcpy(saved_[k].raw(), updated_[k].second->raw(), saved_[k].bytes());
   const std::int64_t optimizer_steps = optimizer_->steps();
-  optimizer_->set_lr_scale(lr_scale(config_, step_, config_.integer("steps")) *
-                           (solved_.at >= 0 ? solved_.factor : 1.0));
+  double factor = 1.0;  // 3.: the rules' factors on lr.schedule's rate
+  for (const auto& r : rules_) factor *= r->lr_factor();
+  optimizer_->set_lr_scale(lr_scale(config_, step_, config_.integer("steps")) * factor);
   optimizer_->step();
   if (const std::string* bad = first_nonfinite(updated_)) {
     for (std::size_t k = 0; k < updated_.size(); ++k)
@@ -599,13 +558,14 @@ StepStats Trainer::step() {
                                          config_.num("lr") * optimizer_->lr_scale(), *bad));
   }
   ++step_;
-  advance_curriculum(stats.bits);
-  stats.lr_decayed = advance_solved_decay(stats.bits);
+  for (const auto& r : rules_) r->after_step(step_, stats);  // 4.
   evaluated_ = false;
   const std::int64_t interval = config_.integer("eval.interval");
-  if (split_task() && interval > 0 && step_ % interval == 0) {
-    validation_ = evaluate(Split::validation);
-    best_.update(*model_, config_.str("eval.metric") == "loss" ? validation_.loss : validation_.error, step_);
+  if (interval > 0 && step_ % interval == 0) {  // 5.
+    validation_ = evaluate_held_out();
+    const EvalReport report{step_, &validation_,
+                            config_.str("eval.metric") == "loss" ? validation_.loss : validation_.error};
+    for (const auto& r : rules_) r->after_evaluation(report, *model_);
     evaluated_ = true;
   }
   return stats;
@@ -617,31 +577,55 @@ std::int64_t step_budget(const Config& config, const Task& task) {
   return config.integer("steps");
 }
 
-SplitResult evaluate_split(Model& model, Tape& tape, const SplitTask& task, Split split, std::int64_t batch) {
+namespace {
+// The mean loss and cost per example over batches, without gradients, batch norm on its running statistics:
+// next(seq, count) gives the next batch (filling `seq` or another) and its examples, and nullptr after the last.
+template <class Next>
+SplitResult evaluate_batches(Model& model, Tape& tape, Next next) {
   SplitResult r;
-  const std::int64_t n = task.split_size(split);
-  if (n == 0) return r;
   Unroller unroller(model, tape);
   NoGrad no_grad(tape);
-  BatchNormScope eval({BatchNormMode::running});  // batch norm on its running statistics
-  Sequence seq;
-  for (std::int64_t first = 0; first < n; first += batch) {
-    const std::int64_t count = std::min(batch, n - first);
-    task.split_batch_into(split, first, count, seq, model.dtype());
-    const SequenceResult& s = unroller.run(seq);
+  BatchNormScope eval({BatchNormMode::running});
+  Sequence seq;  // outlives each run: the tape points into its frames
+  std::int64_t count = 0;
+  while (const Sequence* batch = next(seq, count)) {
+    const SequenceResult& s = unroller.run(*batch);
     r.loss += s.loss.item() * double(count);
     r.error += s.bits * double(count);
+    r.count += count;
   }
-  r.count = n;
-  r.loss /= double(n);
-  r.error /= double(n);
+  if (r.count == 0) return r;
+  r.loss /= double(r.count);
+  r.error /= double(r.count);
   return r;
+}
+}  // namespace
+
+SplitResult evaluate_split(Model& model, Tape& tape, const SplitTask& task, Split split, std::int64_t batch) {
+  const std::int64_t n = task.split_size(split);
+  std::int64_t first = 0;
+  return evaluate_batches(model, tape, [&](Sequence& seq, std::int64_t& count) -> const Sequence* {
+    if (first >= n) return nullptr;
+    count = std::min(batch, n - first);
+    task.split_batch_into(split, first, count, seq, model.dtype());
+    first += count;
+    return &seq;
+  });
 }
 
 SplitResult Trainer::evaluate(Split split) {
   const SplitTask* data = split_task();
   if (!data) throw Error(fmt::format("evaluate: task {} has no {} part (only data sets do)", task_->name(), split_name(split)));
   return evaluate_split(*model_, tape_, *data, split, data->eval_batch(split, config_.integer("eval.batch")));
+}
+
+SplitResult Trainer::evaluate_held_out() {
+  if (split_task()) return evaluate(Split::validation);
+  std::size_t k = 0;
+  return evaluate_batches(*model_, tape_, [&](Sequence&, std::int64_t& count) -> const Sequence* {
+    count = task_->batch();
+    return k < held_out_.size() ? &held_out_[k++] : nullptr;
+  });
 }
 
 StepStats Trainer::not_finite(StepStats& stats, const std::string& what) {
@@ -675,27 +659,12 @@ void Trainer::save(const std::string& dir) const {
                 {"optimizer_steps", std::to_string(optimizer_->steps())},
                 {"rng", fmt::format("{} {} {} {}", s[0], s[1], s[2], s[3])},
                 {"nonfinite_skips", std::to_string(skipped_)},
-                {"early_stopping", best_.rule().state()},
                 {"config", config_.values().dump()}};
-  // The best parameters first: a checkpoint never names a best that is not on disk.
-  if (best_.has() && (best_written_ != best_.rule().best_step() || best_dir_ != dir)) {
-    TensorFile b;
-    std::size_t k = 0;
-    for (const auto& p : model_->params()) b.tensors.emplace("param/" + p->name, best_.tensors()[k++]);
-    b.metadata = {{"format", "matmem-best-1"},
-                  {"step", std::to_string(best_.rule().best_step())},
-                  {"config", config_.values().dump()}};
-    write_safetensors((std::filesystem::path(dir) / "best.safetensors").string(), b);
-    best_written_ = best_.rule().best_step();
-    best_dir_ = dir;
+  // The rules' files first: a checkpoint never names a file that is not on disk.
+  for (const auto& r : rules_) {
+    r->save_files(dir, *model_, config_);
+    if (std::optional<std::string> state = r->state()) f.metadata[r->name()] = std::move(*state);
   }
-  if (curriculum_.threshold > 0)  // the window's sum in hexadecimal: read back exactly
-    f.metadata["curriculum"] =
-        fmt::format("{} {} {:a}", curriculum_.level, curriculum_.costs.steps, curriculum_.costs.sum);
-  if (outlier_.factor > 0)  // the running sum in hexadecimal: read back exactly
-    f.metadata["grad_outlier"] = fmt::format("{} {} {:a}", outlier_.count, outlier_.skips, outlier_.sum);
-  if (solved_.below > 0)  // the window's count and sum (hexadecimal: read back exactly), the decay's step
-    f.metadata["lr_solved"] = fmt::format("{} {:a} {}", solved_.costs.steps, solved_.costs.sum, solved_.at);
   write_safetensors(path, f);
 }
 
@@ -781,87 +750,20 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
       throw Error(fmt::format("checkpoint {}: {} \"{}\" is not a whole number ≥ 0", path, key, text));
     return v;
   };
-  // A rule's state in the metadata: whole numbers and one sum (hexadecimal: read back exactly), separated by
-  // white space as save() writes them; true only when the whole text is that.
-  auto fields = [](const std::string& text, std::initializer_list<std::variant<std::int64_t*, double*>> out) {
-    const char* p = text.c_str();
-    for (auto field = out.begin(); field != out.end(); ++field) {
-      if (field != out.begin() && !std::isspace(static_cast<unsigned char>(*p))) return false;
-      char* end = nullptr;
-      if (std::int64_t* const* i = std::get_if<std::int64_t*>(&*field)) **i = std::strtoll(p, &end, 10);
-      else *std::get<double*>(*field) = std::strtod(p, &end);
-      if (end == p) return false;
-      p = end;
-    }
-    return *p == '\0';
-  };
   t->step_ = count("step", meta("step"));
   if (auto it = f.metadata.find("nonfinite_skips"); it != f.metadata.end())
     t->skipped_ = count("nonfinite_skips", it->second);
   t->optimizer_->set_steps(count("optimizer_steps", meta("optimizer_steps")));
-  if (Curriculum& cu = t->curriculum_; cu.threshold > 0) {
-    const std::string& text = meta("curriculum");
-    std::int64_t level = 0, window_steps = 0;
-    double sum = 0;
-    if (!fields(text, {&level, &window_steps, &sum}) || level < cu.min || level > cu.max || window_steps < 0 ||
-        window_steps >= cu.costs.window || !std::isfinite(sum))
-      throw Error(fmt::format("checkpoint {}: curriculum \"{}\" is not a level in {}..{}, a step count below "
-                              "curriculum.window = {} and a finite sum", path, text, cu.min, cu.max, cu.costs.window));
-    cu.level = level, cu.costs.steps = window_steps, cu.costs.sum = sum;
-  }
-  // The outlier rule's state; a checkpoint written without the rule (turned on at resume) starts it afresh.
-  if (auto it = f.metadata.find("grad_outlier"); it != f.metadata.end() && t->outlier_.factor > 0) {
-    const std::string& text = it->second;
-    std::int64_t counted = 0, skips = 0;
-    double sum = 0;
-    if (!fields(text, {&counted, &skips, &sum}) || counted < 0 || skips < 0 || skips > counted ||
-        !std::isfinite(sum) || sum < 0)
-      throw Error(fmt::format("checkpoint {}: grad_outlier \"{}\" is not two step counts and a finite sum ≥ 0",
-                              path, text));
-    t->outlier_.count = counted, t->outlier_.skips = skips, t->outlier_.sum = sum;
-  }
-  // The decay rule's state; a checkpoint written without the rule (turned on at resume) starts it afresh.
-  if (auto it = f.metadata.find("lr_solved"); it != f.metadata.end() && t->solved_.below > 0) {
-    const std::string& text = it->second;
-    SolvedDecay& d = t->solved_;
-    std::int64_t window_steps = -1, at = -2;
-    double sum = 0;
-    if (!fields(text, {&window_steps, &sum, &at}) || window_steps < 0 || window_steps >= d.costs.window ||
-        !std::isfinite(sum) || at < -1 || at > t->step_)
-      throw Error(fmt::format("checkpoint {}: lr_solved \"{}\" is not a step count below lr.solved_window = {}, a "
-                              "finite sum and the step of the decay (−1: none) up to the checkpoint's {}",
-                              path, text, d.costs.window, t->step_));
-    d.costs.steps = window_steps, d.costs.sum = sum, d.at = at;
-  }
-  if (auto it = f.metadata.find("early_stopping"); it != f.metadata.end()) {
+  // The rules' states, each under its name (a rule not in the checkpoint is told so), then their files.
+  upgrade_rule_states(f.metadata);
+  for (const auto& r : t->rules_) {
+    const auto it = f.metadata.find(r->name());
     try {
-      t->best_.rule().set_state(it->second);
+      r->set_state(it == f.metadata.end() ? std::nullopt : std::optional<std::string>(it->second), t->step_);
     } catch (const Error& e) {
       throw Error(fmt::format("checkpoint {}: {}", path, e.what()));
     }
-  }
-  // The best evaluation's parameters, when best.safetensors holds those of the step the checkpoint names (a
-  // run stopped between writing it and the checkpoint leaves a newer one, which the resumed run rewrites).
-  const std::string best_path = (std::filesystem::path(dir) / "best.safetensors").string();
-  if (const std::int64_t best_step = t->best_.rule().best_step(); best_step >= 0 && std::filesystem::exists(best_path)) {
-    TensorFile b = read_safetensors(best_path);
-    auto format = b.metadata.find("format"), at = b.metadata.find("step");
-    if (format == b.metadata.end() || format->second != "matmem-best-1" || at == b.metadata.end())
-      throw Error(fmt::format("{}: not a matmem best-parameters file (format matmem-best-1 and a step expected)",
-                              best_path));
-    if (at->second == std::to_string(best_step)) {
-      std::vector<Tensor> best;
-      for (const auto& p : params) {
-        auto it = b.tensors.find("param/" + p->name);
-        if (it == b.tensors.end() || it->second.shape() != p->value.shape() || it->second.dtype() != p->value.dtype())
-          throw Error(fmt::format("{}: parameter {} is missing or not {} {}", best_path, p->name,
-                                  p->value.shape().str(), name_of(p->value.dtype())));
-        best.push_back(it->second);
-      }
-      t->best_.set(std::move(best));
-      t->best_written_ = best_step;
-      t->best_dir_ = dir;
-    }
+    r->load_files(dir, *t->model_);
   }
   return t;
 }

@@ -11,24 +11,23 @@
 /// step as done without an update (StepStats::skipped, skipped()) and throws once more than
 /// `nonfinite.max_skips` steps were skipped. save() refuses to write a NaN or Inf.
 ///
-/// Outlier gradients (config key grad.outlier = F > 0): a finite step whose gradient norm n_t (before clipping)
-/// exceeds F times the running mean m of the norms before it is not applied either (StepStats::outlier,
-/// outlier_skips()): a run that has learnt its task makes tiny gradients, RMSprop's and Adam's second moments
-/// shrink with them, and one rare large gradient — clipped or not — then moves the parameters by many times a
-/// usual step and can throw the solution away (models/results/stability.md). m is the bias-corrected
-/// exponential mean m = s/(1 − βᶜ) of the norms, s ← βs + (1 − β)·min(n_t, F·m), β = 1 − 1/W (W =
-/// grad.outlier_window), c the steps counted; the rule acts once c ≥ W. A skipped step adds F·m, not n_t, so a
-/// lasting rise of the norm lifts m by a factor 1 + (F − 1)/W a step until the steps are applied again. A
-/// non-finite step is handled by `nonfinite` first and counts for neither m nor outlier_skips(). The counters
-/// are saved in checkpoints, so a resumed run skips what an uninterrupted one does.
-///
-/// Learning-rate decay once solved (config key lr.solved_below = b > 0): the applied steps are counted in
-/// consecutive windows of W = lr.solved_window steps; at the end of the first window whose mean cost per
-/// sequence (StepStats::bits) is below b, the learning rate is multiplied by f = lr.solved_factor for every later
-/// step (StepStats::lr_decayed on the step that ends that window; lr_decayed_at()), on top of lr.schedule, and
-/// stays so if the cost rises again. Its aim is the same as grad.outlier's: a run that has learnt its task takes
-/// smaller steps, so one rare large gradient moves it less. Skipped steps (non-finite, outlier) count in no
-/// window. The window's count and sum and the step of the decay are saved in checkpoints.
+/// Training rules (models/training/rules/, models/training/README.md "Training rules"): the curriculum,
+/// grad.outlier, lr.solved_below, early stopping and the best parameters are TrainingRules, built by make_rules()
+/// in its order, which the trainer runs in that order at these points of a step, knowing none by name:
+///   1. before the batch is drawn: the smallest of the rules' largest_size() bounds the size drawn (from the
+///      task's smallest; none: the task's own draw, sample_step_into);
+///   2. after a finite gradient, before clipping: every rule's on_gradient(); if one returns false, the update
+///      is not applied and the step counts as done (StepStats::skipped; a non-finite step is handled by
+///      `nonfinite` first and no rule sees it);
+///   3. the update, at the learning rate of lr.schedule times the product of the rules' lr_factor();
+///   4. after the update: every rule's after_step();
+///   5. every eval.interval steps, after an applied step: the held-out data is evaluated (the validation part
+///      of a SplitTask; for a generated task, eval.batches batches drawn once at the start from Rng(eval.seed)
+///      by sample_into, the task's own sizes, the same every evaluation) and every rule's after_evaluation()
+///      told its score (eval.metric: error, the cost per sequence, or loss);
+///   6. stopped() when a rule's stop() says so.
+/// save() writes every rule's state() under its name() in the checkpoint's metadata (and its save_files()
+/// first); resume() hands them back, so a resumed run's rules decide what an uninterrupted run's do.
 ///
 /// With `threads` = n > 1 in the config, a step splits its batch of B into n' = min(n, ⌊B / kMinPart⌋)
 /// contiguous parts of ⌊B/n'⌋ or ⌈B/n'⌉ sequences (n' = 1: no split) and runs each part's forward and
@@ -70,17 +69,9 @@
 /// (tests/tools/distributed_test.cpp). An all-reduce (MPI_Allreduce) would move less data for large K, but MPI
 /// does not fix the order of its additions.
 ///
-/// Curriculum (config key curriculum.threshold = θ > 0; Graves et al. 2014 and later NTM work train on short
-/// sequences or few items first): the task's sizes {min, max} (Task::size_range: copy lengths, recall items)
-/// are drawn from {min, level} instead, level = curriculum.start (or min) at first. After every applied step
-/// the step's cost per sequence (bits, class errors or NMSE) joins a window; once the window holds
-/// curriculum.window steps, level grows by one if their mean cost is below θ, and the window starts afresh.
-/// At level = max the draws are sample_into's, the same numbers from the same Rng. The level and the window
-/// are saved in checkpoints, so a resumed run draws what an uninterrupted one does.
-///
 /// save() writes DIR/checkpoint.safetensors atomically: parameters ("param/<name>"), optimiser state
 /// ("optim/<name>/<slot>"), and metadata: step, the data Rng's state, the optimiser's step count and the
-/// resolved config (and the curriculum's state). resume() restores all of it, so an interrupted and resumed
+/// resolved config and the rules' states. resume() restores all of it, so an interrupted and resumed
 /// run equals an uninterrupted one bit for bit.
 #pragma once
 #include <memory>
@@ -91,8 +82,8 @@
 #include "matmem/autodiff/tape.hpp"
 #include "matmem/models/registry.hpp"
 #include "matmem/models/tasks/tasks.hpp"
-#include "matmem/models/training/early_stopping.hpp"
 #include "matmem/models/training/optimizer.hpp"
+#include "matmem/models/training/rules/rule.hpp"
 #include "matmem/runtime/error.hpp"
 
 namespace matmem {
@@ -117,7 +108,8 @@ struct StepStats {
   double xent_bits = 0;
   std::int64_t frames = 0;  ///< time steps of the sequence drawn
   bool skipped = false;     ///< the step was not applied: `nonfinite` says why, or `outlier` is set
-  bool outlier = false;     ///< skipped for an outlier gradient norm (grad.outlier; see the file)
+  // Filled by the rules (models/training/rules/):
+  bool outlier = false;     ///< skipped for an outlier gradient norm (grad.outlier; rules/grad_outlier.hpp)
   double norm_mean = 0;     ///< with grad.outlier: the running mean of the norms the step was compared with
   bool lr_decayed = false;  ///< with lr.solved_below: this step ended the window that decayed the learning rate
   std::string nonfinite;    ///< what was not finite (empty when all was)
@@ -177,33 +169,33 @@ class Trainer {
   std::int64_t steps_done() const { return step_; }  ///< steps done, over the whole run
   std::int64_t steps_total() const { return config_.integer("steps"); }  ///< the step budget
   std::int64_t skipped() const { return skipped_; }  ///< steps skipped for a NaN/Inf, over the whole run
-  std::int64_t outlier_skips() const { return outlier_.skips; }  ///< steps skipped for an outlier gradient norm
-  /// With lr.solved_below: the step after which the learning rate was multiplied by lr.solved_factor; −1: not
-  /// (yet) decayed, or the rule is off.
-  std::int64_t lr_decayed_at() const { return solved_.at; }
-  /// The largest size a step draws under a curriculum (above); 0 without one.
-  std::int64_t curriculum_level() const { return curriculum_.level; }
+  /// The run's rules, in the order they run (see the file).
+  const std::vector<std::unique_ptr<TrainingRule>>& rules() const { return rules_; }
+  /// The first of the run's rules of type R (Curriculum, GradOutlier, …), or nullptr when the run has none.
+  template <class R>
+  const R* rule() const {
+    for (const auto& r : rules_)
+      if (const R* p = dynamic_cast<const R*>(r.get())) return p;
+    return nullptr;
+  }
 
   /// Writes DIR/checkpoint.safetensors atomically (see the file); refuses a NaN or Inf.
   void save(const std::string& dir) const;
 
-  /// Data sets and the graph task (a SplitTask): every eval.interval steps the validation part is evaluated
-  /// after the step and early stopping (models/training/early_stopping.hpp) told its eval.metric (error or
-  /// loss); the parameters of the best evaluation are kept, and written beside the checkpoint as
-  /// best.safetensors (its metadata names the step; a file from a step other than the checkpoint's best is
-  /// not read back). stopped() says to end the run. `epochs` > 0 in the config sets the step budget to
-  /// epochs × the steps of an epoch. split_task() is the task as a SplitTask, or nullptr.
+  /// Every eval.interval steps the held-out data is evaluated after the step (5. above) and the rules told;
+  /// early stopping (rules/early_stopping.hpp) may stop the run, and the parameters of the best evaluation are
+  /// kept (rules/best_parameters.hpp) and written beside the checkpoint as best.safetensors. stopped() says to
+  /// end the run. `epochs` > 0 in the config sets a SplitTask's step budget to epochs × the steps of an epoch.
+  /// split_task() is the task as a SplitTask, or nullptr.
   const SplitTask* split_task() const { return dynamic_cast<const SplitTask*>(task_.get()); }
-  bool evaluated() const { return evaluated_; }  ///< the last step evaluated the validation part
-  const SplitResult& last_validation() const { return validation_; }  ///< the last validation result
-  const EarlyStopping& early_stopping() const { return best_.rule(); }  ///< the stopping rule's state
-  bool stopped() const { return best_.rule().stopped(); }  ///< early stopping says to end the run
+  bool evaluated() const { return evaluated_; }  ///< the last step evaluated the held-out data
+  const SplitResult& last_validation() const { return validation_; }  ///< the last evaluation's result
+  bool stopped() const;  ///< a rule says to end the run
   /// Evaluates the model on a whole part of the SplitTask's data.
   SplitResult evaluate(Split split);
-  /// Puts the best evaluation's parameters into the model (training cannot go on from them); false when the
-  /// run has none.
-  bool restore_best() { return best_.restore(*model_); }
-
+  /// Evaluates the model on the held-out data of step 5 above (a SplitTask's validation part, or the generated
+  /// task's held-out batches; none without eval.interval on a generated task: a result of count 0).
+  SplitResult evaluate_held_out();
   Model& model() { return *model_; }                ///< the model trained
   const Task& task() const { return *task_; }       ///< the task it is trained on
   const Config& config() const { return config_; }  ///< the resolved config
@@ -242,34 +234,8 @@ class Trainer {
   Sequence sequence_;  // reused: drawing a batch allocates nothing once the longest has been seen
   std::int64_t step_ = 0;
   std::int64_t skipped_ = 0;
-  struct OutlierRule {  // grad.outlier (see the file)
-    double factor = 0;    // F; 0: off
-    double beta = 0;      // 1 − 1/W
-    std::int64_t window = 0, count = 0, skips = 0;
-    double sum = 0;       // s
-    double mean() const;  // m, 0 before the first step
-  } outlier_;
-  // Costs taken in consecutive windows of `window` steps (the curriculum's and lr.solved_below's rule).
-  struct WindowMean {
-    std::int64_t window = 0, steps = 0;  // steps: counted in the current window
-    double sum = 0;
-    bool add(double cost, double& mean);  // true, with the window's mean, on the step that completes a window
-  };
-  struct SolvedDecay {  // lr.solved_below (see the file)
-    double below = 0;    // b; 0: off
-    double factor = 1;   // f
-    WindowMean costs;
-    std::int64_t at = -1;  // the step that decayed the rate; −1: not yet
-  } solved_;
-  struct Curriculum {
-    double threshold = 0;  // 0: off
-    std::int64_t min = 0, max = 0, level = 0;
-    WindowMean costs;
-  } curriculum_;
-  BestParameters best_;
-  // The step of the parameters in best.safetensors, and the directory it is in (a branched run writes its own).
-  mutable std::int64_t best_written_ = -1;
-  mutable std::string best_dir_;
+  std::vector<std::unique_ptr<TrainingRule>> rules_;  // in the order they run (see the file)
+  std::vector<Sequence> held_out_;  // a generated task's held-out batches (eval.interval > 0)
   SplitResult validation_;
   bool evaluated_ = false;
   MemoryEstimate memory_;
@@ -302,8 +268,6 @@ class Trainer {
   void reduce_over_ranks(StepStats& stats);
   void set_anomaly_mode(bool on);
   void sample_batch();
-  void advance_curriculum(double cost);
-  bool advance_solved_decay(double cost);  // true on the step that decays the learning rate
   StepStats not_finite(StepStats& stats, const std::string& what);
   MemoryEstimate estimate_memory();
 };

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "matmem/runtime/safetensors.hpp"
 #include "matmem/tests/tools/command.hpp"
 
 using namespace matmem::testing;
@@ -151,4 +152,58 @@ TEST_CASE("eval: the N-gram task's optimal cost is printed beside the model's", 
   REQUIRE(row.size() == 6);
   CHECK(std::stod(row[5]) > 5);
   CHECK(std::stod(row[5]) < 25);
+}
+
+TEST_CASE("eval, inspect: a generated task's best parameters on its held-out batches, unless --last",
+          "[tools][eval][held_out]") {
+  const fs::path dir = fresh_dir("eval_best");
+  const CommandResult train = run_matmem(
+      "train " + kSmall + " --steps 12 --set eval.interval=1 --set eval.batches=2 --set lr=0.05 --out run", dir);
+  INFO(train.output);
+  REQUIRE(train.status == 0);
+  // validation.csv: a row per evaluation, and the first lowest cost is the best written to best.safetensors.
+  const std::vector<std::string> rows = lines(read_file(dir / "run" / "validation.csv"));
+  REQUIRE(rows.size() == 13);
+  CHECK(rows[0] == "step,loss,bits_per_sequence,best,best_step");
+  std::size_t lowest = 1;
+  for (std::size_t k = 1; k < rows.size(); ++k) {
+    REQUIRE(fields(rows[k]).size() == 5);
+    CHECK(fields(rows[k])[0] == std::to_string(k));
+    if (std::stod(fields(rows[k])[2]) < std::stod(fields(rows[lowest])[2])) lowest = k;
+  }
+  const std::string best_step = fields(rows.back())[4];
+  CHECK(best_step == std::to_string(lowest));
+  REQUIRE(best_step != "12");  // the best is not the last parameters
+  CHECK(matmem::read_safetensors((dir / "run" / "best.safetensors").string()).metadata.at("step") == best_step);
+  CHECK_THAT(train.output, Contains("best parameters: step " + best_step));
+  // eval and inspect run the best unless --last.
+  const CommandResult best = run_matmem("eval --checkpoint run --sizes 3 --batches 2", dir);
+  const CommandResult last = run_matmem("eval --checkpoint run --sizes 3 --batches 2 --last", dir);
+  INFO(best.output << last.output);
+  REQUIRE(best.status == 0);
+  REQUIRE(last.status == 0);
+  CHECK_THAT(best.output, Contains("the parameters of step " + best_step + " (best held-out error"));
+  CHECK_THAT(last.output, Contains("the last parameters (step 12)"));
+  auto csv_loss = [&](const std::string& flags) {
+    return fields(lines(run_matmem("eval --checkpoint run --sizes 3 --batches 2 --csv -" + flags, dir).output).at(1)).at(4);
+  };
+  CHECK(csv_loss("") != csv_loss(" --last"));
+  const CommandResult drawn = run_matmem("inspect --checkpoint run --out best.svg", dir);
+  const CommandResult drawn_last = run_matmem("inspect --checkpoint run --out last.svg --last", dir);
+  INFO(drawn.output << drawn_last.output);
+  CHECK_THAT(drawn.output, Contains("the parameters of step " + best_step));
+  CHECK_THAT(drawn_last.output, Contains("the last parameters (step 12)"));
+}
+
+TEST_CASE("train: eval.batches and eval.seed are listed and refused out of range, naming the key",
+          "[tools][eval][held_out][errors]") {
+  const fs::path dir = fresh_dir("eval_keys");
+  const CommandResult help = run_matmem("train --help-config", dir);
+  CHECK_THAT(help.output, Contains("eval.batches") && Contains("eval.seed"));
+  const CommandResult zero = run_matmem("train " + kSmall + " --steps 1 --set eval.interval=1 --set eval.batches=0", dir);
+  CHECK(zero.refused());
+  CHECK_THAT(zero.output, Contains("eval.batches = 0 must be from 1 to 100000"));
+  const CommandResult seed = run_matmem("train " + kSmall + " --steps 1 --set eval.seed=-3", dir);
+  CHECK(seed.refused());
+  CHECK_THAT(seed.output, Contains("eval.seed = -3 must be ≥ 0"));
 }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "matmem/models/tasks/tasks.hpp"
+#include "matmem/models/training/rules/best_parameters.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/tools/options.hpp"
 #include "matmem/tools/plot/charts.hpp"
@@ -21,6 +22,7 @@ struct Options {
   std::string checkpoint, out;
   std::int64_t length = 0, items = 0;
   std::uint64_t seed = 1;
+  bool last = false;  // the last parameters, not the best evaluation's
 };
 
 // Sample 0 of a [B, slots, rows, cols] value, one Matrix per slot.
@@ -53,6 +55,7 @@ class Recorder : public StepObserver {
 void run(const Options& o) {
   plot::format_of(o.out);
   auto trainer = Trainer::resume(o.checkpoint);
+  const std::string which = use_best_parameters(*trainer, o.last);
   const Task& task = trainer->task();
   const bool copy = std::string(task.size_name()) == "length";
   if (copy && o.items) throw Error("inspect: --items is for the recall task; this run learned copy (use --length)");
@@ -87,8 +90,8 @@ void run(const Options& o) {
     d.outputs.push_back(std::move(y));
   }
   const std::string model = trainer->config().str("model");
-  d.title = fmt::format("{} on {}, {} {} (sequence seed {}), after {} training steps: {} bits wrong", model,
-                        task.name(), task.size_name(), size, o.seed, trainer->steps_done(), bits);
+  d.title = fmt::format("{} on {}, {} {} (sequence seed {}), after {} training steps, {}: {} bits wrong", model,
+                        task.name(), task.size_name(), size, o.seed, trainer->steps_done(), which, bits);
   for (const auto& [name, steps] : recorder.seen()) {
     if (name == "memory") {
       for (const auto& s : steps) d.memory.push_back(s);
@@ -121,6 +124,8 @@ void add_inspect_command(CLI::App& app) {
       ->excludes(length);
   cmd->add_option("--seed", o->seed, "Seed of the sequence")->capture_default_str()->check(whole_number(0, kMaxSeed));
   cmd->add_option("--out", o->out, "Picture to write: FILE.png or FILE.svg")->required();
+  cmd->add_flag("--last", o->last,
+                "Draw the last parameters, not those of the best evaluation of the held-out data (best.safetensors)");
   cmd->callback([o] { run(*o); });
 }
 

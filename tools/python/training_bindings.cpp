@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "matmem/models/training/config.hpp"
+#include "matmem/models/training/rules/curriculum.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/runtime/error.hpp"
 #include "matmem/runtime/safetensors.hpp"
@@ -166,7 +167,11 @@ arrays and strings, save(dir) / Trainer.resume(dir) through files.)")
       .def_property_readonly("steps_done", &Trainer::steps_done)
       .def_property_readonly("steps_total", &Trainer::steps_total)
       .def_property_readonly("skipped", &Trainer::skipped)
-      .def_property_readonly("curriculum_level", &Trainer::curriculum_level)
+      .def_property_readonly("curriculum_level",
+                             [](const Trainer& t) {
+                               const Curriculum* c = t.rule<Curriculum>();
+                               return c ? c->level() : std::int64_t(0);
+                             })
       .def_property_readonly("threads", &Trainer::threads)
       .def_property_readonly("stopped", &Trainer::stopped)
       .def_property_readonly("config", [](const Trainer& t) { return t.config(); })

@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "matmem/models/training/rules/best_parameters.hpp"
+#include "matmem/models/training/rules/early_stopping.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/runtime/error.hpp"
 #include "matmem/runtime/safetensors.hpp"
@@ -200,7 +202,7 @@ TEST_CASE("a run by epochs evaluates the validation part and resumes bit for bit
     INFO(whole.model().params()[i].name);
     CHECK(std::memcmp(a.raw(), b.raw(), a.bytes()) == 0);
   }
-  CHECK(resumed->early_stopping().state() == whole.early_stopping().state());
+  CHECK(resumed->rule<EarlyStoppingRule>()->rule().state() == whole.rule<EarlyStoppingRule>()->rule().state());
 }
 
 TEST_CASE("early stopping ends a run, and a resumed run stays stopped", "[data][fashion][trainer]") {
@@ -216,7 +218,7 @@ TEST_CASE("early stopping ends a run, and a resumed run stays stopped", "[data][
   while (t.steps_done() < t.steps_total() && !t.stopped()) t.step();
   CHECK(t.stopped());
   CHECK(t.steps_done() == 2);
-  CHECK(t.early_stopping().best_step() == 1);
+  CHECK(t.rule<EarlyStoppingRule>()->rule().best_step() == 1);
   const std::string dir = testing::temp_dir("fashion-stopped");
   t.save(dir);
   CHECK(Trainer::resume(dir)->stopped());
@@ -244,14 +246,14 @@ TEST_CASE("the best evaluation's parameters go to best.safetensors and come back
   INFO("validation losses " << Catch::Detail::stringify(losses));
   REQUIRE(argmin > 0);
   REQUIRE(argmin + 1 < losses.size());
-  CHECK(t.early_stopping().best_step() == steps[argmin]);
-  CHECK(t.early_stopping().best() == losses[argmin]);
+  CHECK(t.rule<EarlyStoppingRule>()->rule().best_step() == steps[argmin]);
+  CHECK(t.rule<EarlyStoppingRule>()->rule().best() == losses[argmin]);
   const std::vector<Tensor>& at_best = params[argmin];
   const std::string dir = testing::temp_dir("fashion-best");
   t.save(dir);
   REQUIRE(std::filesystem::exists(std::filesystem::path(dir) / "best.safetensors"));
   auto r = Trainer::resume(dir);
-  REQUIRE(r->restore_best());
+  REQUIRE(restore_best(*r));
   for (std::size_t i = 0; i < at_best.size(); ++i) {
     INFO(r->model().params()[i].name);
     CHECK(std::memcmp(at_best[i].raw(), r->model().params()[i].value.raw(), at_best[i].bytes()) == 0);
@@ -267,7 +269,7 @@ TEST_CASE("the best evaluation's parameters go to best.safetensors and come back
   TensorFile f = read_safetensors(best);
   f.metadata["step"] = "999";
   write_safetensors(best, f);
-  CHECK_FALSE(Trainer::resume(dir)->restore_best());
+  CHECK_FALSE(restore_best(*Trainer::resume(dir)));
   f.metadata["format"] = "matmem-checkpoint-1";
   write_safetensors(best, f);
   CHECK_THROWS_WITH(Trainer::resume(dir), Contains("best.safetensors") && Contains("matmem-best-1"));

@@ -11,6 +11,7 @@
 #include "matmem/models/registry.hpp"
 #include "matmem/models/tasks/graph.hpp"
 #include "matmem/models/training/config.hpp"
+#include "matmem/models/training/rules/early_stopping.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/runtime/safetensors.hpp"
 #include "matmem/runtime/error.hpp"
@@ -140,7 +141,7 @@ TEST_CASE("graph: the preset evaluates every step by the loss, and an earlier ve
   Trainer t(c);
   t.step();
   CHECK(t.evaluated());
-  CHECK(t.early_stopping().best() == t.last_validation().loss);
+  CHECK(t.rule<EarlyStoppingRule>()->rule().best() == t.last_validation().loss);
   const auto dir = std::filesystem::temp_directory_path() / "graph-tests" / "old-checkpoint";
   std::filesystem::remove_all(dir);
   t.save(dir.string());

@@ -9,6 +9,7 @@
 #include "matmem/models/core/model.hpp"
 #include "matmem/models/registry.hpp"
 #include "matmem/models/tasks/retrieval.hpp"
+#include "matmem/models/training/rules/best_parameters.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/runtime/error.hpp"
 
@@ -243,7 +244,7 @@ TEST_CASE("retrieval, fixed data: trained by epochs, the test error is that of t
   INFO("validation losses " << Catch::Detail::stringify(losses));
   REQUIRE(argmin + 1 < losses.size());  // the best is not the last
   const SplitResult last = t.evaluate(Split::test);
-  REQUIRE(t.restore_best());
+  REQUIRE(restore_best(t));
   const SplitResult best = t.evaluate(Split::test);
   // The best evaluation's parameters as the test kept them, put into the model.
   for (std::size_t i = 0; i < params[argmin].size(); ++i) t.model().params()[i].value = params[argmin][i];

@@ -18,14 +18,7 @@ using Catch::Matchers::Contains;
 namespace {
 std::string temp_dir(const std::string& name) { return testing::temp_dir("matmem_nonfinite_test", name); }
 
-// Every parameter's and optimiser state's bytes, in order.
-std::string state_bytes(Trainer& t) {
-  std::string out;
-  for (const auto& p : t.model().params())
-    out.append(static_cast<const char*>(p->value.raw()), p->value.bytes());
-  for (const auto& [name, s] : t.optimizer().state_tensors()) out.append(static_cast<const char*>(s->raw()), s->bytes());
-  return out;
-}
+using testing::state_bytes;
 
 bool all_finite(const TensorFile& f) {
   for (const auto& [name, t] : f.tensors)

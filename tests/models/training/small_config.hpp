@@ -1,6 +1,6 @@
 // Shared by the trainer tests: a small, fast training config (2x3 matrices, two small layers, a 6-slot memory
 // of 2x2 matrices, sequences of at most `max_length` frames), an empty directory per test, and a bitwise
-// comparison of two models' parameters.
+// comparison of two models' parameters (and of a trainer's parameters and optimiser state).
 #pragma once
 #include <cstring>
 #include <filesystem>
@@ -8,6 +8,7 @@
 
 #include "matmem/autodiff/parameters.hpp"
 #include "matmem/models/training/config.hpp"
+#include "matmem/models/training/trainer.hpp"
 
 namespace matmem::testing {
 
@@ -40,6 +41,15 @@ inline bool same_bits(const ParameterStore& a, const ParameterStore& b) {
   for (std::size_t k = 0; k < a.size(); ++k)
     if (a[k].name != b[k].name || std::memcmp(a[k].value.raw(), b[k].value.raw(), a[k].value.bytes()) != 0) return false;
   return true;
+}
+
+// Every parameter's and optimiser state's bytes, in order.
+inline std::string state_bytes(Trainer& t) {
+  std::string out;
+  for (const auto& p : t.model().params())
+    out.append(static_cast<const char*>(p->value.raw()), p->value.bytes());
+  for (const auto& [name, s] : t.optimizer().state_tensors()) out.append(static_cast<const char*>(s->raw()), s->bytes());
+  return out;
 }
 
 }  // namespace matmem::testing

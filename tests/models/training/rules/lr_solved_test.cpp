@@ -1,5 +1,5 @@
 // lr.solved_below = b: at the end of the first window of lr.solved_window applied steps whose mean cost is below
-// b, the learning rate is multiplied by lr.solved_factor for the rest of the run (models/training/trainer.hpp).
+// b, the learning rate is multiplied by lr.solved_factor for the rest of the run (models/training/rules/lr_solved.hpp).
 // The tests predict the decay's step from the costs the steps report, check the first decayed SGD step against
 // the undecayed one by hand (the same gradient, f times the step), and that a resumed run decays and trains as
 // the uninterrupted one, bit for bit.
@@ -12,14 +12,20 @@
 
 #include <fmt/format.h>
 
+#include "matmem/models/training/rules/lr_solved.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/runtime/safetensors.hpp"
-#include "small_config.hpp"
+#include "../small_config.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;
 
 namespace {
+// The step after which the run's learning rate was decayed; −1: not (yet), or the run has no such rule.
+std::int64_t decayed_at(const Trainer& t) {
+  const SolvedDecay* rule = t.rule<SolvedDecay>();
+  return rule ? rule->decayed_at() : -1;
+}
 std::string temp_dir(const std::string& name) { return testing::temp_dir("matmem_lr_solved_test", name); }
 
 Config with_decay(Config c, double below, double factor, int window) {
@@ -58,8 +64,8 @@ TEST_CASE("lr.solved_below: the step after the deciding window takes f times the
     CHECK(b.lr_decayed == (k == 3));
     CHECK(testing::same_bits(plain.model().params(), decayed.model().params()));
   }
-  CHECK(decayed.lr_decayed_at() == 3);
-  CHECK(plain.lr_decayed_at() == -1);
+  CHECK(decayed_at(decayed) == 3);
+  CHECK(decayed_at(plain) == -1);
   const auto before = values(plain);
   const StepStats a = plain.step(), b = decayed.step();
   CHECK(a.loss == b.loss);  // the same parameters and batch: the same gradient
@@ -95,11 +101,11 @@ TEST_CASE("lr.solved_below: the decay comes at the end of the first window whose
     if (means[w] < b) first = w;
   REQUIRE(first > 0);  // the small model learns within the run, so some window decides
   Trainer t(with_decay(base, b, 0.5, W));
-  for (int k = 0; k < W * windows && t.lr_decayed_at() < 0; ++k) {
+  for (int k = 0; k < W * windows && decayed_at(t) < 0; ++k) {
     const StepStats s = t.step();
     CHECK(s.lr_decayed == (t.steps_done() == std::int64_t(W) * (first + 1)));
   }
-  CHECK(t.lr_decayed_at() == std::int64_t(W) * (first + 1));
+  CHECK(decayed_at(t) == std::int64_t(W) * (first + 1));
 }
 
 TEST_CASE("lr.solved_below: off, or a threshold never reached, trains exactly as no rule", "[trainer][lr_solved]") {
@@ -109,7 +115,7 @@ TEST_CASE("lr.solved_below: off, or a threshold never reached, trains exactly as
     off.step();
     CHECK_FALSE(never.step().lr_decayed);
   }
-  CHECK(never.lr_decayed_at() == -1);
+  CHECK(decayed_at(never) == -1);
   CHECK(testing::same_bits(off.model().params(), never.model().params()));
 }
 
@@ -118,7 +124,7 @@ TEST_CASE("lr.solved_below: a run resumed before or after the decay trains as th
   const Config c = with_decay(testing::small_config("matrnn", 5, 3), 1e9, 0.1, 4);  // decays after step 4
   Trainer whole(c);
   for (int k = 0; k < 12; ++k) whole.step();
-  REQUIRE(whole.lr_decayed_at() == 4);
+  REQUIRE(decayed_at(whole) == 4);
   for (const int at : {3, 6}) {  // in the deciding window, and after the decay
     Trainer first(c);
     for (int k = 0; k < at; ++k) first.step();
@@ -128,7 +134,7 @@ TEST_CASE("lr.solved_below: a run resumed before or after the decay trains as th
     auto resumed = Trainer::resume(dir);
     for (int k = at; k < 12; ++k) resumed->step();
     INFO("resumed after step " << at);
-    CHECK(resumed->lr_decayed_at() == 4);
+    CHECK(decayed_at(*resumed) == 4);
     CHECK(testing::same_bits(whole.model().params(), resumed->model().params()));
   }
 }

@@ -1,4 +1,4 @@
-// The curriculum of models/training/trainer.hpp: the largest size drawn grows by one after each window whose
+// The curriculum of models/training/rules/curriculum.hpp: the largest size drawn grows by one after each window whose
 // mean cost is below the threshold, draws at the task's largest size are sample_into's, and the state goes
 // through checkpoints.
 #include <catch2/catch.hpp>
@@ -10,9 +10,10 @@
 
 #include <fmt/format.h>
 
+#include "matmem/models/training/rules/curriculum.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/runtime/safetensors.hpp"
-#include "small_config.hpp"
+#include "../small_config.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;
@@ -28,17 +29,19 @@ Config copy_with_curriculum(const std::string& threshold, int window, int start 
 }
 std::string temp_dir(const std::string& name) { return testing::temp_dir("matmem_curriculum_test", name); }
 using testing::same_bits;
+// The largest size the run's next step draws.
+std::int64_t level_of(const Trainer& t) { return t.rule<Curriculum>()->level(); }
 }  // namespace
 
 TEST_CASE("curriculum: the largest size grows by one per window below the threshold, up to the task's largest",
           "[trainer][curriculum]") {
   Trainer t(copy_with_curriculum("1e9", 2));  // every window's cost is below 1e9
-  CHECK(t.curriculum_level() == 1);             // the task's smallest length
+  CHECK(level_of(t) == 1);             // the task's smallest length
   std::vector<std::int64_t> levels;
   for (int k = 0; k < 8; ++k) {
     const std::int64_t before = levels.empty() ? 1 : levels.back();
     CHECK(t.step().frames <= 2 * before + 1);  // drawn up to the level before the step: 2l + 1 frames
-    levels.push_back(t.curriculum_level());
+    levels.push_back(level_of(t));
   }
   CHECK(levels == std::vector<std::int64_t>{1, 2, 2, 3, 3, 4, 4, 4});
 }
@@ -52,16 +55,16 @@ TEST_CASE("curriculum: a window's mean cost must be strictly below the threshold
   {
     Trainer at(copy_with_curriculum(fmt::format("{:.17g}", mean), 2, 2));
     at.step(), at.step();
-    CHECK(at.curriculum_level() == 2);  // equal is not below
+    CHECK(level_of(at) == 2);  // equal is not below
   }
   {
     Trainer above(copy_with_curriculum(fmt::format("{:.17g}", std::nextafter(mean, 1e300)), 2, 2));
     above.step(), above.step();
-    CHECK(above.curriculum_level() == 3);
+    CHECK(level_of(above) == 3);
   }
   Trainer never(copy_with_curriculum("1e-300", 3, 2));
   for (int k = 0; k < 30; ++k) CHECK(never.step().frames <= 2 * 2 + 1);  // lengths 1..2 only
-  CHECK(never.curriculum_level() == 2);
+  CHECK(level_of(never) == 2);
 }
 
 TEST_CASE("curriculum: at the task's largest size a run is the run without a curriculum, bit for bit",
@@ -81,9 +84,9 @@ TEST_CASE("curriculum: a run resumed mid-window equals the uninterrupted run, le
   for (int k = 0; k < 4; ++k) first.step();  // level 2, one step into the second window
   first.save(dir);
   auto resumed = Trainer::resume(dir);
-  CHECK(resumed->curriculum_level() == 2);
+  CHECK(level_of(*resumed) == 2);
   while (resumed->steps_done() < 10) resumed->step();
-  CHECK(resumed->curriculum_level() == whole.curriculum_level());
+  CHECK(level_of(*resumed) == level_of(whole));
   CHECK(same_bits(whole.model().params(), resumed->model().params()));
 }
 
@@ -114,5 +117,5 @@ TEST_CASE("curriculum: bad settings and checkpoints are refused, naming the key"
   write_safetensors(path, missing);
   CHECK_THROWS_WITH(Trainer::resume(dir), Contains("metadata curriculum is missing"));
   write_safetensors(path, good);
-  CHECK(Trainer::resume(dir)->curriculum_level() == 1);
+  CHECK(level_of(*Trainer::resume(dir)) == 1);
 }

@@ -1,6 +1,5 @@
-#include "matmem/models/training/early_stopping.hpp"
+#include "matmem/models/training/rules/early_stopping.hpp"
 
-#include <cstring>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -35,24 +34,16 @@ void EarlyStopping::set_state(const std::string& text) {
   best_step_ = step, bad_ = bad, stopped_ = stopped == 1;
 }
 
-bool BestParameters::update(const Model& model, double score, std::int64_t step) {
-  const std::int64_t before = rule_.best_step();
-  const bool stop = rule_.record(step, score);
-  if (rule_.best_step() != before) {
-    best_.clear();
-    for (const auto& p : model.params()) best_.push_back(p->value);
-  }
-  return stop;
+std::unique_ptr<EarlyStoppingRule> EarlyStoppingRule::from_config(const Config& config) {
+  return std::make_unique<EarlyStoppingRule>(config.integer("eval.patience"));
 }
 
-bool BestParameters::restore(Model& model) const {
-  if (best_.empty()) return false;
-  std::size_t k = 0;
-  for (auto& p : model.params()) {
-    const Tensor& b = best_[k++];
-    std::memcpy(p->value.raw(), b.raw(), std::size_t(b.numel()) * size_of(b.dtype()));
-  }
-  return true;
+void EarlyStoppingRule::after_evaluation(const EvalReport& report, const Model&) {
+  rule_.record(report.step, report.score);
+}
+
+void EarlyStoppingRule::set_state(const std::optional<std::string>& text, std::int64_t) {
+  if (text) rule_.set_state(*text);
 }
 
 }  // namespace matmem

@@ -1,6 +1,6 @@
-// Early stopping (models/training/early_stopping.hpp) on hand-made sequences of validation errors, and the
-// best parameters kept beside it.
-#include "matmem/models/training/early_stopping.hpp"
+// Early stopping (models/training/rules/early_stopping.hpp) on hand-made sequences of validation errors, and
+// the best parameters kept beside it (models/training/rules/best_parameters.hpp).
+#include "matmem/models/training/rules/early_stopping.hpp"
 
 #include <cmath>
 #include <vector>
@@ -8,8 +8,9 @@
 #include <catch2/catch.hpp>
 
 #include "matmem/models/registry.hpp"
+#include "matmem/models/training/rules/best_parameters.hpp"
 #include "matmem/runtime/error.hpp"
-#include "small_config.hpp"
+#include "../small_config.hpp"
 
 using namespace matmem;
 
@@ -61,7 +62,8 @@ TEST_CASE("best parameters: the copy of the best evaluation's step, put back in 
   const auto task = make_task(c);
   const auto model = make_model(c, *task, DType::f64);
   Parameter& p = *model->params().begin()->get();
-  BestParameters best(3);
+  BestParameters best;
+  EarlyStopping stopping(3);
   CHECK_FALSE(best.restore(*model));  // nothing recorded yet
   // The lowest loss seen (1.9) is neither the first evaluation's nor the last's: keeping the first, the last
   // or the current parameters all restore another step.
@@ -69,7 +71,8 @@ TEST_CASE("best parameters: the copy of the best evaluation's step, put back in 
   std::int64_t stopped_at = 0;
   for (std::size_t k = 0; k < losses.size() && !stopped_at; ++k) {
     p.value.set(0, double(k + 1));  // the parameter's value names the step
-    if (best.update(*model, losses[k], std::int64_t(k + 1))) stopped_at = std::int64_t(k + 1);
+    best.update(*model, losses[k], std::int64_t(k + 1));
+    if (stopping.record(std::int64_t(k + 1), losses[k])) stopped_at = std::int64_t(k + 1);
   }
   CHECK(stopped_at == 8);  // 3 steps after step 5: the 1.0 of step 9 is never seen
   // The step of the first lowest loss among those seen (an equal loss later is no better).
@@ -78,13 +81,16 @@ TEST_CASE("best parameters: the copy of the best evaluation's step, put back in 
     if (losses[std::size_t(k - 1)] < losses[std::size_t(argmin - 1)]) argmin = k;
   REQUIRE(argmin > 1);
   REQUIRE(argmin < stopped_at);
-  CHECK(best.rule().best_step() == argmin);
-  CHECK(best.rule().best() == losses[std::size_t(argmin - 1)]);
+  CHECK(best.best_step() == argmin);
+  CHECK(best.best() == losses[std::size_t(argmin - 1)]);
+  CHECK(stopping.best_step() == argmin);
   const void* buffer = p.value.raw();
   REQUIRE(best.restore(*model));
   CHECK(p.value.get(0) == double(argmin));
   CHECK(p.value.raw() == buffer);  // in place: the tape's references stay valid
-  BestParameters never(0);  // patience 0: keeps the best, never stops
-  for (std::int64_t k = 1; k <= 20; ++k) CHECK_FALSE(never.update(*model, double(k), k));
-  CHECK(never.rule().best_step() == 1);
+  BestParameters rising;  // keeps the first of rising scores
+  for (std::int64_t k = 1; k <= 20; ++k) rising.update(*model, double(k), k);
+  CHECK(rising.best_step() == 1);
+  rising.update(*model, NAN, 21);  // a NaN is never better
+  CHECK(rising.best_step() == 1);
 }

@@ -1,5 +1,5 @@
 // grad.outlier = F: a finite step whose gradient norm n exceeds F times the running mean m of the norms before
-// it is not applied (models/training/trainer.hpp). The tests recompute m from the norms the steps report, by
+// it is not applied (models/training/rules/grad_outlier.hpp). The tests recompute m from the norms the steps report, by
 // the formula, and check every decision, that a skipped step changes nothing and an applied one does, and
 // that a resumed run decides as the uninterrupted one.
 #include <catch2/catch.hpp>
@@ -7,24 +7,20 @@
 #include <cmath>
 #include <string>
 
+#include "matmem/models/training/rules/grad_outlier.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/runtime/safetensors.hpp"
-#include "small_config.hpp"
+#include "../small_config.hpp"
 
 using namespace matmem;
 using Catch::Matchers::Contains;
 
 namespace {
+// The steps the run's outlier rule skipped.
+std::int64_t skips_of(const Trainer& t) { return t.rule<GradOutlier>()->skips(); }
 std::string temp_dir(const std::string& name) { return testing::temp_dir("matmem_grad_outlier_test", name); }
 
-// Every parameter's and optimiser state's bytes, in order.
-std::string state_bytes(Trainer& t) {
-  std::string out;
-  for (const auto& p : t.model().params())
-    out.append(static_cast<const char*>(p->value.raw()), p->value.bytes());
-  for (const auto& [name, s] : t.optimizer().state_tensors()) out.append(static_cast<const char*>(s->raw()), s->bytes());
-  return out;
-}
+using testing::state_bytes;
 
 // A factor just above 1, so that a short run of the small MatRNN both skips and applies steps after warm-up.
 Config with_rule(double factor, int window) {
@@ -68,7 +64,7 @@ TEST_CASE("grad.outlier: a step is skipped exactly when its norm exceeds F times
     s = beta * s + (1 - beta) * (outlier ? F * m : st.grad_norm);
     ++count;
   }
-  CHECK(t.outlier_skips() == skipped);
+  CHECK(skips_of(t) == skipped);
   CHECK(t.skipped() == 0);  // the non-finite count is another
   // Not a vacuous run: the rule both skipped and let through steps once it acted.
   CHECK(skipped > 0);
@@ -97,7 +93,7 @@ TEST_CASE("grad.outlier: a run resumed from a checkpoint skips what the uninterr
   const TensorFile f = read_safetensors(dir + "/checkpoint.safetensors");
   REQUIRE(f.metadata.count("grad_outlier"));
   auto resumed = Trainer::resume(dir);
-  CHECK(resumed->outlier_skips() == first.outlier_skips());
+  CHECK(skips_of(*resumed) == skips_of(first));
   for (int k = 0; k < 17; ++k) whole.step();
   for (int k = 0; k < 23; ++k) {
     const StepStats a = whole.step(), b = resumed->step();
@@ -105,8 +101,8 @@ TEST_CASE("grad.outlier: a run resumed from a checkpoint skips what the uninterr
     CHECK(a.outlier == b.outlier);
     CHECK(a.norm_mean == b.norm_mean);
   }
-  CHECK(whole.outlier_skips() == resumed->outlier_skips());
-  CHECK(whole.outlier_skips() > first.outlier_skips());  // skips happened after the checkpoint too
+  CHECK(skips_of(whole) == skips_of(*resumed));
+  CHECK(skips_of(whole) > skips_of(first));  // skips happened after the checkpoint too
   CHECK(state_bytes(whole) == state_bytes(*resumed));
 }
 

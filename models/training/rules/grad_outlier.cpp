@@ -1,0 +1,53 @@
+#include "matmem/models/training/rules/grad_outlier.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "matmem/models/training/trainer.hpp"
+#include "matmem/runtime/error.hpp"
+
+namespace matmem {
+
+std::unique_ptr<GradOutlier> GradOutlier::from_config(const Config& config) {
+  const double f = config.num("grad.outlier");
+  if (f == 0) return nullptr;
+  const std::int64_t w = config.integer("grad.outlier_window");
+  if (!(f > 1)) throw Error(fmt::format("config: grad.outlier = {} must be a factor > 1 (or 0: off)", f));
+  if (w < 2) throw Error(fmt::format("config: grad.outlier_window = {} must be ≥ 2 steps", w));
+  return std::make_unique<GradOutlier>(f, w);
+}
+
+GradOutlier::GradOutlier(double factor, std::int64_t window)
+    : factor_(factor), beta_(1.0 - 1.0 / double(window)), window_(window) {}
+
+double GradOutlier::mean() const { return count_ == 0 ? 0.0 : sum_ / (1.0 - std::pow(beta_, double(count_))); }
+
+bool GradOutlier::on_gradient(std::int64_t, StepStats& stats) {
+  const double m = mean();
+  stats.norm_mean = m;
+  const bool outlier = count_ >= window_ && stats.grad_norm > factor_ * m;
+  sum_ = beta_ * sum_ + (1 - beta_) * (outlier ? factor_ * m : stats.grad_norm);
+  ++count_;
+  if (outlier) {
+    ++skips_;
+    stats.outlier = true;
+  }
+  return !outlier;
+}
+
+std::optional<std::string> GradOutlier::state() const {  // the running sum in hexadecimal: read back exactly
+  return fmt::format("{} {} {:a}", count_, skips_, sum_);
+}
+
+void GradOutlier::set_state(const std::optional<std::string>& text, std::int64_t) {
+  if (!text) return;  // written without the rule: it starts afresh
+  std::int64_t counted = 0, skips = 0;
+  double sum = 0;
+  if (!parse_state_fields(*text, {&counted, &skips, &sum}) || counted < 0 || skips < 0 || skips > counted ||
+      !std::isfinite(sum) || sum < 0)
+    throw Error(fmt::format("grad_outlier \"{}\" is not two step counts and a finite sum ≥ 0", *text));
+  count_ = counted, skips_ = skips, sum_ = sum;
+}
+
+}  // namespace matmem
