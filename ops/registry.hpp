@@ -58,11 +58,12 @@ SampleDims sample_dims(SampleSize size);
 /// A memory write's operands in the ranges the NTM gives them: M [B,N,r,c], w [B,N] and E [B,r,c] in [0, 1],
 /// A [B,r,c] (memory_write, and the write of memory_read_write).
 std::vector<GradcheckInput> memory_write_inputs(Rng& rng, const SampleDims& d);
-/// Sample makers at a given count of heads, for the tests (the registry's entries use one count each):
-/// cosine_similarity of `keys` keys against a memory; memory_writes of `writes` writes with `reads` reads;
-/// ntm_addressing of `heads` heads in one call.
+// Sample makers at a given count of heads, for the tests (the registry's entries use one count each).
+/// cosine_similarity of `keys` keys against a memory.
 OpSample cosine_similarity_sample(Rng& rng, SampleSize size, int keys);
+/// memory_writes of `writes` writes with `reads` reads.
 OpSample memory_writes_sample(Rng& rng, SampleSize size, int writes, int reads);
+/// ntm_addressing of `heads` heads in one call.
 OpSample ntm_addressing_heads_sample(Rng& rng, SampleSize size, int heads);
 
 }  // namespace matmem
