@@ -7,7 +7,9 @@ A run's cost curve is the 1,000-step mean of its bits per sequence (the rolling 
   collapsed  the mean is above --collapse (5 bits) at some step after it first was below --solved;
   recovered  collapsed, and solved at the end.
 Printed per run, as a Markdown table: the first step the mean is below 1 bit, the highest mean after that, the
-number of log rows above --collapse after it, the final mean, and the verdict. Skipped updates (metrics.csv's
+number of log rows above --collapse after it, the final mean, the verdict, the best held-out cost (validation.csv's
+lowest bits_per_sequence and its step: the parameters best.safetensors keeps; "–" for a run without eval.interval)
+and the run's wall seconds (metrics.csv's last `seconds`, summed over resumptions). Skipped updates (metrics.csv's
 `skipped` column: non-finite steps and grad.outlier) are counted too.
 
     /usr/bin/python3 tools/stability_table.py RUN_DIR... [--window 1000] [--solved 1] [--collapse 5]
@@ -47,8 +49,25 @@ def analyse(run, window, solved, collapse):
     is_solved = final < solved
     verdict = ("recovered" if is_solved else "collapsed") if collapsed else ("solved" if is_solved else "not solved")
     skipped = rows[-1].get("skipped", "") or "0"
+    # seconds restart at 0 when a run is resumed: the wall time is the sum of each stretch's last value
+    seconds = [float(r["seconds"]) for r in rows]
+    wall = sum(s for s, nxt in zip(seconds, seconds[1:] + [0.0]) if nxt < s)
     return {"run": run, "steps": steps[-1], "first": steps[first] if first is not None else None, "peak": peak,
-            "high_rows": high_rows, "final": final, "verdict": verdict, "skipped": skipped}
+            "high_rows": high_rows, "final": final, "verdict": verdict, "skipped": skipped, "best": best_held_out(run),
+            "seconds": wall}
+
+
+def best_held_out(run):
+    """(lowest held-out cost, its step) from the run's validation.csv, or None without one."""
+    path = os.path.join(run, "validation.csv")
+    if not os.path.exists(path):
+        return None
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f)]
+    if not rows:
+        return None
+    best = min(rows, key=lambda r: float(r["bits_per_sequence"]))
+    return float(best["bits_per_sequence"]), int(best["step"])
 
 
 def main():
@@ -59,8 +78,8 @@ def main():
     ap.add_argument("--collapse", type=float, default=5.0)
     a = ap.parse_args()
     print(f"| run | steps | first step < {a.solved:g} bit | highest after | rows > {a.collapse:g} bits after | "
-          f"final | skipped | verdict |")
-    print("|---|---|---|---|---|---|---|---|")
+          f"final | skipped | verdict | best held-out (step) | seconds |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     counts = {}
     # seed2 before seed10: runs in the order of the numbers in their names
     key = lambda run: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", run)]
@@ -69,8 +88,9 @@ def main():
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
         first = f"{r['first']:,}" if r["first"] is not None else "–"
         peak = f"{r['peak']:.2f}" if r["first"] is not None else "–"
+        best = f"{r['best'][0]:.2f} ({r['best'][1]:,})" if r["best"] else "–"
         print(f"| {r['run']} | {r['steps']:,} | {first} | {peak} | {r['high_rows']} | {r['final']:.2f} | "
-              f"{r['skipped']} | {r['verdict']} |")
+              f"{r['skipped']} | {r['verdict']} | {best} | {r['seconds']:.0f} |")
     print()
     print(", ".join(f"{v}: {n}" for v, n in sorted(counts.items())))
 
