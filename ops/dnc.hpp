@@ -30,7 +30,10 @@ Var dnc_allocation(Var usage);
 
 /// The write weighting w^w = g^w [g^a a + (1 − g^a) c^w], composed of hadamard, one_minus and add (five
 /// elementwise ops on [B,N]; spec/dnc.md §5). write_gate g^w, allocation_gate g^a:[B,1]; allocation a,
-/// content c^w:[B,N] -> [B,N]. Not an op of its own: ops/dnc_usage.cpp says why.
+/// content c^w:[B,N] -> [B,N]. Not an op of its own: timed forward and backward in float32 at B 16, the five
+/// ops took 1.3–1.9 µs at N 16 and 2.0–2.8 µs at N 128, against 0.8 and 3.9–4.3 µs for dnc_read_weighting (one
+/// node doing the same work; its scalar loop loses to the elementwise ops' SIMD at N 128) and 9–12 and 220 µs
+/// for the same step's dnc_link: fused, it would save under a microsecond a step.
 inline Var dnc_write_weighting(Var write_gate, Var allocation_gate, Var allocation, Var content) {
   return write_gate * (allocation_gate * allocation + one_minus(allocation_gate) * content);
 }

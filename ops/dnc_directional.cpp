@@ -9,6 +9,7 @@
 #include "matmem/ops/check.hpp"
 #include "matmem/ops/dnc.hpp"
 #include "matmem/ops/registry.hpp"
+#include "matmem/ops/simd.hpp"
 
 namespace matmem {
 namespace {
@@ -26,9 +27,7 @@ struct DncDirectionalKernel {
         if (transposed) {
           for (std::int64_t j = 0; j < N; ++j) y[j] += w[i] * l[j];
         } else {
-          T acc = 0;
-          for (std::int64_t j = 0; j < N; ++j) acc += l[j] * w[j];
-          y[i] = acc;
+          y[i] = ops::simd::dot(l, w, N);
         }
       }
   }
@@ -42,11 +41,7 @@ struct DncDirectionalKernel {
         if (transposed) {  // along row i: L[i,·] meets g and w_i
           if (gl)
             for (std::int64_t j = 0; j < N; ++j) gl[row + j] += w[i] * g[j];
-          if (gw) {
-            T acc = 0;
-            for (std::int64_t j = 0; j < N; ++j) acc += l[j] * g[j];
-            gw[b * N + i] += acc;
-          }
+          if (gw) gw[b * N + i] += ops::simd::dot(l, g, N);
         } else {  // along row i: L[i,·] meets w and g_i
           if (gl)
             for (std::int64_t j = 0; j < N; ++j) gl[row + j] += g[i] * w[j];
