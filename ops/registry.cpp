@@ -49,6 +49,13 @@ OpEntry neighbour_mean_entry();
 OpEntry neighbour_attention_entry();
 OpEntry neighbour_stack_entry();
 OpEntry attention_read_entry();
+OpEntry dnc_usage_entry();
+OpEntry dnc_allocation_entry();
+OpEntry dnc_link_entry();
+OpEntry dnc_precedence_entry();
+OpEntry dnc_forward_weighting_entry();
+OpEntry dnc_backward_weighting_entry();
+OpEntry dnc_read_weighting_entry();
 
 namespace {
 std::vector<OpEntry>& entries() {
@@ -60,7 +67,9 @@ std::vector<OpEntry>& entries() {
       memory_write_entry(), memory_read_write_entry(), memory_writes_entry(), projections_entry(),
       bce_with_logits_entry(), mse_entry(), softmax_cross_entropy_entry(), frobenius_entry(),
       vec_outer_entry(), vec_matvec_entry(), neighbour_mean_entry(),
-      neighbour_attention_entry(), neighbour_stack_entry(), transpose_entry(), attention_read_entry()};
+      neighbour_attention_entry(), neighbour_stack_entry(), transpose_entry(), attention_read_entry(),
+      dnc_usage_entry(), dnc_allocation_entry(), dnc_link_entry(), dnc_precedence_entry(), dnc_forward_weighting_entry(),
+      dnc_backward_weighting_entry(), dnc_read_weighting_entry()};
   return all;
 }
 }  // namespace

@@ -33,7 +33,9 @@ TEST_CASE("the registry holds every op of the spec", "[ops]") {
                            "exp", "softmax", "sum", "cosine_similarity", "circular_shift", "sharpen", "memory_read",
                            "memory_write", "bce_with_logits", "mse", "softmax_cross_entropy", "ntm_addressing", "layer_norm",
                            "frobenius", "vec_outer", "vec_matvec",
-                           "neighbour_mean", "neighbour_attention", "neighbour_stack"}) {
+                           "neighbour_mean", "neighbour_attention", "neighbour_stack", "dnc_usage", "dnc_allocation",
+                           "dnc_link", "dnc_precedence", "dnc_forward_weighting", "dnc_backward_weighting",
+                           "dnc_read_weighting"}) {
     INFO(name);
     CHECK(find_op(name) != nullptr);
   }
