@@ -31,6 +31,10 @@ def prob(*shape):  # rows summing to 1
     return x / x.sum(axis=-1, keepdims=True)
 
 
+def apart_usages(B, N):  # each sample's usages a permutation of (k + 0.5)/N: the sort's order never flips
+    return np.stack([(rng.permutation(N) + 0.5) / N for _ in range(B)]).reshape(B, 1, N)
+
+
 GRAPH = matmem.Neighbours([0, 2, 3, 3], [1, 2, 0])  # node 0 reads 1 and 2, node 1 reads 0, node 2 none
 
 
@@ -96,6 +100,19 @@ CASES = {
     "vec_outer": (lambda t, a, b: ops.vec_outer(a, b), [u(B, R, C), u(B, 2, 2)], None, {}),
     "vec_matvec": (lambda t, m, x: ops.vec_matvec(m, x), [u(B, R * C, R * C), u(B, R, C)], None, {}),
     "attention_read": (lambda t, q, p: ops.attention_read(q, p), [u(B, 2, 3), u(B, 4, 3)], None, {}),
+    "dnc_usage": (lambda t, up, ww, f0, f1, r0, r1: ops.dnc_usage(up, ww, [f0, f1], [r0, r1]),
+                  [u(B, 1, N, lo=0, hi=1), prob(B, 1, N), u(B, 1, 1, lo=0, hi=1), u(B, 1, 1, lo=0, hi=1),
+                   prob(B, 1, N), prob(B, 1, N)], [True, False, True, True, True, True], {}),
+    "dnc_allocation": (lambda t, x: ops.dnc_allocation(x), [apart_usages(B, N)], None, {}),
+    "dnc_link": (lambda t, link, p, w: ops.dnc_link(link, p, w), [u(B, N, N, lo=0, hi=0.3), prob(B, 1, N),
+                                                                  prob(B, 1, N)], None, {}),
+    "dnc_precedence": (lambda t, p, w: ops.dnc_precedence(p, w), [prob(B, 1, N), prob(B, 1, N)], None, {}),
+    "dnc_forward_weighting": (lambda t, link, w: ops.dnc_forward_weighting(link, w), [u(B, N, N), prob(B, 1, N)],
+                              None, {}),
+    "dnc_backward_weighting": (lambda t, link, w: ops.dnc_backward_weighting(link, w), [u(B, N, N), prob(B, 1, N)],
+                               None, {}),
+    "dnc_read_weighting": (lambda t, m, b, c, f: ops.dnc_read_weighting(m, b, c, f),
+                           [prob(B, 1, 3), prob(B, 1, N), prob(B, 1, N), prob(B, 1, N)], None, {}),
     "neighbour_mean": (lambda t, x: ops.neighbour_mean(x, GRAPH), [u(3, R, C)], None, {}),
     "neighbour_attention": (lambda t, x, q0, q1: ops.neighbour_attention(x, [q0, q1], GRAPH),
                             [u(3, R, C), u(3, R, C), u(3, R, C)], None, {}),

@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include "matmem/ops/attention_read.hpp"
+#include "matmem/ops/dnc.hpp"
 #include "matmem/ops/fast_weight_matrix.hpp"
 #include "matmem/ops/frobenius.hpp"
 #include "matmem/ops/graph.hpp"
@@ -186,6 +187,40 @@ void bind_ops(py::module_& m) {
   MATMEM_BINARY(vec_outer, a, b, "vec(a_b) vec(b_b)ᵀ: [B,r,c] x [B,r',c'] -> [B,rc,r'c']");
   MATMEM_BINARY(vec_matvec, m, x, "m_b vec(x_b) as [B,r,c]: m [B,rc,rc]");
   MATMEM_BINARY(attention_read, queries, rows, "k soft reads of the rows of P: Q [B,k,d], P [B,m,d] -> [B,k,d]");
+
+  // The DNC's memory management (ops/dnc.hpp).
+  ops.def(
+      "dnc_usage",
+      [](V u_prev, V w_write_prev, const std::vector<PyVar>& free_gates, const std::vector<PyVar>& read_weights_prev) {
+        std::vector<const PyVar*> ptrs{&u_prev, &w_write_prev};
+        add_all(ptrs, free_gates);
+        add_all(ptrs, read_weights_prev);
+        const auto ref = common_tape("dnc_usage", ptrs);
+        const std::vector<Var> f = gets(free_gates), w = gets(read_weights_prev);
+        return wrap(ref, dnc_usage(u_prev.get(), w_write_prev.get(), f, w));
+      },
+      py::arg("u_prev"), py::arg("w_write_prev"), py::arg("free_gates"), py::arg("read_weights_prev"),
+      "u_t = (u + w^w - u ⊙ w^w) ⊙ Π_i (1 - f_i w^r_i); no gradient to w_write_prev. [B,1,N], f_i [B,1,1]");
+  MATMEM_UNARY(dnc_allocation, "a[φ_j] = (1 - û[φ_j]) Π_{k<j} û[φ_k], φ ascending usage: [B,1,N] -> [B,1,N]");
+  ops.def(
+      "dnc_link",
+      [](V link_prev, V precedence_prev, V w_write) {
+        return wrap(tape_of("dnc_link", link_prev, precedence_prev, w_write),
+                    dnc_link(link_prev.get(), precedence_prev.get(), w_write.get()));
+      },
+      py::arg("link_prev"), py::arg("precedence_prev"), py::arg("w_write"),
+      "L[i,j] = (1 - w_i - w_j) L[i,j] + w_i p_j, zero diagonal: L [B,N,N], p, w [B,1,N]");
+  MATMEM_BINARY(dnc_precedence, precedence_prev, w_write, "p_t = (1 - Σ w) p + w: [B,1,N]");
+  MATMEM_BINARY(dnc_forward_weighting, link, read_weight_prev, "L w: L [B,N,N], w [B,1,N] -> [B,1,N]");
+  MATMEM_BINARY(dnc_backward_weighting, link, read_weight_prev, "Lᵀ w: L [B,N,N], w [B,1,N] -> [B,1,N]");
+  ops.def(
+      "dnc_read_weighting",
+      [](V modes, V backward, V content, V forward) {
+        return wrap(tape_of("dnc_read_weighting", modes, backward, content, forward),
+                    dnc_read_weighting(modes.get(), backward.get(), content.get(), forward.get()));
+      },
+      py::arg("modes"), py::arg("backward"), py::arg("content"), py::arg("forward"),
+      "π_0 b + π_1 c + π_2 f: modes [B,1,3], b, c, f [B,1,N]");
 
   // Graphs: the batch lanes are a graph's nodes (ops/graph.hpp). A tape keeps the graph alive until clear().
   py::class_<Neighbours, std::shared_ptr<Neighbours>>(m, "Neighbours",
