@@ -53,12 +53,12 @@ std::vector<ConfigKey>& all_keys() {
       {"clip.norm", "0.0", "clip the global gradient norm to this (0: off)"},
       {"grad.outlier", "0.0",
        "skip the update of a step whose gradient norm (before clipping) exceeds this many times the running mean of "
-       "the norms before it (0: off; models/training/trainer.hpp)"},
+       "the norms before it (0: off; models/training/rules/grad_outlier.hpp)"},
       {"grad.outlier_window", "100", "grad.outlier: the running mean's horizon W in steps (β = 1 − 1/W); the rule "
        "acts after W steps"},
       {"lr.solved_below", "0.0",
        "once the mean cost per sequence over a window of lr.solved_window applied steps is below this, the "
-       "learning rate is multiplied by lr.solved_factor for the rest of the run (0: off; models/training/trainer.hpp)"},
+       "learning rate is multiplied by lr.solved_factor for the rest of the run (0: off; models/training/rules/lr_solved.hpp)"},
       {"lr.solved_factor", "0.1", "lr.solved_below: the factor, in (0, 1]"},
       {"lr.solved_window", "1000", "lr.solved_below: the window's length in applied steps (windows do not overlap)"},
       {"task.rows", "5", "rows r of the task's matrices (1: the vector task)"},

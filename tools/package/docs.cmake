@@ -1,5 +1,5 @@
 # The HTML reference of the public headers (tools/package/public_headers.txt) with Debian's doxygen, its main page
-# README.md and the tutorials and reference pages as its pages: the target `docs` writes build/docs/html
+# README.md and the tutorials, reference and results pages as its pages: the target `docs` writes build/docs/html
 # (tools/setup.sh --docs installs doxygen and builds it). Without doxygen there is no such target and nothing
 # else changes.
 find_program(DOXYGEN_EXECUTABLE doxygen)
@@ -13,8 +13,12 @@ if(DOXYGEN_EXECUTABLE)
       tools/python/README.md models/README.md models/training/README.md models/ntm/README.md models/rnn/README.md
       models/gamma/README.md models/fastweights/README.md models/ffn/README.md models/graph/README.md
       models/tasks/README.md models/data/README.md models/capacity/README.md ops/README.md autodiff/README.md
-      tools/README.md tests/README.md models/results/README.md tools/results/README.md)
-  list(APPEND docs_headers ${docs_pages})
+      tools/README.md tests/README.md)
+  # and the results pages, which the guides link to
+  file(GLOB docs_results RELATIVE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/models/results/*.md
+       ${PROJECT_SOURCE_DIR}/tools/results/*.md)
+  list(SORT docs_results)
+  list(APPEND docs_headers ${docs_pages} ${docs_results})
   foreach(header ${docs_headers})
     string(APPEND MATMEM_DOCS_INPUT " \\\n                         ${PROJECT_SOURCE_DIR}/${header}")
     list(APPEND docs_depends ${PROJECT_SOURCE_DIR}/${header})
