@@ -18,6 +18,7 @@
 #include "matmem/models/rnn/recurrent.hpp"
 #include "matmem/models/tasks/delayed_recall.hpp"
 #include "matmem/models/tasks/graph.hpp"
+#include "matmem/models/tasks/keep_discard.hpp"
 #include "matmem/models/tasks/mackey_glass.hpp"
 #include "matmem/models/tasks/ngrams.hpp"
 #include "matmem/models/tasks/priority_sort.hpp"
@@ -313,9 +314,9 @@ std::unique_ptr<Model> make_model(const Config& config, const Task& task, DType 
 
 namespace {
 // The tasks make_task() builds itself.
-constexpr const char* kBuiltinTasks[] = {"copy",          "recall",        "repeat_copy",      "priority_sort",
-                                         "ngrams",        "delay",         "retrieval",        "matrix_retrieval", "mackey_glass",
-                                         "fashion_mnist", "fashion_mnist_ae", "data",          "graph"};
+constexpr const char* kBuiltinTasks[] = {"copy", "recall", "repeat_copy", "priority_sort", "ngrams", "keep_discard",
+                                         "delay", "retrieval", "matrix_retrieval", "mackey_glass", "fashion_mnist",
+                                         "fashion_mnist_ae", "data", "graph"};
 
 std::vector<std::pair<std::string, TaskFactory>>& task_factories() {
   static std::vector<std::pair<std::string, TaskFactory>> all;
@@ -352,6 +353,15 @@ std::unique_ptr<Task> make_task(const Config& c) {
         c.integer("task.rows"), c.integer("task.cols"), c.integer("task.min_length"), c.integer("task.max_length"),
         c.integer("task.min_repeats"), c.integer("task.max_repeats"), c.integer("batch"), c.str("task.size_by"),
         c.integer("task.fixed_size")});
+  if (name == "keep_discard") {
+    KeepDiscardOptions o;
+    o.rows = c.integer("task.rows"), o.cols = c.integer("task.cols"), o.batch = c.integer("batch");
+    o.min_subsequences = c.integer("task.min_subsequences"), o.max_subsequences = c.integer("task.max_subsequences");
+    o.keep = c.integer("task.keep"), o.keep_first = c.flag("task.keep_first");
+    o.min_subsequence_length = c.integer("task.min_subsequence_length");
+    o.max_subsequence_length = c.integer("task.max_subsequence_length");
+    return std::make_unique<KeepDiscardTask>(o);
+  }
   if (name == "priority_sort")
     return std::make_unique<PrioritySortTask>(PrioritySortOptions{c.integer("task.rows"), c.integer("task.cols"),
                                                                   c.integer("task.inputs"), c.integer("task.outputs"),

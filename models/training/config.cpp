@@ -21,7 +21,8 @@ std::vector<ConfigKey>& all_keys() {
        "autoencoder, cln (graph task), or one registered by the user"},
       {"task", "\"copy\"",
        "task: copy, recall, repeat_copy, priority_sort, ngrams (dynamic N-grams; Graves et al. 2014's tasks, "
-       "models/tasks/), delay (delayed recall), retrieval (associative retrieval), matrix_retrieval (with matrix keys and "
+       "models/tasks/), keep_discard (keep or discard sub-sequences: freeing memory), delay (delayed recall), "
+       "retrieval (associative retrieval), matrix_retrieval (with matrix keys and "
        "values), mackey_glass (series "
        "prediction; models/tasks/), fashion_mnist (image classification), fashion_mnist_ae (corrupted-image "
        "reconstruction; models/data/), data (the user's own sequences from files, task.data; models/data/user_data.hpp) or graph (node classification on a generated graph, the whole graph one "
@@ -72,6 +73,18 @@ std::vector<ConfigKey>& all_keys() {
       {"task.fixed_size", "0",
        "repeat_copy: hold the dimension that is not the size at this (0: draw it from its range); e.g. `matmem eval "
        "--set task.fixed_size=10` evaluates over lengths with 10 repeats"},
+      {"task.min_subsequences", "6", "keep_discard: fewest sub-sequences (the size: curriculum, `matmem eval --sizes`)"},
+      {"task.max_subsequences", "8", "keep_discard: most sub-sequences"},
+      {"task.keep", "2",
+       "keep_discard: sub-sequences a sequence marks keep, copied back at the end (1 to task.min_subsequences); the "
+       "others are discard, copied back right after their delimiter"},
+      {"task.keep_first", "true",
+       "keep_discard: the first sub-sequence is always keep, so every matrix is written after the first keep one "
+       "(false: the keep ones anywhere)"},
+      {"task.min_subsequence_length", "3", "keep_discard: fewest matrices a sub-sequence"},
+      {"task.max_subsequence_length", "4",
+       "keep_discard: most matrices a sub-sequence (defaults for 16 slots: keep frames ≤ 8, frames in all ≥ 18; "
+       "models/tasks/keep_discard.hpp)"},
       {"task.inputs", "20", "priority_sort: matrices in, each with its priority"},
       {"task.outputs", "16", "priority_sort: the highest-priority matrices written, in descending order"},
       {"task.order", "6", "ngrams: the N-gram order N (contexts of N−1 bits)"},
