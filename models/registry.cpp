@@ -9,6 +9,7 @@
 #include "matmem/models/data/fashion_mnist.hpp"
 #include "matmem/models/data/fashion_reconstruction.hpp"
 #include "matmem/models/data/user_data.hpp"
+#include "matmem/models/dnc/matdnc.hpp"
 #include "matmem/models/fastweights/fast_weights.hpp"
 #include "matmem/models/ffn/autoencoder.hpp"
 #include "matmem/models/ffn/ffn.hpp"
@@ -101,6 +102,31 @@ std::unique_ptr<Model> ntm(const Config& c, const Task& t, DType dtype, std::uin
   else throw Error(fmt::format("config: ntm.memory_init = {}: choose constant, learned or random", m0));
   set_io(nc, t);
   return std::make_unique<MatNTM>(nc, dtype, seed);
+}
+
+std::unique_ptr<Model> dnc(const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
+  DNCConfig dc;
+  const std::string ctrl = c.str("dnc.controller");
+  if (ctrl != "lstm" && ctrl != "rnn" && ctrl != "ff")
+    throw Error(fmt::format("config: dnc.controller = {}: choose lstm, rnn or ff", ctrl));
+  dc.controller = cell_kind(ctrl);
+  std::tie(dc.controller_clip, dc.clip_logits) = controller_clip(c);
+  dc.layers = c.sizes("model.layers");
+  auto in_range = [&](const char* key, std::int64_t lo, std::int64_t hi, const char* why) {
+    const std::int64_t v = c.integer(key);
+    if (v < lo || v > hi) throw Error(fmt::format("config: {} = {}: {}", key, v, why));
+    return v;
+  };
+  dc.slots = in_range("dnc.slots", 2, 4096, "choose 2 to 4096 slots (the links are N x N per sequence)");
+  dc.slot_rows = in_range("dnc.slot_rows", 1, std::int64_t(1) << 12, "a slot needs at least one row");
+  dc.slot_cols = in_range("dnc.slot_cols", 1, std::int64_t(1) << 12, "a slot needs at least one column");
+  dc.read_heads = int(in_range("dnc.read_heads", 1, std::int64_t(kDncMaxReadHeads), "choose 1 to 16 read heads"));
+  const std::string usage = c.str("dnc.usage_gradient");
+  if (usage != "stop" && usage != "full")
+    throw Error(fmt::format("config: dnc.usage_gradient = {}: choose stop (DeepMind's) or full (the paper's)", usage));
+  dc.usage_gradient = usage == "full" ? DNCConfig::UsageGradient::full : DNCConfig::UsageGradient::stop;
+  set_io(dc, t);
+  return std::make_unique<MatDNC>(dc, dtype, seed);
 }
 
 std::unique_ptr<Model> gamma(const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
@@ -272,6 +298,7 @@ std::unique_ptr<Model> autoencoder(const Config& c, const Task& t, DType dtype, 
 std::map<std::string, ModelFactory>& factories() {
   static std::map<std::string, ModelFactory> all = {
       {"matntm", ntm},
+      {"matdnc", dnc},
       {"ffn", ffn},
       {"autoencoder", autoencoder},
       {"gamma", gamma},

@@ -158,7 +158,7 @@ TEST_CASE("train: the MatNTM is matntm, and ntm is an alias stored as matntm", "
   CHECK_THAT(read_file(dir / "a/config.json"), Contains("\"model\": \"matntm\""));
   const CommandResult unknown = run_matmem(train("--model lstm --steps 1 --out b"), dir);
   CHECK(unknown.refused());
-  CHECK_THAT(unknown.output, Contains("unknown model lstm (known: autoencoder, cln, fastweights, ffn, gamma, irnn, matgru, matlstm, matntm, matrnn)"));
+  CHECK_THAT(unknown.output, Contains("unknown model lstm (known: autoencoder, cln, fastweights, ffn, gamma, irnn, matdnc, matgru, matlstm, matntm, matrnn)"));
   CHECK_FALSE(fs::exists(dir / "b/metrics.csv"));
 }
 

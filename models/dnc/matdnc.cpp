@@ -1,0 +1,171 @@
+#include "matmem/models/dnc/matdnc.hpp"
+
+#include <array>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "matmem/ops/dnc.hpp"
+#include "matmem/runtime/error.hpp"
+
+namespace matmem {
+
+MatDNC::MatDNC(const DNCConfig& c, DType dtype, std::uint64_t seed, std::string name)
+    : Model(std::move(name), dtype, seed), config_(c) {
+  const std::string& n = this->name();
+  if (c.controller == CellKind::gru) throw Error(fmt::format("model {}: the controller is lstm, rnn or ff", n));
+  if (!(c.controller_clip >= 0) || !std::isfinite(c.controller_clip) || (c.clip_logits && c.controller_clip == 0))
+    throw Error(fmt::format("model {}: controller clip {} (0: none, else > 0; clipping the logits needs a bound)", n,
+                            c.controller_clip));
+  if (c.layers.empty()) throw Error(fmt::format("model {}: the controller needs at least one layer", n));
+  if (c.slots < 2 || c.slot_rows < 1 || c.slot_cols < 1)
+    throw Error(fmt::format("model {}: memory of {} slots of {}x{} (at least 2 slots of at least 1x1)", n, c.slots,
+                            c.slot_rows, c.slot_cols));
+  if (c.read_heads < 1 || std::size_t(c.read_heads) > kDncMaxReadHeads)
+    throw Error(fmt::format("model {}: {} read heads (1 to {})", n, c.read_heads, kDncMaxReadHeads));
+  set_io(c.input_rows, c.input_cols, c.output_rows, c.output_cols);
+  for (std::size_t k = 0; k < c.layers.size(); ++k) {
+    const auto [r, cc] = c.layers[k];
+    cells_.emplace_back(c.controller, fmt::format("{}/ctrl/l{}", n, k + 1), r, cc, c.forget_bias, c.controller_clip);
+    h_.push_back(fmt::format("ctrl/l{}/h", k + 1));
+    if (cells_.back().recurrent()) declare_state({h_.back(), parameter(r, cc)});
+    c_.push_back(fmt::format("ctrl/l{}/c", k + 1));
+    if (cells_.back().has_cell_state()) declare_state({c_.back(), parameter(r, cc)});
+  }
+  // Every state starts at zero, as [D]'s (matdnc.hpp: why a zero memory is safe here).
+  declare_state({"memory", memory(1, c.slots, c.slot_rows, c.slot_cols)});
+  declare_state({"usage", weighting(1, c.slots)});
+  declare_state({"precedence", weighting(1, c.slots)});
+  declare_state({"link", parameter(c.slots, c.slots)});
+  declare_state({"w/write", weighting(1, c.slots)});
+  for (int k = 1; k <= c.read_heads; ++k) {
+    const std::string p = fmt::format("{}/read{}", n, k);
+    reads_.push_back({fmt::format("w/read{}", k), fmt::format("read{}", k), fmt::format("r{}", k), p + "/key",
+                      p + "/beta", p + "/free", p + "/modes", fmt::format("read{}", k)});
+    declare_state({reads_.back().weighting, weighting(1, c.slots)});
+    declare_state({reads_.back().read, parameter(c.slot_rows, c.slot_cols)});
+  }
+  write_key_ = n + "/write/key", write_beta_ = n + "/write/beta", erase_ = n + "/write/erase";
+  add_ = n + "/write/add", allocation_gate_ = n + "/write/allocation", write_gate_ = n + "/write/gate";
+  out_ = n + "/out";
+}
+
+void MatDNC::step(Step& s) {
+  const DNCConfig& c = config_;
+  const auto R = std::size_t(c.read_heads);
+  // 1. Controller; layer 1 reads the frame and every previous read.
+  std::array<NamedTerm, 1 + kDncMaxReadHeads> terms;
+  terms[0] = {"x", s.input()};
+  for (std::size_t k = 0; k < R; ++k) terms[k + 1] = {reads_[k].term, s.state(reads_[k].read)};
+  std::size_t nterms = 1 + R;
+  Var h;
+  for (std::size_t l = 0; l < cells_.size(); ++l) {
+    const MatCell& cell = cells_[l];
+    MatCell::State prev{cell.recurrent() ? s.state(h_[l]) : Var{}, cell.has_cell_state() ? s.state(c_[l]) : Var{}};
+    MatCell::State next = cell(s, std::span<const NamedTerm>(terms.data(), nterms), prev);
+    if (cell.recurrent()) s.next(h_[l], next.h);
+    if (cell.has_cell_state()) s.next(c_[l], next.c);
+    h = next.h;
+    terms[0] = {"x", h};
+    nterms = 1;
+  }
+  // 2. The interface, every part a projection of H_t (one projections op: they share the GEMM Uᵀ H), in
+  // [N]'s order of ξ: read keys, read strengths, write key, write strength, erase, write matrix, free gates,
+  // allocation gate, write gate, read modes.
+  const std::int64_t rows = c.slot_rows, cols = c.slot_cols;
+  std::array<ProjectionSpec, 6 + 4 * kDncMaxReadHeads> spec;
+  std::size_t n = 0;
+  for (std::size_t k = 0; k < R; ++k) spec[n++] = {reads_[k].key, rows, cols};
+  for (std::size_t k = 0; k < R; ++k) spec[n++] = {reads_[k].beta, 1, 1};
+  spec[n++] = {write_key_, rows, cols};
+  spec[n++] = {write_beta_, 1, 1};
+  spec[n++] = {erase_, rows, cols};
+  spec[n++] = {add_, rows, cols};
+  for (std::size_t k = 0; k < R; ++k) spec[n++] = {reads_[k].free, 1, 1};
+  spec[n++] = {allocation_gate_, 1, 1};
+  spec[n++] = {write_gate_, 1, 1};
+  for (std::size_t k = 0; k < R; ++k) spec[n++] = {reads_[k].modes, 1, 3};
+  std::array<Var, 6 + 4 * kDncMaxReadHeads> proj;
+  s.projections({"h", h}, std::span<const ProjectionSpec>(spec.data(), n), std::span<Var>(proj.data(), n));
+  std::array<Var, kDncMaxReadHeads> read_key, read_beta, free_gates, modes, w_read_prev;
+  n = 0;
+  for (std::size_t k = 0; k < R; ++k) read_key[k] = proj[n++];
+  for (std::size_t k = 0; k < R; ++k) read_beta[k] = softplus(proj[n++]);
+  const Var write_key = proj[n++];
+  const Var write_beta = softplus(proj[n++]);
+  const Var erase = sigmoid(proj[n++]);
+  const Var added = proj[n++];
+  for (std::size_t k = 0; k < R; ++k) free_gates[k] = sigmoid(proj[n++]);
+  const Var allocation_gate = sigmoid(proj[n++]);
+  const Var write_gate = sigmoid(proj[n++]);
+  for (std::size_t k = 0; k < R; ++k) modes[k] = softmax(proj[n++]);
+  for (std::size_t k = 0; k < R; ++k) w_read_prev[k] = s.state(reads_[k].weighting);
+
+  // 3–5. Usage, allocation and the write weighting, its content part on M_{t−1}.
+  const Var m_prev = s.state("memory");
+  const Var u_prev = s.state("usage"), w_write_prev = s.state("w/write");
+  Var usage;
+  if (c.usage_gradient == DNCConfig::UsageGradient::stop) {
+    usage = dnc_usage(u_prev, w_write_prev, std::span<const Var>(free_gates.data(), R),
+                      std::span<const Var>(w_read_prev.data(), R));
+  } else {  // [N]: (u + w − u ⊙ w) ⊙ Π_i (1 − f_i w^r_i), differentiated through w as well
+    Var retention = one_minus(hadamard(free_gates[0], w_read_prev[0]));
+    for (std::size_t k = 1; k < R; ++k) retention = hadamard(retention, one_minus(hadamard(free_gates[k], w_read_prev[k])));
+    usage = hadamard(add(u_prev, hadamard(w_write_prev, one_minus(u_prev))), retention);
+  }
+  const Var allocation = dnc_allocation(usage);
+  const Var content_write = softmax(hadamard(write_beta, cosine_similarity(write_key, m_prev)));
+  const Var w_write = dnc_write_weighting(write_gate, allocation_gate, allocation, content_write);
+  // 6. Erase and add.
+  const Var m = memory_write(m_prev, w_write, erase, added);
+  // 7. L_t from p_{t−1}, then p_t.
+  const DncTemporalLinks links = dnc_temporal_links(s.state("link"), s.state("precedence"), w_write);
+  // 8–9. Read weightings (content on M_t, directions through L_t from w^r_{t−1}), then the reads of M_t.
+  std::array<Var, kDncMaxReadHeads> reads, w_read;
+  for (std::size_t k = 0; k < R; ++k) {
+    const Var content = softmax(hadamard(read_beta[k], cosine_similarity(read_key[k], m)));
+    const Var forward = dnc_forward_weighting(links.link, w_read_prev[k]);
+    const Var backward = dnc_backward_weighting(links.link, w_read_prev[k]);
+    w_read[k] = dnc_read_weighting(modes[k], backward, content, forward);
+    reads[k] = memory_read(m, w_read[k]);
+    s.next(reads_[k].weighting, w_read[k]);
+    s.next(reads_[k].read, reads[k]);
+  }
+  s.next("memory", m);
+  s.next("usage", usage);
+  s.next("precedence", links.precedence);
+  s.next("link", links.link);
+  s.next("w/write", w_write);
+  if (s.observed()) {
+    s.expose("memory", m);
+    s.expose("usage", usage);
+    s.expose("allocation", allocation);
+    s.expose("precedence", links.precedence);
+    s.expose("link", links.link);
+    s.expose("write1/weighting", w_write);
+    s.expose("write1/key", write_key);
+    s.expose("write1/beta", write_beta);
+    s.expose("write1/erase", erase);
+    s.expose("write1/add", added);
+    s.expose("write1/allocation_gate", allocation_gate);
+    s.expose("write1/gate", write_gate);
+    for (std::size_t k = 0; k < R; ++k) {
+      const std::string& p = reads_[k].exposed;
+      s.expose(p + "/weighting", w_read[k]);
+      s.expose(p, reads[k]);
+      s.expose(p + "/key", read_key[k]);
+      s.expose(p + "/beta", read_beta[k]);
+      s.expose(p + "/free", free_gates[k]);
+      s.expose(p + "/modes", modes[k]);
+    }
+  }
+  // 10. Output from H_t and this step's reads.
+  if (s.output_needed()) {
+    terms[0] = {"h", h};
+    for (std::size_t k = 0; k < R; ++k) terms[k + 1] = {reads_[k].term, reads[k]};
+    const Var y = s.mat(out_, std::span<const NamedTerm>(terms.data(), 1 + R), c.output_rows, c.output_cols);
+    s.output(c.clip_logits ? clip(y, c.controller_clip) : y);
+  }
+}
+
+}  // namespace matmem

@@ -1,0 +1,334 @@
+#include "matmem/models/dnc/matdnc.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "matmem/models/core/model_gradcheck.hpp"
+#include "../training/small_config.hpp"
+#include "matmem/models/registry.hpp"
+
+using namespace matmem;
+
+namespace {
+DNCConfig small(CellKind controller, int reads, DNCConfig::UsageGradient usage = DNCConfig::UsageGradient::full) {
+  DNCConfig c;
+  c.controller = controller;
+  c.layers = {{3, 4}, {3, 3}};
+  c.slots = 5;
+  c.slot_rows = 2;
+  c.slot_cols = 3;
+  c.read_heads = reads;
+  c.usage_gradient = usage;
+  c.input_rows = 3;
+  c.input_cols = 2;
+  c.output_rows = 2;
+  c.output_cols = 2;
+  return c;
+}
+
+// The unroll and the noise of the gradchecks: over fewer steps, or nearer the start, the memory's paths are
+// all but closed (a zero memory, usage near 0, read weightings spread) and the keys, strengths and free gates
+// move the loss by under 1e-5 of it.
+constexpr int kSteps = 6;
+constexpr double kSigma = 1.0;
+
+// Keeps every exposed tensor by name and time step.
+class Recorder : public StepObserver {
+ public:
+  void observe(std::int64_t t, std::string_view name, const Var& value) override {
+    std::vector<Tensor>& steps = seen[std::string(name)];
+    if (std::int64_t(steps.size()) <= t) steps.resize(std::size_t(t + 1));
+    steps[std::size_t(t)] = value.value_copy();
+  }
+  std::map<std::string, std::vector<Tensor>> seen;
+};
+}  // namespace
+
+TEST_CASE("MatDNC with a MatLSTM controller passes gradcheck unrolled 6 steps", "[models][dnc][gradcheck]") {
+  MatDNC m(small(CellKind::lstm, 1), DType::f64, 1);
+  // The write head's content weighting is all but flat here (the slots hold mixtures of a few write
+  // matrices, their cosines with the key close): its strength moves the loss by under 1e-5 of it. The
+  // two-head tests below check it with a non-negligible gradient.
+  ModelGradcheckReport r =
+      gradcheck_model(m, random_sequence(m, 2, kSteps), {.sigma = kSigma, .flat = {"dnc/write/beta/"}});
+  INFO(r.str());
+  CHECK(r.passed);
+  CHECK(r.elements_checked == m.params().element_count());
+}
+
+TEST_CASE("MatDNC with a MatRNN controller and two read heads passes gradcheck unrolled 6 steps",
+          "[models][dnc][gradcheck]") {
+  MatDNC m(small(CellKind::rnn, 2), DType::f64, 2);
+  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, kSteps), {.sigma = kSigma});
+  INFO(r.str());
+  CHECK(r.passed);
+  CHECK(r.elements_checked == m.params().element_count());
+}
+
+TEST_CASE("MatDNC with a feed-forward controller passes gradcheck unrolled 6 steps, and keeps no controller state",
+          "[models][dnc][gradcheck]") {
+  MatDNC m(small(CellKind::ff, 2), DType::f64, 3);
+  for (const StateDecl& s : m.states()) CHECK(s.name.rfind("ctrl/", 0) == std::string::npos);
+  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, kSteps), {.sigma = kSigma});
+  INFO(r.str());
+  CHECK(r.passed);
+}
+
+TEST_CASE("MatDNC passes gradcheck on a batch of the copy task", "[models][dnc][gradcheck]") {
+  Config c = testing::small_config("matdnc");
+  c.set("dnc.slots", "4", "test");
+  c.set("dnc.slot_rows", "2", "test");
+  c.set("dnc.slot_cols", "2", "test");
+  c.set("dnc.read_heads", "2", "test");
+  c.set("dnc.usage_gradient", "\"full\"", "test");
+  const auto task = make_task(c);
+  auto m = make_model(c, *task, DType::f64);
+  Rng rng(7);
+  ModelGradcheckReport r = gradcheck_model(*m, task_sequence(*task, 3, rng), {.require_gradient = false});
+  INFO(r.str());
+  CHECK(r.passed);
+}
+
+TEST_CASE("DeepMind's stop-gradient on the usage: the same loss, a gradient exact over one step and other after",
+          "[models][dnc][gradcheck]") {
+  MatDNC stop(small(CellKind::lstm, 2, DNCConfig::UsageGradient::stop), DType::f64, 4);
+  // Over one step w^w_0 = 0 is a constant: the stop-gradient changes nothing and the gradient is the loss's.
+  Sequence one = random_sequence(stop, 2, 2);  // its first target, moved to the first step
+  one.inputs.erase(one.inputs.begin());
+  one.target_steps = {0};
+  ModelGradcheckReport r = gradcheck_model(stop, one, {.require_gradient = false});
+  INFO(r.str());
+  CHECK(r.passed);
+  // Over three steps both forms compute the same loss; the gradients differ (no path through w^w_{t−1}).
+  MatDNC stop3(small(CellKind::lstm, 2, DNCConfig::UsageGradient::stop), DType::f64, 4);
+  MatDNC full(small(CellKind::lstm, 2, DNCConfig::UsageGradient::full), DType::f64, 4);
+  const Sequence seq = random_sequence(stop3, 2, 3, 6);
+  perturb_parameters(stop3, 0.3, 5);
+  perturb_parameters(full, 0.3, 5);
+  auto loss_and_grad = [&](MatDNC& m) {
+    Tape tape(DType::f64);
+    Unroller u(m, tape);
+    m.params().zero_grad();
+    const Var loss = u.run(seq).loss;
+    const double l = loss.item();
+    tape.backward(loss);
+    std::vector<double> g;
+    for (const auto& param : m.params()) {
+      const Tensor& t = param->grad;
+      for (std::int64_t k = 0; k < t.numel(); ++k) g.push_back(t.get(k));
+    }
+    return std::pair{l, g};
+  };
+  const auto [ls, gs] = loss_and_grad(stop3);
+  const auto [lf, gf] = loss_and_grad(full);
+  CHECK(ls == Approx(lf).epsilon(1e-13));
+  REQUIRE(gs.size() == gf.size());
+  double diff = 0;
+  for (std::size_t k = 0; k < gs.size(); ++k) diff = std::max(diff, std::abs(gs[k] - gf[k]));
+  CHECK(diff > 1e-8);
+}
+
+namespace {
+// Sample b's values of an exposed tensor at step t, in the order (slot, row, column).
+std::vector<double> row(const Recorder& rec, const std::string& name, std::size_t t, std::int64_t b) {
+  const Tensor& x = rec.seen.at(name).at(t);
+  const Shape& s = x.shape();
+  std::vector<double> v;
+  for (std::int64_t n = 0; n < s.slots; ++n)
+    for (std::int64_t i = 0; i < s.rows; ++i)
+      for (std::int64_t j = 0; j < s.cols; ++j) v.push_back(x.get(s.offset(b, n, i, j)));
+  return v;
+}
+double cosine(const std::vector<double>& k, const std::vector<double>& m, std::size_t slot, std::size_t w) {
+  double dot = 0, nk = 0, nm = 0;
+  for (std::size_t e = 0; e < w; ++e) {
+    dot += k[e] * m[slot * w + e];
+    nk += k[e] * k[e];
+    nm += m[slot * w + e] * m[slot * w + e];
+  }
+  return dot / (std::sqrt(nk) * std::sqrt(nm) + 1e-8);
+}
+std::vector<double> softmax_of(std::vector<double> x) {
+  const double top = *std::max_element(x.begin(), x.end());
+  double sum = 0;
+  for (double& v : x) sum += (v = std::exp(v - top));
+  for (double& v : x) v /= sum;
+  return x;
+}
+}  // namespace
+
+TEST_CASE("MatDNC's usage, allocation, write, links and reads match the equations, step by step",
+          "[models][dnc][values]") {
+  // N = 3 slots of 1x2, two read heads, over 3 steps: L_1 = w^w_1 p_0ᵀ = 0, and from step 2 the free gates
+  // act on w^r_1 and L_2 = w^w_2 p_1ᵀ ≠ 0 brings the forward and backward weightings in. The interface values are the model's
+  // (exposed); everything after them is computed here from spec/dnc.md with plain loops.
+  DNCConfig c = small(CellKind::lstm, 2, DNCConfig::UsageGradient::stop);
+  c.slots = 3, c.slot_rows = 1, c.slot_cols = 2;
+  MatDNC m(c, DType::f64, 11);
+  m.build();
+  perturb_parameters(m, 0.8, 12);
+  const Sequence seq = random_sequence(m, 2, 3, 13);
+  Tape tape(DType::f64);
+  Unroller u(m, tape);
+  Recorder rec;
+  u.set_observer(&rec);
+  u.run(seq);
+  constexpr std::size_t N = 3, W = 2, R = 2, T = 3;
+  for (std::int64_t b = 0; b < 2; ++b) {
+    std::vector<double> usage(N, 0), ww(N, 0), p(N, 0), mem(N * W, 0), link(N * N, 0);
+    std::array<std::vector<double>, R> wr = {std::vector<double>(N, 0), std::vector<double>(N, 0)};
+    for (std::size_t t = 0; t < T; ++t) {
+      INFO("sample " << b << ", step " << t + 1);
+      const auto get = [&](const std::string& name) { return row(rec, name, t, b); };
+      // Usage (u_{t−1} + w^w_{t−1} − u_{t−1} w^w_{t−1}) ψ.
+      std::vector<double> psi(N, 1.0);
+      for (std::size_t i = 0; i < R; ++i) {
+        const double f = get(fmt::format("read{}/free", i + 1))[0];
+        for (std::size_t n = 0; n < N; ++n) psi[n] *= 1 - f * wr[i][n];
+      }
+      for (std::size_t n = 0; n < N; ++n) usage[n] = (usage[n] + ww[n] - usage[n] * ww[n]) * psi[n];
+      // Allocation over û = ε + (1 − ε) u sorted ascending (stable: the lower slot first).
+      std::vector<double> uh(N), alloc(N);
+      for (std::size_t n = 0; n < N; ++n) uh[n] = 1e-6 + (1 - 1e-6) * usage[n];
+      std::vector<std::size_t> order(N);
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t z) { return uh[a] < uh[z]; });
+      double prod = 1;
+      for (std::size_t j = 0; j < N; ++j) {
+        alloc[order[j]] = (1 - uh[order[j]]) * prod;
+        prod *= uh[order[j]];
+      }
+      // Write weighting, content on M_{t−1}.
+      const auto wkey = get("write1/key");
+      const double wbeta = get("write1/beta")[0], ga = get("write1/allocation_gate")[0], gw = get("write1/gate")[0];
+      std::vector<double> sim(N);
+      for (std::size_t n = 0; n < N; ++n) sim[n] = wbeta * cosine(wkey, mem, n, W);
+      const auto cw = softmax_of(sim);
+      for (std::size_t n = 0; n < N; ++n) ww[n] = gw * (ga * alloc[n] + (1 - ga) * cw[n]);
+      // Erase and add.
+      const auto erase = get("write1/erase"), add = get("write1/add");
+      for (std::size_t n = 0; n < N; ++n)
+        for (std::size_t e = 0; e < W; ++e) mem[n * W + e] = mem[n * W + e] * (1 - ww[n] * erase[e]) + ww[n] * add[e];
+      // Links from p_{t−1}, then p_t.
+      for (std::size_t i = 0; i < N; ++i)
+        for (std::size_t j = 0; j < N; ++j)
+          link[i * N + j] = i == j ? 0 : (1 - ww[i] - ww[j]) * link[i * N + j] + ww[i] * p[j];
+      const double wsum = std::accumulate(ww.begin(), ww.end(), 0.0);
+      for (std::size_t n = 0; n < N; ++n) p[n] = (1 - wsum) * p[n] + ww[n];
+      // Reads: content on M_t, forward L w^r_{t−1}, backward Lᵀ w^r_{t−1}, modes (backward, content, forward).
+      std::array<std::vector<double>, R> reads;
+      for (std::size_t i = 0; i < R; ++i) {
+        const std::string h = fmt::format("read{}", i + 1);
+        const auto key = get(h + "/key"), modes = get(h + "/modes");
+        const double beta = get(h + "/beta")[0];
+        for (std::size_t n = 0; n < N; ++n) sim[n] = beta * cosine(key, mem, n, W);
+        const auto cr = softmax_of(sim);
+        std::vector<double> w(N);
+        for (std::size_t n = 0; n < N; ++n) {
+          double fw = 0, bw = 0;
+          for (std::size_t j = 0; j < N; ++j) fw += link[n * N + j] * wr[i][j], bw += link[j * N + n] * wr[i][j];
+          w[n] = modes[0] * bw + modes[1] * cr[n] + modes[2] * fw;
+        }
+        wr[i] = w;
+        reads[i].assign(W, 0);
+        for (std::size_t n = 0; n < N; ++n)
+          for (std::size_t e = 0; e < W; ++e) reads[i][e] += w[n] * mem[n * W + e];
+      }
+      auto check = [&](const std::string& name, const std::vector<double>& want) {
+        const auto got = get(name);
+        REQUIRE(got.size() == want.size());
+        for (std::size_t k = 0; k < want.size(); ++k) {
+          INFO(name << "[" << k << "]");
+          CHECK(got[k] == Approx(want[k]).margin(1e-12));
+        }
+      };
+      check("usage", usage);
+      check("allocation", alloc);
+      check("write1/weighting", ww);
+      check("memory", mem);
+      check("link", link);
+      check("precedence", p);
+      for (std::size_t i = 0; i < R; ++i) {
+        check(fmt::format("read{}/weighting", i + 1), wr[i]);
+        check(fmt::format("read{}", i + 1), reads[i]);
+      }
+    }
+    // The test means something only if the free gates, the links and both modes beside content were at work.
+    const auto link2 = row(rec, "link", 1, b);
+    CHECK(*std::max_element(link2.begin(), link2.end()) > 1e-3);
+    const auto free2 = row(rec, "read1/free", 1, b), w1 = row(rec, "read1/weighting", 0, b);
+    CHECK(free2[0] * *std::max_element(w1.begin(), w1.end()) > 1e-2);
+    const auto modes2 = row(rec, "read1/modes", 1, b);
+    CHECK(std::min(modes2[0], modes2[2]) > 1e-2);
+  }
+}
+
+TEST_CASE("MatDNC starts every state at zero and names its parameters by head and part", "[models][dnc]") {
+  MatDNC m(small(CellKind::lstm, 2), DType::f64, 1);
+  m.build();
+  for (const StateDecl& s : m.states()) {
+    INFO(s.name);
+    CHECK(s.start == StateDecl::zero);
+  }
+  for (const char* name : {"dnc/read1/key/h/U", "dnc/read2/beta/B", "dnc/read2/free/B", "dnc/read1/modes/h/V",
+                           "dnc/write/key/B", "dnc/write/beta/B", "dnc/write/erase/h/U", "dnc/write/add/B",
+                           "dnc/write/allocation/B", "dnc/write/gate/B", "dnc/out/r2/U", "dnc/ctrl/l1/f/r1/U"}) {
+    INFO(name);
+    CHECK(m.params().contains(name));
+  }
+  CHECK(m.params().at("dnc/read1/modes/B").value.numel() == 3);
+}
+
+TEST_CASE("the dnc keys reach the MatDNC, and bad values are refused naming the key", "[models][dnc][config]") {
+  Config c = testing::small_config("matdnc");
+  const auto task = make_task(c);
+  {
+    auto m = make_model(c, *task, DType::f64);
+    const DNCConfig& d = dynamic_cast<const MatDNC&>(*m).config();
+    CHECK(d.controller == CellKind::lstm);
+    CHECK(d.slots == 16);
+    CHECK(d.slot_rows == 6);
+    CHECK(d.slot_cols == 6);
+    CHECK(d.read_heads == 1);
+    CHECK(d.usage_gradient == DNCConfig::UsageGradient::stop);
+  }
+  c.set("dnc.controller", "\"ff\"", "test");
+  c.set("dnc.slots", "7", "test");
+  c.set("dnc.slot_rows", "2", "test");
+  c.set("dnc.slot_cols", "3", "test");
+  c.set("dnc.read_heads", "3", "test");
+  c.set("controller.clip", "20", "test");
+  c.set("controller.clip_logits", "true", "test");
+  {
+    auto m = make_model(c, *task, DType::f64);
+    const DNCConfig& d = dynamic_cast<const MatDNC&>(*m).config();
+    CHECK(d.controller == CellKind::ff);
+    CHECK(d.slots == 7);
+    CHECK(d.slot_rows == 2);
+    CHECK(d.slot_cols == 3);
+    CHECK(d.read_heads == 3);
+    CHECK(d.controller_clip == 20);
+    CHECK(d.clip_logits);
+    CHECK(d.layers.size() == 2);
+  }
+  c.set("dnc.read_heads", "17", "test");
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("dnc.read_heads = 17"));
+  c.set("dnc.read_heads", "1", "test");
+  c.set("dnc.slots", "1", "test");
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("dnc.slots = 1"));
+  c.set("dnc.slots", "4", "test");
+  c.set("dnc.controller", "\"gru\"", "test");
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("dnc.controller = gru"));
+  c.set("dnc.controller", "\"lstm\"", "test");
+  c.set("dnc.usage_gradient", "\"none\"", "test");
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("dnc.usage_gradient = none"));
+}
