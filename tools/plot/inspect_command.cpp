@@ -90,8 +90,12 @@ void run(const Options& o) {
     d.outputs.push_back(std::move(y));
   }
   const std::string model = trainer->config().str("model");
-  d.title = fmt::format("{} on {}, {} {} (sequence seed {}), after {} training steps, {}: {} bits wrong", model,
-                        task.name(), task.size_name(), size, o.seed, trainer->steps_done(), which, bits);
+  // The picture's title is what fits its width; the terminal's line says which parameters and when.
+  d.title = fmt::format("{} on {}, {} {} (sequence seed {}): {} bits wrong", model, task.name(), task.size_name(),
+                        size, o.seed, bits);
+  const std::string line = fmt::format("{} on {}, {} {} (sequence seed {}), after {} training steps, {}: {} bits wrong",
+                                       model, task.name(), task.size_name(), size, o.seed, trainer->steps_done(),
+                                       which, bits);
   for (const auto& [name, steps] : recorder.seen()) {
     if (name == "memory") {
       for (const auto& s : steps) d.memory.push_back(s);
@@ -108,7 +112,7 @@ void run(const Options& o) {
   }
   // Read heads first, then write heads (the map sorts "read…" before "write…" already).
   plot::inspect_sheet(o.out, d);
-  fmt::print("{}\nwrote {}\n", d.title, o.out);
+  fmt::print("{}\nwrote {}\n", line, o.out);
 }
 }  // namespace
 
