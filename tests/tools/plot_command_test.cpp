@@ -84,6 +84,44 @@ TEST_CASE("inspect command: a MatNTM's sheet has its frames and both heads' weig
   CHECK(items.output.find("--items is for the recall task") != std::string::npos);
 }
 
+TEST_CASE("inspect command: a MatDNC's sheet adds its usage, allocation and link matrices to its weightings", "[plot]") {
+  const fs::path dir = fresh_dir("plot_inspect_dnc");
+  const CommandResult t = run_matmem(
+      "train --model matdnc --steps 20 --set log_every=5 --set task.max_length=4 --set batch=4 --out dnc", dir, 300);
+  REQUIRE(t.status == 0);
+  const CommandResult r = run_matmem("inspect --checkpoint dnc --length 3 --seed 5 --out dnc.svg", dir);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("wrote dnc.svg") != std::string::npos);
+  const std::string svg = file_bytes(dir / "dnc.svg");
+  REQUIRE(svg_well_formed(svg));
+  // The panels below the frames, in the order drawn: the slots × time heatmaps on one plain range of the 16
+  // slots (a DNC's memory is no ring: the range never wraps), then L at the end of the input (the delimiter,
+  // step 3 of 0–6) and at the last step.
+  std::vector<std::string> panels;
+  const std::regex slots_title("(.+) \\(slots \\d+–\\d+ of 16\\)");
+  for (const std::string& text : svg_texts(svg)) {
+    std::smatch m;
+    if (std::regex_match(text, m, slots_title)) panels.push_back(m[1].str());
+    else if (text.rfind("link matrix", 0) == 0) panels.push_back(text);
+  }
+  CHECK(panels == std::vector<std::string>{"usage", "allocation weighting", "write head 1 weighting",
+                                           "read head 1 weighting", "link matrix L at step 3 (end of the input)",
+                                           "link matrix L at step 6 (the last step)"});
+  for (const char* word : {"input", "target", "output", "memory", "memory slot", "time step", "slot j",
+                           "slot i, written after j", "matdnc on copy, length 3"})
+    CHECK(svg_has_text(svg, word));
+  const CommandResult png = run_matmem("inspect --checkpoint dnc --out dnc.png", dir);
+  CHECK(png.status == 0);
+  CHECK(png_header(dir / "dnc.png").width == 1500);
+  // A MatNTM's sheet has none of the DNC's panels.
+  REQUIRE(run_matmem("train --model matntm --set ntm.slots=12 --steps 5 --set batch=4 --out ntm", dir, 300).status == 0);
+  REQUIRE(run_matmem("inspect --checkpoint ntm --length 3 --out ntm.svg", dir).status == 0);
+  const std::string ntm = file_bytes(dir / "ntm.svg");
+  CHECK(svg_has_text(ntm, "write head 1 weighting"));
+  for (const char* word : {"usage", "allocation weighting", "link matrix"}) CHECK_FALSE(svg_has_text(ntm, word));
+}
+
 TEST_CASE("eval --plot: one line per checkpoint, named in the legend, capacity --plot writes its curves", "[plot]") {
   const fs::path runs = trained_runs("plot_eval_runs");
   const CommandResult r = run_matmem("eval --checkpoint ntm --checkpoint rnn --sizes 2,4 --batches 1 --plot cost.svg", runs);

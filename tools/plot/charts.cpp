@@ -191,31 +191,47 @@ std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const Insp
   if (T == 0) throw Error("inspect: nothing to draw");
   // The slots drawn: those any weighting gives more than 2% at some step, with two on each side.
   std::int64_t slots = 0;
-  for (const auto& w : d.weightings)
-    if (!w.w.empty()) slots = std::max<std::int64_t>(slots, std::int64_t(w.w[0].size()));
+  for (const auto* ws : {&d.weightings, &d.slot_states})
+    for (const auto& w : *ws)
+      if (!w.w.empty()) slots = std::max<std::int64_t>(slots, std::int64_t(w.w[0].size()));
   // The memory is circular (heads shift modulo N): the window is the shortest circular run of slots holding
   // every slot some weighting gives more than 2% at some step, two more on each side, at least 12; `first`
   // may then exceed `last` (the window wraps past slot N−1 to 0) and rows are drawn as first, first+1, … mod N.
   std::int64_t first = d.first_slot, count = d.last_slot - d.first_slot + 1;
   if (slots > 0 && (first < 0 || d.last_slot < 0)) {
     std::vector<bool> used(std::size_t(slots), false);
-    for (const auto& w : d.weightings)
-      for (const auto& row : w.w)
-        for (std::int64_t s = 0; s < std::int64_t(row.size()) && s < slots; ++s)
-          if (row[std::size_t(s)] > 0.02) used[std::size_t(s)] = true;
-    // The longest circular gap of unused slots; the window is its complement.
-    std::int64_t best_gap = 0, gap_end = 0;
-    for (std::int64_t start = 0; start < slots; ++start) {
-      if (used[std::size_t(start)] || used[std::size_t((start + slots - 1) % slots)] == false) continue;
-      std::int64_t n = 0;
-      while (n < slots && !used[std::size_t((start + n) % slots)]) ++n;
-      if (n > best_gap) best_gap = n, gap_end = start + n;
+    for (const auto* ws : {&d.weightings, &d.slot_states}) {
+      if (ws == &d.slot_states && d.circular) break;
+      for (const auto& w : *ws)
+        for (const auto& row : w.w)
+          for (std::int64_t s = 0; s < std::int64_t(row.size()) && s < slots; ++s)
+            if (row[std::size_t(s)] > 0.02) used[std::size_t(s)] = true;
     }
-    if (best_gap == 0 || best_gap == slots) first = 0, count = slots;
-    else first = gap_end % slots, count = slots - best_gap;
-    const std::int64_t pad = std::min<std::int64_t>(2 + std::max<std::int64_t>(0, (12 - count + 1) / 2), (slots - count) / 2);
-    first = ((first - pad) % slots + slots) % slots;
-    count = std::min(slots, count + 2 * pad);
+    if (!d.circular) {  // a plain range: the used slots, two more on each side, at least 12, within 0…N−1
+      const auto lo = std::find(used.begin(), used.end(), true);
+      const auto hi = std::find(used.rbegin(), used.rend(), true);
+      if (lo == used.end()) {
+        first = 0, count = slots;
+      } else {
+        const std::int64_t a = lo - used.begin(), n = (used.rend() - hi) - a;
+        const std::int64_t want = std::min(slots, n + 2 * (2 + std::max<std::int64_t>(0, (12 - n + 1) / 2)));
+        first = std::clamp<std::int64_t>(a - (want - n) / 2, 0, slots - want), count = want;
+      }
+    } else {
+      // The longest circular gap of unused slots; the window is its complement.
+      std::int64_t best_gap = 0, gap_end = 0;
+      for (std::int64_t start = 0; start < slots; ++start) {
+        if (used[std::size_t(start)] || used[std::size_t((start + slots - 1) % slots)] == false) continue;
+        std::int64_t n = 0;
+        while (n < slots && !used[std::size_t((start + n) % slots)]) ++n;
+        if (n > best_gap) best_gap = n, gap_end = start + n;
+      }
+      if (best_gap == 0 || best_gap == slots) first = 0, count = slots;
+      else first = gap_end % slots, count = slots - best_gap;
+      const std::int64_t pad = std::min<std::int64_t>(2 + std::max<std::int64_t>(0, (12 - count + 1) / 2), (slots - count) / 2);
+      first = ((first - pad) % slots + slots) % slots;
+      count = std::min(slots, count + 2 * pad);
+    }
   }
   if (slots > 0) first = std::clamp<std::int64_t>(first, 0, slots - 1), count = std::clamp<std::int64_t>(count, 1, slots);
   const std::int64_t last = slots > 0 ? (first + count - 1) % slots : 0;
@@ -246,11 +262,27 @@ std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const Insp
     }
     if (!written.empty()) rows.push_back({"memory", frame_h(d.memory[0][0]) + label_h});
   }
-  const double title_h = 56, heat_h = d.weightings.empty() ? 0 : 470, note_h = d.weightings.empty() ? 40 : 0;
-  double H = title_h + heat_h + note_h + 20;
+  const bool heat = !d.weightings.empty() || !d.slot_states.empty();
+  // A DNC's link matrices: at the end of the input (the step before the first target) and at the last step.
+  std::vector<std::int64_t> link_steps;
+  if (!d.links.empty()) {
+    const std::int64_t end = std::min<std::int64_t>(T, std::int64_t(d.links.size())) - 1;
+    if (!d.target_steps.empty() && d.target_steps[0] >= 1 && d.target_steps[0] - 1 < end) link_steps.push_back(d.target_steps[0] - 1);
+    link_steps.push_back(end);
+  }
+  // Below the frames, a row of heatmaps; a DNC's (usage, allocation, weightings, links) three to a row.
+  const bool dnc = !link_steps.empty() || !d.slot_states.empty();
+  const std::size_t panels = d.slot_states.size() + d.weightings.size() + link_steps.size();
+  const std::size_t columns = dnc ? 3 : std::max<std::size_t>(1, panels);
+  const std::size_t panel_rows = heat ? (panels + columns - 1) / columns : 0;
+  const double title_h = 56, heat_h = heat ? (dnc ? 430 : 470) : 0, row_gap = 24, note_h = heat ? 0 : 40;
+  double H = title_h + double(panel_rows) * heat_h + double(panel_rows > 1 ? panel_rows - 1 : 0) * row_gap + note_h + 20;
   for (const auto& r : rows) H += r.second + 14;
   const int height = int(std::ceil(H));
   Figure fig(out, W, height);
+  // PLplot's text grows with the page's height: a DNC's taller sheet keeps the text of a MatNTM's (about 940
+  // pixels high), which leaves its narrower panels room.
+  if (dnc && height > 940) fig.scale_text(940.0 / double(height));
   auto nx = [&](double px) { return px / W; };
   auto ny = [&](double px_from_top) { return 1.0 - px_from_top / double(height); };
   fig.text(0.5, ny(34), d.title, 0.95, 0.5);
@@ -281,33 +313,63 @@ std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const Insp
     y += h + 14;
   }
   std::vector<PlotArea> areas;
-  if (d.weightings.empty()) {
+  if (!heat) {
     fig.text(nx(12), ny(y + 24), "This model exposes no memory or weightings: only its input, target and output are drawn.",
              0.9, 0.0);
-  } else {
-    const double w = double(W - 20) / double(d.weightings.size());
-    for (std::size_t k = 0; k < d.weightings.size(); ++k) {
-      const auto& wt = d.weightings[k];
-      Heatmap h;
-      h.rows = count;
-      h.cols = T;
-      h.values.resize(std::size_t(h.rows * h.cols));
-      for (std::int64_t r = 0; r < count; ++r)
-        for (std::int64_t t = 0; t < T && t < std::int64_t(wt.w.size()); ++t)
-          h.values[std::size_t(r * T + t)] = wt.w[std::size_t(t)][std::size_t(window_slot(first, r, slots))];
-      h.v_min = 0, h.v_max = 1;
-      // Rows are numbered with their slots, a wrapped window's going on from N−1 to 0 (window_slot).
-      h.y_first = double(first);
-      h.y_wrap = slots;
-      std::string head = wt.name.substr(0, wt.name.find('/'));
-      if (head.rfind("read", 0) == 0) head = "read head " + head.substr(4);
-      else if (head.rfind("write", 0) == 0) head = "write head " + head.substr(5);
-      h.title = fmt::format("{} weighting (slots {} of {})", head, slot_ranges(first, last, slots), slots);  // the tests look for this
-      h.x_label = "time step";
-      h.y_label = "memory slot";
-      h.colour_bar = true;
-      areas.push_back(fig.heatmap({nx(10 + w * double(k)), nx(10 + w * double(k + 1)), ny(y + heat_h), ny(y)}, h));
-    }
+    fig.finish();
+    return areas;
+  }
+  // The heatmaps: slots × time for the slot states (a DNC's usage and allocation) and the weightings, then a
+  // DNC's link matrices, `columns` to a row.
+  std::vector<Heatmap> maps;
+  for (std::size_t k = 0; k < d.slot_states.size() + d.weightings.size(); ++k) {
+    const bool state = k < d.slot_states.size();
+    const auto& wt = state ? d.slot_states[k] : d.weightings[k - d.slot_states.size()];
+    Heatmap h;
+    h.rows = count;
+    h.cols = T;
+    h.values.resize(std::size_t(h.rows * h.cols));
+    for (std::int64_t r = 0; r < count; ++r)
+      for (std::int64_t t = 0; t < T && t < std::int64_t(wt.w.size()); ++t)
+        h.values[std::size_t(r * T + t)] = wt.w[std::size_t(t)][std::size_t(window_slot(first, r, slots))];
+    h.v_min = 0, h.v_max = 1;
+    // Rows are numbered with their slots, a wrapped window's going on from N−1 to 0 (window_slot).
+    h.y_first = double(first);
+    h.y_wrap = slots;
+    std::string head = wt.name.substr(0, wt.name.find('/'));
+    if (head.rfind("read", 0) == 0) head = "read head " + head.substr(4);
+    else if (head.rfind("write", 0) == 0) head = "write head " + head.substr(5);
+    h.title = state ? fmt::format("{} (slots {} of {})", wt.name, slot_ranges(first, last, slots), slots)
+                    : fmt::format("{} weighting (slots {} of {})", head, slot_ranges(first, last, slots), slots);  // the tests look for this
+    h.x_label = "time step";
+    h.y_label = "memory slot";
+    h.colour_bar = true;
+    maps.push_back(std::move(h));
+  }
+  // The link matrix on the window of slots both ways (all slots if the window wraps).
+  const std::int64_t N = d.links.empty() ? 0 : d.links[0].rows;
+  const bool window = !d.circular && slots == N;
+  const std::int64_t lf = window ? first : 0, ln = window ? count : N;
+  for (const std::int64_t t : link_steps) {
+    const Matrix& L = d.links[std::size_t(t)];
+    if (L.rows != N || L.cols != N || std::int64_t(L.values.size()) != N * N) continue;
+    Heatmap h;
+    h.rows = h.cols = ln;
+    for (std::int64_t i = 0; i < ln; ++i)
+      for (std::int64_t j = 0; j < ln; ++j) h.values.push_back(L.values[std::size_t((lf + i) * L.cols + lf + j)]);
+    h.v_min = 0, h.v_max = 1;
+    h.x_first = h.y_first = double(lf);
+    h.title = fmt::format("link matrix L at step {} ({})", t, t + 1 == T ? "the last step" : "end of the input");
+    h.x_label = "slot j";
+    h.x_ticks = 5;  // two-digit slot numbers on a narrow axis
+    h.y_label = "slot i, written after j";
+    h.colour_bar = true;
+    maps.push_back(std::move(h));
+  }
+  const double w = double(W - 20) / double(columns);
+  for (std::size_t k = 0; k < maps.size(); ++k) {
+    const double x = 10 + w * double(k % columns), top = y + double(k / columns) * (heat_h + row_gap);
+    areas.push_back(fig.heatmap({nx(x), nx(x + w), ny(top + heat_h), ny(top)}, maps[k]));
   }
   fig.finish();
   return areas;

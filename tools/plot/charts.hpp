@@ -54,11 +54,21 @@ struct InspectData {
     std::string name;                         // e.g. "write1/weighting"
     std::vector<std::vector<double>> w;       // [time][slot]
   };
-  std::vector<Weighting> weightings;          // read heads, then write heads
+  std::vector<Weighting> weightings;          // read heads, then write heads (a DNC's: its write head first)
   std::vector<std::vector<Matrix>> memory;    // [time][slot], after the step's writes; empty: no memory
   std::int64_t first_slot = -1, last_slot = -1;  // the slots drawn; −1: those the weightings touch
+  // A DNC's states per slot, drawn as slots × time heatmaps before the weightings, each titled by its name
+  // (e.g. "usage", "allocation weighting"); [time][slot] as a weighting's.
+  std::vector<Weighting> slot_states;
+  // A DNC's temporal link matrix L_t per time step (N×N, L[i,j]: how far slot i was written right after slot
+  // j): a row of its own, L at the end of the input (the step before the first target) and at the last step.
+  std::vector<Matrix> links;
+  // false: the slots have no circular order (a DNC's heads move by allocation and links, not by shifts), so
+  // the window of slots drawn is a plain range, chosen from the slot states too.
+  bool circular = true;
 };
-// Writes the sheet; returns the plot areas of the weighting heatmaps, in InspectData's order.
+// Writes the sheet; returns the plot areas of its heatmaps below the frames: the slot states', then the
+// weightings', in InspectData's order, then the link matrices'.
 std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const InspectData& data);
 
 }  // namespace matmem::tools::plot

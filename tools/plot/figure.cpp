@@ -313,6 +313,12 @@ void Figure::finish() {
     throw Error(fmt::format("PLplot wrote nothing to {}", path_.string()));
 }
 
+void Figure::scale_text(double factor) {
+  select();
+  text_scale_ *= factor;
+  plschr(0, text_scale_);
+}
+
 void Figure::text(double x, double y, const std::string& s, double size, double just) {
   select();
   PLFLT def = 0, ht = 0;
@@ -534,7 +540,7 @@ PlotArea Figure::heatmap(Box box, const Heatmap& m) {
     // multiple of the step of y_first + r and asks slot_label for its number.
     WrapAxis wrap{std::llround(m.y_first), m.y_wrap};
     if (m.y_wrap > 0) plslabelfunc(slot_label, &wrap);
-    const std::int64_t x_step = tick_step(m.cols), y_step = tick_step(m.rows);  // minor ticks: whole cells
+    const std::int64_t x_step = tick_step(m.cols, m.x_ticks), y_step = tick_step(m.rows);  // minor ticks: whole cells
     plbox("bcnst", double(x_step), PLINT(std::min<std::int64_t>(x_step, 5)), m.y_wrap > 0 ? "bcnstvo" : "bcnstv",
           double(y_step), PLINT(std::min<std::int64_t>(y_step, 5)));
     plslabelfunc(nullptr, nullptr);

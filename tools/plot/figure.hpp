@@ -56,6 +56,7 @@ struct Heatmap {
   // (y_first + r) mod y_wrap (window_slot); the y axis is numbered with those slots, every tick_step(rows).
   std::int64_t y_wrap = 0;
   bool axes = true;                 // numbered axes; false: a plain frame (small matrix pictures)
+  int x_ticks = 10;                 // the x axis numbers at most this many columns (tick_step)
   bool colour_bar = false;          // a bar at the right mapping colours to values
 };
 
@@ -108,6 +109,9 @@ class Figure {
   PlotArea heatmap(Box box, const Heatmap& map);
   // Text at (x, y) of the page; just: 0 left, 0.5 centred, 1 right aligned; size: relative to the default.
   void text(double x, double y, const std::string& text, double size = 1.0, double just = 0.0);
+  // All text from here on `factor` times its size: PLplot's text grows with the page's height, so a tall page
+  // whose text should be as large as a lower one's scales it by their heights' ratio.
+  void scale_text(double factor);
   // Writes and closes the file; throws if it was not written.
   void finish();
 

@@ -1,7 +1,9 @@
 // `matmem inspect --checkpoint DIR --out FILE`: runs a trained model on one generated sequence and draws its
 // input, target and output frames, the memory slots it wrote and its heads' weightings over time (the paper's
-// Figures 6 and 8). The model's weightings and memory come from what it exposes (Step::expose) to a
-// StepObserver during a run without gradients.
+// Figures 6 and 8); for a DNC also its usage and allocation over time and its link matrix. The model's
+// weightings and memory come from what it exposes (Step::expose) to a StepObserver during a run without
+// gradients.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -96,21 +98,37 @@ void run(const Options& o) {
   const std::string line = fmt::format("{} on {}, {} {} (sequence seed {}), after {} training steps, {}: {} bits wrong",
                                        model, task.name(), task.size_name(), size, o.seed, trainer->steps_done(),
                                        which, bits);
-  for (const auto& [name, steps] : recorder.seen()) {
-    if (name == "memory") {
-      for (const auto& s : steps) d.memory.push_back(s);
-      continue;
-    }
-    if (name.size() < 10 || name.substr(name.size() - 10) != "/weighting") continue;
+  // Every step's values of one slot state or weighting, [time][slot].
+  auto per_slot = [](const std::string& name, const std::vector<std::vector<plot::Matrix>>& steps) {
     plot::InspectData::Weighting w{name, {}};
     for (const auto& s : steps) {
       std::vector<double> row;
       for (const plot::Matrix& m : s) row.insert(row.end(), m.values.begin(), m.values.end());
       w.w.push_back(std::move(row));
     }
-    d.weightings.push_back(std::move(w));
+    return w;
+  };
+  for (const auto& [name, steps] : recorder.seen()) {
+    if (name == "memory") {
+      for (const auto& s : steps) d.memory.push_back(s);
+      continue;
+    }
+    if (name.size() < 10 || name.substr(name.size() - 10) != "/weighting") continue;
+    d.weightings.push_back(per_slot(name, steps));
   }
-  // Read heads first, then write heads (the map sorts "read…" before "write…" already).
+  // Read heads first, then write heads (the map sorts "read…" before "write…" already). A DNC (a model
+  // exposing its allocation) is drawn in the order of its step: usage, allocation, the write weighting, the
+  // read weightings; then its link matrix, and its slots as a plain range (no shifts: the memory is no ring).
+  const auto& seen = recorder.seen();
+  if (seen.count("allocation")) {
+    d.circular = false;
+    if (seen.count("usage")) d.slot_states.push_back(per_slot("usage", seen.at("usage")));
+    d.slot_states.push_back(per_slot("allocation weighting", seen.at("allocation")));
+    std::stable_partition(d.weightings.begin(), d.weightings.end(),
+                          [](const plot::InspectData::Weighting& w) { return w.name.rfind("write", 0) == 0; });
+    if (seen.count("link"))
+      for (const auto& s : seen.at("link")) d.links.push_back(s.empty() ? plot::Matrix{} : s[0]);
+  }
   plot::inspect_sheet(o.out, d);
   fmt::print("{}\nwrote {}\n", line, o.out);
 }
