@@ -57,18 +57,7 @@ void MatDNC::step(Step& s) {
   std::array<NamedTerm, 1 + kDncMaxReadHeads> terms;
   terms[0] = {"x", s.input()};
   for (std::size_t k = 0; k < R; ++k) terms[k + 1] = {reads_[k].term, s.state(reads_[k].read)};
-  std::size_t nterms = 1 + R;
-  Var h;
-  for (std::size_t l = 0; l < cells_.size(); ++l) {
-    const MatCell& cell = cells_[l];
-    MatCell::State prev{cell.recurrent() ? s.state(h_[l]) : Var{}, cell.has_cell_state() ? s.state(c_[l]) : Var{}};
-    MatCell::State next = cell(s, std::span<const NamedTerm>(terms.data(), nterms), prev);
-    if (cell.recurrent()) s.next(h_[l], next.h);
-    if (cell.has_cell_state()) s.next(c_[l], next.c);
-    h = next.h;
-    terms[0] = {"x", h};
-    nterms = 1;
-  }
+  const Var h = controller_step(s, cells_, h_, c_, std::span<const NamedTerm>(terms.data(), 1 + R));
   // 2. The interface, every part a projection of H_t (one projections op: they share the GEMM Uᵀ H), in
   // [N]'s order of ξ: read keys, read strengths, write key, write strength, erase, write matrix, free gates,
   // allocation gate, write gate, read modes.

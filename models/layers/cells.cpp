@@ -125,4 +125,22 @@ MatCell::State MatCell::step(Step& s, std::span<const NamedTerm> terms, State pr
   return {};
 }
 
+Var controller_step(Step& s, std::span<const MatCell> cells, std::span<const std::string> h,
+                    std::span<const std::string> c, std::span<const NamedTerm> first) {
+  std::span<const NamedTerm> terms = first;
+  NamedTerm below;
+  Var top;
+  for (std::size_t l = 0; l < cells.size(); ++l) {
+    const MatCell& cell = cells[l];
+    MatCell::State prev{cell.recurrent() ? s.state(h[l]) : Var{}, cell.has_cell_state() ? s.state(c[l]) : Var{}};
+    MatCell::State next = cell(s, terms, prev);
+    if (cell.recurrent()) s.next(h[l], next.h);
+    if (cell.has_cell_state()) s.next(c[l], next.c);
+    top = next.h;
+    below = {"x", top};
+    terms = std::span<const NamedTerm>(&below, 1);
+  }
+  return top;
+}
+
 }  // namespace matmem

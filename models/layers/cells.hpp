@@ -107,4 +107,11 @@ class MatCell {
   std::string path_, gate1_, gate2_, gate3_, gate4_;
 };
 
+/// One time step of a stack of cells (the MatNTM's and MatDNC's controllers): layer 1 reads `first` (the frame
+/// and whatever else the model feeds it), every later layer the H of the layer below; layer l reads its
+/// previous H from state h[l] when recurrent and its C from c[l] when an LSTM, and sets their next values.
+/// Returns the top layer's H.
+Var controller_step(Step& s, std::span<const MatCell> cells, std::span<const std::string> h,
+                    std::span<const std::string> c, std::span<const NamedTerm> first);
+
 }  // namespace matmem

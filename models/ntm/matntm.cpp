@@ -82,18 +82,7 @@ void MatNTM::step(Step& s) {
   std::array<NamedTerm, 17> terms;
   terms[0] = {"x", s.input()};
   for (int k = 0; k < c.read_heads; ++k) terms[k + 1] = {read_terms_[k], s.state(reads_[k])};
-  std::size_t nterms = 1 + c.read_heads;
-  Var h;
-  for (std::size_t l = 0; l < cells_.size(); ++l) {
-    const MatCell& cell = cells_[l];
-    MatCell::State prev{cell.recurrent() ? s.state(h_[l]) : Var{}, cell.has_cell_state() ? s.state(c_[l]) : Var{}};
-    MatCell::State next = cell(s, std::span<const NamedTerm>(terms.data(), nterms), prev);
-    if (cell.recurrent()) s.next(h_[l], next.h);
-    if (cell.has_cell_state()) s.next(c_[l], next.c);
-    h = next.h;
-    terms[0] = {"x", h};
-    nterms = 1;
-  }
+  const Var h = controller_step(s, cells_, h_, c_, std::span<const NamedTerm>(terms.data(), 1 + c.read_heads));
   // 2–4. Heads address M_{t−1}; reads read it; writes then update it in order. Every head's projections
   // are made in head order (so parameters are created, and initialised, in that order), then one
   // cosine_similarity call compares all keys with M_{t−1} in a single pass over it.
