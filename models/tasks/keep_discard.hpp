@@ -62,6 +62,10 @@ class KeepDiscardTask : public Task {
   std::pair<std::int64_t, std::int64_t> size_range() const override {
     return {o_.min_subsequences, o_.max_subsequences};
   }
+  /// 2 Σ l_j + n + 1 at n = max_subsequences sub-sequences of max_subsequence_length matrices.
+  std::int64_t longest_steps() const override {
+    return (2 * o_.max_subsequence_length + 1) * o_.max_subsequences + 1;
+  }
   /// Sub-sequence counts 4, 6, 8, 10, 12, 16: below, at and beyond the training range.
   std::vector<std::int64_t> eval_sizes() const override { return {4, 6, 8, 10, 12, 16}; }
   std::int64_t input_rows() const override { return o_.rows + 3; }  ///< r + 3: the keep, delimiter and recall rows

@@ -18,6 +18,7 @@
 // other is drawn from its range, or held at fixed_size when that is > 0 (`matmem eval --set task.fixed_size=10`
 // evaluates over lengths with the repeats fixed at 10; models/README.md).
 #pragma once
+#include <algorithm>
 #include <string>
 
 #include "matmem/models/tasks/tasks.hpp"
@@ -52,6 +53,13 @@ class RepeatCopyTask : public Task {
   const char* size_name() const override { return o_.size_by == "repeats" ? "repeats" : "length"; }
   /// The range of the dimension a size is.
   std::pair<std::int64_t, std::int64_t> size_range() const override;
+  /// l + nl + 2 at the longest length and the most repeats (fixed_size included where it is larger).
+  std::int64_t longest_steps() const override {
+    const bool by_length = o_.size_by == "length";
+    const std::int64_t l = std::max(o_.max_length, by_length ? 0 : o_.fixed_size),
+                       n = std::max(o_.max_repeats, by_length ? o_.fixed_size : 0);
+    return l + n * l + 2;
+  }
   /// Lengths 5, 10, …, 40 or repeat counts 5, 10, …, 40.
   std::vector<std::int64_t> eval_sizes() const override { return {5, 10, 15, 20, 25, 30, 35, 40}; }
   std::int64_t input_rows() const override { return o_.rows + 2; }  ///< r + 2: the delimiter and repeat rows

@@ -111,6 +111,10 @@ class Task {
   /// sample_size_into(rng, rng.uniform_int(min, max), out), which a curriculum narrows to {min, level}
   /// (models/training/trainer.hpp). {0, 0}: a task whose sizes a curriculum cannot grow.
   virtual std::pair<std::int64_t, std::int64_t> size_range() const { return {0, 0}; }
+  /// The most time steps a sequence of this task can have, where sequences of one size differ in length
+  /// (repeat_copy's repeats, keep_discard's sub-sequence lengths); 0: every size has one length, which the
+  /// memory estimate extrapolates from two (models/training/trainer.hpp).
+  virtual std::int64_t longest_steps() const { return 0; }
   virtual std::vector<std::int64_t> eval_sizes() const = 0;  ///< the sizes `matmem eval` reports by default
   virtual std::int64_t input_rows() const = 0;   ///< rows of an input frame
   virtual std::int64_t input_cols() const = 0;   ///< columns of an input frame

@@ -309,7 +309,10 @@ MemoryEstimate Trainer::estimate_memory() {
   m.batch = B;
   m.tape_bytes_per_frame =
       frames[1] > frames[0] ? std::max(0.0, (bytes[1] - bytes[0]) / (frames[1] - frames[0])) : bytes[0] / frames[0];
-  const double longest = frames[0] + double(largest - smallest) * (frames[1] - frames[0]) / 2;
+  // A task whose sequences of one size differ in length says its longest; else it grows linearly with size.
+  const double longest = task_->longest_steps() > 0
+                             ? double(task_->longest_steps())
+                             : frames[0] + double(largest - smallest) * (frames[1] - frames[0]) / 2;
   m.longest_frames = std::int64_t(longest);
   const double per_sequence = bytes[0] + (longest - frames[0]) * m.tape_bytes_per_frame;
   const double data = longest * 4.0 *

@@ -217,7 +217,7 @@ class Trainer {
   /// The run's memory estimate, measured before training by two short probe passes on a tape of their own
   /// (batch min(B, 64), the task's two smallest sizes): a pass's arena bytes grow linearly with the
   /// sequence's time steps and the batch, so the probes give bytes per time step and sequence, extrapolated
-  /// to the longest sequence and the whole batch, plus the data and what the process holds already. A run whose estimate exceeds the
+  /// to the longest sequence (Task::longest_steps() where the task gives it) and the whole batch, plus the data and what the process holds already. A run whose estimate exceeds the
   /// available memory is refused (config key memory.check) before it allocates.
   const MemoryEstimate& memory_estimate() const { return memory_; }
   /// The FLOPs the last step's tapes recorded, forward and backward, over all parts and micro-batches.

@@ -21,6 +21,45 @@ TEST_CASE("train: prints the memory estimate before training", "[tools][train][m
   CHECK(r.output.find("memory: about") < r.output.find("done:"));
 }
 
+TEST_CASE("train: the estimate's longest sequence is the task's longest where one size has many lengths",
+          "[tools][train][memory]") {
+  const fs::path dir = fresh_dir("memory_longest");
+  // keep_discard: 8 sub-sequences of 4 matrices, 2·32 + 8 + 1 steps; repeat_copy: 10 + 10·10 + 2.
+  const CommandResult keep = run_matmem("train --model matdnc --task keep_discard --steps 1 --out keep", dir);
+  REQUIRE(keep.status == 0);
+  CHECK_THAT(keep.output, Contains("for the longest sequence (73 time steps × batch 16"));
+  const CommandResult repeat = run_matmem(
+      "train --model matntm --task repeat_copy --set 'model.layers=\"4x3\"' --steps 1 --out repeat", dir);
+  REQUIRE(repeat.status == 0);
+  CHECK_THAT(repeat.output, Contains("for the longest sequence (112 time steps × batch 16"));
+}
+
+namespace {
+// The estimate's KiB of tape per time step and sequence, read from `train`'s memory line.
+double tape_kib_per_step(const std::string& output) {
+  const std::string tail = " KiB of tape per time step";
+  const std::size_t end = output.find(tail);
+  REQUIRE(end != std::string::npos);
+  const std::size_t start = output.rfind(", ", end);
+  return std::stod(output.substr(start + 2, end - start - 2));
+}
+}  // namespace
+
+TEST_CASE("train: the MatDNC's estimate counts its N×N link matrix a time step", "[tools][train][memory][dnc]") {
+  const fs::path dir = fresh_dir("memory_dnc_links");
+  double kib[2];
+  const int slots[2] = {16, 64};
+  for (int k = 0; k < 2; ++k) {
+    const CommandResult r = run_matmem("train --model matdnc --task keep_discard --set dnc.slot_rows=1 "
+                                       "--set dnc.slot_cols=1 --steps 1 --set dnc.slots=" + std::to_string(slots[k]) +
+                                       " --out n" + std::to_string(slots[k]), dir);
+    REQUIRE(r.status == 0);
+    kib[k] = tape_kib_per_step(r.output);
+  }
+  // At least the links' growth, 64² − 16² floats; the memory's own growth (48 one-element slots) is far less.
+  CHECK(kib[1] - kib[0] >= (64.0 * 64 - 16 * 16) * 4 / 1024);
+}
+
 TEST_CASE("train: a run that would exceed memory is refused up front, naming what it needs and what there is",
           "[tools][train][memory]") {
   const fs::path dir = fresh_dir("memory_refused");
