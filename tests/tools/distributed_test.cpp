@@ -65,6 +65,20 @@ TEST_CASE("distributed: 2 ranks train bit for bit as 1 process with 2 threads, a
   CHECK(tensors(dir / "alone") != tensors(dir / "ranks"));
 }
 
+TEST_CASE("distributed: the MatDNC trains over 2 ranks bit for bit as 1 process with 2 threads",
+          "[tools][distributed][dnc]") {
+  const fs::path dir = fresh_dir("distributed_dnc");
+  const std::string run = "--model matdnc --set 'model.layers=\"4x3\"' --set task.rows=2 --set task.cols=3 "
+                          "--set task.max_length=4 --set dnc.slots=4 --set dnc.slot_rows=2 --set dnc.slot_cols=2 "
+                          "--set batch=8 --set log_every=5 --set checkpoint_every=10 --json --steps 20";
+  REQUIRE(run_matmem("train " + run + " --threads 2 --out threads", dir).status == 0);
+  const CommandResult two = run_mpi("train --distributed " + run + " --out ranks", dir);
+  INFO(two.output);
+  REQUIRE(two.status == 0);
+  CHECK(metrics_without_seconds(dir / "ranks") == metrics_without_seconds(dir / "threads"));
+  CHECK(tensors(dir / "ranks") == tensors(dir / "threads"));
+}
+
 TEST_CASE("distributed: with batch norm, 2 ranks train bit for bit as 1 process with 2 threads",
           "[tools][distributed][batch_norm]") {
   // Each element's batch statistics are summed over the ranks as over the threads (ops/batch_norm.hpp): the
