@@ -91,7 +91,7 @@ def test_memory_rnn_trains_on_user_data(tmp_path):
     assert np.mean(losses[-20:]) < 0.8 * np.mean(losses[:20])
 
 
-@pytest.mark.parametrize("model", ["matrnn", "matlstm", "matgru", "matntm"])
+@pytest.mark.parametrize("model", ["matrnn", "matlstm", "matgru", "matntm", "matdnc"])
 def test_bundled_models_by_name(model):
     assert model in matmem.model_names()
     t = matmem.Trainer({"model": model, "task": "copy", "steps": 3, "batch": 4, "task.max_length": 3})
