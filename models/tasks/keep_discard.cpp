@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "matmem/models/tasks/frames.hpp"
 #include "matmem/runtime/error.hpp"
 
 namespace matmem {
@@ -74,45 +75,31 @@ void KeepDiscardTask::write(const std::vector<std::vector<Tensor>>& x, const std
   const Shape in = matrices(B, r + 3, c), target = matrices(B, r, c);
   s.reset();
   s.kind = TargetKind::bits;
-  dispatch(dtype, [&](auto z) {
-    using T = decltype(z);
-    auto put = [&](Tensor& f, const Tensor& m) {
-      const TensorView<T> y = f.view<T>();
-      for (std::int64_t b = 0; b < B; ++b)
-        for (std::int64_t i = 0; i < r; ++i)
-          for (std::int64_t j = 0; j < c; ++j) y.at(b, i, j) = T(m.at(b, i, j));
-    };
-    auto fill_row = [&](Tensor& f, std::int64_t row, double v) {
-      const TensorView<T> y = f.view<T>();
-      for (std::int64_t b = 0; b < B; ++b)
-        for (std::int64_t j = 0; j < c; ++j) y.at(b, row, j) = T(v);
-    };
-    std::int64_t t = 0;  // the next input frame's step
-    auto recall = [&](const std::vector<Tensor>& sub) {
-      for (const Tensor& m : sub) {
-        s.add_input(dtype, in);
-        put(s.add_target(dtype, target, t++), m);
-      }
-    };
-    for (std::size_t j = 0; j < x.size(); ++j) {
-      const double flag = keep[j] ? 1.0 : 0.0;
-      for (const Tensor& m : x[j]) {
-        Tensor& f = s.add_input(dtype, in);
-        put(f, m);
-        fill_row(f, r, flag);
-        ++t;
-      }
-      Tensor& delimiter = s.add_input(dtype, in);
-      fill_row(delimiter, r, flag);
-      fill_row(delimiter, r + 1, 1.0);
-      ++t;
-      if (!keep[j]) recall(x[j]);
+  std::int64_t t = 0;  // the next input frame's step
+  auto recall = [&](const std::vector<Tensor>& sub) {
+    for (const Tensor& m : sub) {
+      s.add_input(dtype, in);
+      frames::put(s.add_target(dtype, target, t++), m);
     }
-    fill_row(s.add_input(dtype, in), r + 2, 1.0);
+  };
+  for (std::size_t j = 0; j < x.size(); ++j) {
+    const double flag = keep[j] ? 1.0 : 0.0;
+    for (const Tensor& m : x[j]) {
+      Tensor& f = s.add_input(dtype, in);
+      frames::put(f, m);
+      frames::set_row(f, r, flag);
+      ++t;
+    }
+    Tensor& delimiter = s.add_input(dtype, in);
+    frames::set_row(delimiter, r, flag);
+    frames::set_row(delimiter, r + 1, 1.0);
     ++t;
-    for (std::size_t j = 0; j < x.size(); ++j)
-      if (keep[j]) recall(x[j]);
-  });
+    if (!keep[j]) recall(x[j]);
+  }
+  frames::set_row(s.add_input(dtype, in), r + 2, 1.0);
+  ++t;
+  for (std::size_t j = 0; j < x.size(); ++j)
+    if (keep[j]) recall(x[j]);
 }
 
 }  // namespace matmem

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "matmem/models/tasks/frames.hpp"
 #include "matmem/runtime/error.hpp"
 
 namespace matmem {
@@ -70,30 +71,16 @@ void RepeatCopyTask::write(const std::vector<Tensor>& x, std::int64_t n, Sequenc
     if (m.shape() != matrices(B, r, c))
       throw ShapeError(fmt::format("repeat_copy task: a matrix {} for matrices {}", m.shape().str(), matrices(B, r, c).str()));
   s.reset();
-  dispatch(dtype, [&](auto z) {
-    using T = decltype(z);
-    auto put = [&](Tensor& f, const Tensor& m) {
-      const TensorView<T> y = f.view<T>();
-      for (std::int64_t b = 0; b < B; ++b)
-        for (std::int64_t i = 0; i < r; ++i)
-          for (std::int64_t j = 0; j < c; ++j) y.at(b, i, j) = T(m.at(b, i, j));
-    };
-    auto fill_row = [&](Tensor& f, std::int64_t row, double v) {
-      const TensorView<T> y = f.view<T>();
-      for (std::int64_t b = 0; b < B; ++b)
-        for (std::int64_t j = 0; j < c; ++j) y.at(b, row, j) = T(v);
-    };
-    for (std::int64_t t = 0; t < l; ++t) put(s.add_input(dtype, in), x[std::size_t(t)]);
-    Tensor& delimiter = s.add_input(dtype, in);
-    fill_row(delimiter, r, 1.0);
-    fill_row(delimiter, r + 1, normalised_repeats(n));
-    for (std::int64_t k = 0; k < n * l; ++k) {
-      s.add_input(dtype, in);
-      put(s.add_target(dtype, target, l + 1 + k), x[std::size_t(k % l)]);
-    }
+  for (std::int64_t t = 0; t < l; ++t) frames::put(s.add_input(dtype, in), x[std::size_t(t)]);
+  Tensor& delimiter = s.add_input(dtype, in);
+  frames::set_row(delimiter, r, 1.0);
+  frames::set_row(delimiter, r + 1, normalised_repeats(n));
+  for (std::int64_t k = 0; k < n * l; ++k) {
     s.add_input(dtype, in);
-    fill_row(s.add_target(dtype, target, l + 1 + n * l), r, 1.0);
-  });
+    frames::put(s.add_target(dtype, target, l + 1 + k), x[std::size_t(k % l)]);
+  }
+  s.add_input(dtype, in);
+  frames::set_row(s.add_target(dtype, target, l + 1 + n * l), r, 1.0);
 }
 
 }  // namespace matmem

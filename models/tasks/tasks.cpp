@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "matmem/models/tasks/frames.hpp"
 #include "matmem/runtime/error.hpp"
 
 namespace matmem {
@@ -21,30 +22,10 @@ const char* split_name(Split s) {
 }
 
 namespace {
+using frames::put;
+using frames::set_row;
 void require(bool ok, const std::string& what) {
   if (!ok) throw Error(what);
-}
-// The frames are written element by element for every sequence drawn: through typed pointers, not
-// Tensor::set (a dtype dispatch per element).
-void set_row(Tensor& f, std::int64_t row, double v) {
-  dispatch(f.dtype(), [&](auto z) {
-    using T = decltype(z);
-    const TensorView<T> x = f.view<T>();
-    for (std::int64_t b = 0; b < x.shape.batch; ++b)
-      for (std::int64_t j = 0; j < x.shape.cols; ++j) x.at(b, row, j) = T(v);
-  });
-}
-// The first `rows` rows of every matrix of `from` into those of `to` (both [B,·,c], the same dtype): a
-// matrix [B,r,c] into a frame [B,r+extra,c] (put).
-void copy_rows(const Tensor& from, Tensor& to, std::int64_t rows) {
-  dispatch(to.dtype(), [&](auto z) {
-    using T = decltype(z);
-    const TensorView<T> x = to.view<T>();
-    const TensorView<const T> y = from.view<T>();
-    for (std::int64_t b = 0; b < x.shape.batch; ++b)
-      for (std::int64_t i = 0; i < rows; ++i)
-        for (std::int64_t j = 0; j < x.shape.cols; ++j) x.at(b, i, j) = y.at(b, i, j);
-  });
 }
 // The first `rows` rows of sequence b's matrix of `from` into sequence b's matrix of `to` (the same dtype).
 void copy_matrix(const Tensor& from, Tensor& to, std::int64_t b, std::int64_t rows) {
@@ -56,7 +37,6 @@ void copy_matrix(const Tensor& from, Tensor& to, std::int64_t b, std::int64_t ro
       for (std::int64_t j = 0; j < x.shape.cols; ++j) x.at(b, i, j) = y.at(b, i, j);
   });
 }
-void put(Tensor& f, const Tensor& m) { copy_rows(m, f, m.shape().rows); }
 void random_bits(Rng& rng, Tensor& m) {
   dispatch(m.dtype(), [&](auto z) {
     using T = decltype(z);
@@ -64,6 +44,31 @@ void random_bits(Rng& rng, Tensor& m) {
   });
 }
 }  // namespace
+
+// The frames are written element by element for every sequence drawn: through typed pointers, not
+// Tensor::set (a dtype dispatch per element).
+void frames::set_row(Tensor& f, std::int64_t row, double v) {
+  dispatch(f.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const TensorView<T> x = f.view<T>();
+    for (std::int64_t b = 0; b < x.shape.batch; ++b)
+      for (std::int64_t j = 0; j < x.shape.cols; ++j) x.at(b, row, j) = T(v);
+  });
+}
+
+void frames::put(Tensor& f, const Tensor& m) {
+  dispatch(f.dtype(), [&](auto z) {
+    using T = decltype(z);
+    const TensorView<T> x = f.view<T>();
+    dispatch(m.dtype(), [&](auto w) {
+      using U = decltype(w);
+      const TensorView<const U> y = m.view<U>();
+      for (std::int64_t b = 0; b < y.shape.batch; ++b)
+        for (std::int64_t i = 0; i < y.shape.rows; ++i)
+          for (std::int64_t j = 0; j < y.shape.cols; ++j) x.at(b, i, j) = T(y.at(b, i, j));
+    });
+  });
+}
 
 const char* cost_name(TargetKind kind) {
   switch (kind) {
