@@ -10,8 +10,13 @@ What is timed (time.perf_counter around each step, one batch per step):
     optimizer.zero_grad() -> forward over the whole sequence (all frames, outputs only at the target
     frames) -> loss -> loss.item() -> loss.backward() -> clipping -> optimizer.step()
 with clipping as the configuration sets it: by value (torch.nn.utils.clip_grad_value_), then by global norm
-(g * c / n when n > c, matmem's rule); matrnn2-dynet: none, and RMSprop without momentum. --warmup untimed
-steps come first, then --steps timed ones; the table gives the median, minimum and maximum ms per step and sequences/s (batch / mean
+(g * c / n when n > c, matmem's rule); matrnn2-dynet: none, and RMSprop without momentum. The optimiser is
+torch.optim.RMSprop (rmsprop.centered as the configuration sets it), except where rmsprop.eps_inside puts eps
+inside the square root (the graves-* configurations: Graves 2013's centred RMSprop, which torch.optim lacks):
+there a few lines of Python do matmem's update (models/training/rmsprop.hpp), per parameter
+    v <- a v + (1-a) g^2,  m <- a m + (1-a) g (centred),  d = sqrt(v - m^2 + eps) (sqrt(v + eps) if not),
+    b <- mu b + g / d,  p <- p - lr b.
+--warmup untimed steps come first, then --steps timed ones; the table gives the median, minimum and maximum ms per step and sequences/s (batch / mean
 step time, like matmem's table). Sequences are generated before timing, so data generation is NOT in
 the timed region (matmem's Trainer::step() samples the batch, and also computes the gradient norm and
 bit errors, inside its timed step; those cost well under 1% of a step).
@@ -19,12 +24,15 @@ bit errors, inside its timed step; those cost well under 1% of a step).
 Data: the batches are drawn with a Python port of matmem's Rng (xoshiro256** seeded by splitmix64,
 runtime/random.cpp) from the same data stream as matmem's Trainer (seed ^ 0x5eed5eed5eed5eed), in the
 same order, so with the same --seed (default 1, as `matmem bench train` uses), --warmup and --steps
-both programs time exactly the same sequence lengths and bits. matrnn2-dynet uses Rng(3), as matmem does.
+both programs time exactly the same sequence lengths and bits (and priorities). matrnn2-dynet uses Rng(3), as
+matmem does. The tasks: copy, recall (any rows, 1 the vector task, and any task.item_matrices) and priority
+sort (models/tasks/tasks.cpp, priority_sort.cpp).
 
 Models (the math of models/ntm/matntm.cpp, models/layers/cells.cpp, models/rnn/recurrent.cpp, ops/):
     mat(P_1..P_k) = sum_i U_i^T P_i V_i + B  (batched matmul, B broadcast over the batch)
     MatRNN  H = tanh(mat(x-terms, H_prev));  MatLSTM gates i, f, o = sigmoid(mat(...)) (forget bias 1),
-            C^ = tanh(mat(...)), C = f*C_prev + i*C^, H = o*tanh(C)
+            C^ = tanh(mat(...)), C = f*C_prev + i*C^, H = o*tanh(C);  feed-forward (ntm.controller ff,
+            Graves et al. 2014's) H = tanh(mat(x-terms)), no H_prev term and no state of its own
     MatNTM  controller layer 1 sees X and R_prev, later layers the layer below; per head (read heads
             first, then write heads, all addressing M_{t-1}): key = mat(H), beta = softplus(mat(H)),
             g = sigmoid(mat(H)), s = softmax(mat(H)) [1, 2S+1], gamma = 1 + softplus(mat(H));
@@ -119,6 +127,10 @@ class MatmemRng:
                 low = m & MASK
         return lo + (m >> 64)
 
+    def uniform(self, lo, hi):
+        """[lo, hi): lo + (hi - lo) * u, u = (next() >> 11) * 2^-53."""
+        return lo + (hi - lo) * ((self.next() >> 11) * 2.0 ** -53)
+
     def bits(self, count):
         """count Bernoulli(1/2) draws: uniform() < 0.5  <=>  the top bit of next() is 0."""
         return [0.0 if self.next() >> 63 else 1.0 for _ in range(count)]
@@ -179,6 +191,30 @@ def recall_sequence(rng, B, r, c, n=2, min_items=2, max_items=10):
             query[m][b, :r] = items[q][m][b]
             targets[m, b] = items[q + 1][m][b]
     return torch.stack(frames), targets, steps
+
+
+def priority_sort_sequence(rng, B, r, c, inputs=20, outputs=16):
+    """models/tasks/priority_sort.cpp PrioritySortTask: m = inputs matrices X_i, each with a priority p_i ~
+    U[-1, 1) (row r all p_i, row r+1 the delimiter channel), a delimiter frame, then k blank frames whose targets
+    are the k highest-priority matrices, highest first (ties in input order), k = k(m) (outputs_for). Per
+    sequence b the data stream gives its m*r*c bits in the order (matrix, row, column), then its m priorities."""
+    m = inputs
+    k = min(max((2 * m * outputs + inputs) // (2 * inputs), 1), m)
+    x = torch.empty(B, m, r, c)
+    priority = []
+    for b in range(B):
+        x[b] = torch.tensor(rng.bits(m * r * c)).view(m, r, c)
+        priority.append([rng.uniform(-1.0, 1.0) for _ in range(m)])
+    frames = torch.zeros(m + 1 + k, B, r + 2, c)
+    frames[:m, :, :r] = x.transpose(0, 1)
+    frames[:m, :, r] = torch.tensor(priority).t().unsqueeze(2)  # [m, B, 1], every column of row r
+    frames[m, :, r + 1] = 1.0
+    targets = torch.empty(k, B, r, c)
+    for b in range(B):
+        order = sorted(range(m), key=lambda i: -priority[b][i])  # stable: equal priorities in input order
+        for q in range(k):
+            targets[q, b] = x[b, order[q]]
+    return frames, targets, list(range(m + 1, m + 1 + k))
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -253,7 +289,25 @@ class MatLSTMCell(nn.Module):
             yield from getattr(self, gate).named(f"{path}/{gate}")
 
 
-CELLS = {"rnn": MatRNNCell, "lstm": MatLSTMCell}
+class MatFFCell(nn.Module):
+    """A feed-forward controller layer (models/layers/cells.hpp CellKind::ff): H = tanh(mat(x-terms)), no H_prev
+    term; its parameters are named as a MatRNN layer's (path/term/U, V, path/B) without the h term."""
+
+    def __init__(self, terms, in_shapes, rows, cols, forget_bias=None):
+        super().__init__()
+        self.h = Mat(terms, in_shapes, rows, cols)
+
+    def initial(self, B):
+        return (None,)  # no state: the previous H is not read
+
+    def forward(self, xs, state):
+        return (torch.tanh(self.h(*xs)),)
+
+    def named(self, path):
+        yield from self.h.named(path)
+
+
+CELLS = {"rnn": MatRNNCell, "lstm": MatLSTMCell, "ff": MatFFCell}
 
 
 class Controller(nn.Module):
@@ -436,8 +490,9 @@ with open(CONFIG_FILE) as _f:
     DESCRIPTIONS = {c["name"]: c for c in json.load(_f)["configurations"]}
 
 # The settings this port implements in one way only; a description asking for another is refused, not ignored.
-FIXED = {"optimizer": "rmsprop", "lr.schedule": "constant", "rmsprop.centered": False, "weight_decay": 0.0,
-         "curriculum.threshold": 0.0, "ntm.initial_weighting": "first_slot", "ntm.memory_init": "constant"}
+FIXED = {"optimizer": "rmsprop", "lr.schedule": "constant", "weight_decay": 0.0, "curriculum.threshold": 0.0,
+         "ntm.initial_weighting": "first_slot", "ntm.memory_init": "constant", "controller.clip": 0.0,
+         "controller.clip_logits": False, "grad.outlier": 0.0}
 
 
 def data_rng(seed):
@@ -473,6 +528,9 @@ def build(name, seed, n, scale=None):
         seqs = [recall_sequence(rng, B, r, c, s["task.item_matrices"], s["task.min_items"], s["task.max_items"])
                 for _ in range(n)]
         in_shape = (r + 2, c)
+    elif s["task"] == "priority_sort":
+        seqs = [priority_sort_sequence(rng, B, r, c, s["task.inputs"], s["task.outputs"]) for _ in range(n)]
+        in_shape = (r + 2, c)
     else:
         raise SystemExit(f"bench_train_torch.py: {name}: task {s['task']} is not ported")
     layers = layer_sizes(s["model.layers"])
@@ -489,6 +547,7 @@ def build(name, seed, n, scale=None):
         raise SystemExit(f"bench_train_torch.py: {name}: the port's model has {count} parameters, "
                          f"tools/bench_configs.json says {DESCRIPTIONS[name]['parameters']}")
     opt = dict(lr=s["lr"], alpha=s["rmsprop.alpha"], eps=s["rmsprop.eps"], momentum=s["rmsprop.momentum"],
+               centered=s["rmsprop.centered"], eps_inside=s.get("rmsprop.eps_inside", False),
                clip_value=s["clip.value"], clip_norm=s["clip.norm"])
     return model, seqs, opt, B
 
@@ -503,7 +562,8 @@ def matrnn2_dynet(seed, n, scale=None):
             ys.append(random_bits(rng, 16, 5, 5))
     seq = (torch.stack(xs), torch.stack(ys), list(range(11, 21)))
     model = MatRNNModel((6, 5), (5, 5))
-    return model, [seq] * n, dict(lr=1e-4, alpha=0.95, eps=1e-8, momentum=0.0, clip_value=0.0, clip_norm=0.0), 16
+    return model, [seq] * n, dict(lr=1e-4, alpha=0.95, eps=1e-8, momentum=0.0, centered=False, eps_inside=False,
+                                  clip_value=0.0, clip_norm=0.0), 16
 
 
 # What --batch, --slots, --min-length and --max-length change (ntm-copy and ntm-lstm-copy only; matmem's keys
@@ -531,12 +591,57 @@ def clip(params, value, norm):
                         p.grad.mul_(norm / n)
 
 
+class RMSpropEpsInside(torch.optim.Optimizer):
+    """matmem's RMSprop with eps inside the square root (rmsprop.eps_inside; models/training/rmsprop.hpp), in
+    torch.optim.RMSprop's per-parameter loop: v <- a v + (1-a) g^2; centred m <- a m + (1-a) g, d = sqrt(v - m^2
+    + eps), else d = sqrt(v + eps); momentum b <- mu b + g / d, p <- p - lr b; else p <- p - lr g / d."""
+
+    def __init__(self, params, lr, alpha, eps, momentum, centered):
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, momentum=momentum, centered=centered))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            lr, alpha, eps, mu = group["lr"], group["alpha"], group["eps"], group["momentum"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g, state = p.grad, self.state[p]
+                if not state:
+                    state["square_avg"] = torch.zeros_like(p)
+                    if group["centered"]:
+                        state["grad_avg"] = torch.zeros_like(p)
+                    if mu > 0:
+                        state["momentum_buffer"] = torch.zeros_like(p)
+                v = state["square_avg"]
+                v.mul_(alpha).addcmul_(g, g, value=1 - alpha)
+                if group["centered"]:
+                    m = state["grad_avg"]
+                    m.mul_(alpha).add_(g, alpha=1 - alpha)
+                    d = v.addcmul(m, m, value=-1).add_(eps).sqrt_()
+                else:
+                    d = v.add(eps).sqrt_()
+                if mu > 0:
+                    b = state["momentum_buffer"]
+                    b.mul_(mu).addcdiv_(g, d)
+                    p.add_(b, alpha=-lr)
+                else:
+                    p.addcdiv_(g, d, value=-lr)
+
+
+def make_optimizer(params, opt):
+    if opt["eps_inside"]:
+        return RMSpropEpsInside(params, lr=opt["lr"], alpha=opt["alpha"], eps=opt["eps"], momentum=opt["momentum"],
+                                centered=opt["centered"])
+    return torch.optim.RMSprop(params, lr=opt["lr"], alpha=opt["alpha"], eps=opt["eps"], momentum=opt["momentum"],
+                               centered=opt["centered"])
+
+
 def bench(name, seed, warmup, steps, scale=None):
     torch.manual_seed(seed)  # parameter initialisation
     model, seqs, opt, batch = CONFIGS[name](seed, warmup + steps, scale)
     params = list(model.parameters())
-    optimizer = torch.optim.RMSprop(params, lr=opt["lr"], alpha=opt["alpha"], eps=opt["eps"],
-                                    momentum=opt["momentum"])
+    optimizer = make_optimizer(params, opt)
 
     def step(seq):
         optimizer.zero_grad()
@@ -668,17 +773,18 @@ def main():
     torch.set_default_dtype(torch.float32)
 
     names = [ALIASES.get(n, n) for n in (a.config or list(CONFIGS))]
+    width = max([18] + [len(n) for n in names])
     if not a.json:
         print(f"training steps (forward, backward, clip, optimiser), float32, PyTorch {torch.__version__} eager, "
               f"{torch.get_num_threads()} thread; load average {os.getloadavg()[0]:.2f}")
-        print(f"{'config':<18} {'steps':>6} {'ms median':>10} {'ms min':>9} {'ms max':>9} {'sequences/s':>11}")
+        print(f"{'config':<{width}} {'steps':>6} {'ms median':>10} {'ms min':>9} {'ms max':>9} {'sequences/s':>11}")
     for name in names:
         seed = a.seed if a.seed is not None else DESCRIPTIONS.get(name, {}).get("settings", {}).get("seed", 1)
         r = bench(name, seed, a.warmup, a.steps, scale)
         if a.json:
             print(json.dumps(r), flush=True)
         else:
-            print(f"{name:<18} {r['steps']:>6} {r['ms_per_step_median']:>10.3f} {r['ms_per_step_min']:>9.3f} "
+            print(f"{name:<{width}} {r['steps']:>6} {r['ms_per_step_median']:>10.3f} {r['ms_per_step_min']:>9.3f} "
                   f"{r['ms_per_step_max']:>9.3f} {r['sequences_per_s']:>11.1f}", flush=True)
     return 0
 

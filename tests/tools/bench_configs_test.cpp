@@ -2,10 +2,14 @@
 // each description pins every setting that changes what a step computes, and the model `matmem bench model`
 // builds from it has the parameters the description implies, by a count written here from the sizes alone:
 //   mat(P_1..P_k) -> R x C:  Σ_i (r_i R + c_i C) + R C  (U_i [r_i, R], V_i [c_i, C], B [R, C]);
-//   a MatRNN layer one mat, a MatLSTM layer four (i, f, o, c); layer 1 of a MatNTM's controller takes the
-//   frame, every read and h, later layers the layer below and h; each head five mats of h (key [mr, mc],
+//   a MatRNN layer one mat, a MatLSTM layer four (i, f, o, c), each of its inputs and h; a feed-forward layer
+//   (ntm.controller ff) one mat of its inputs alone, no h; layer 1 of a MatNTM's controller takes the frame
+//   and every read, later layers the layer below; each head five mats of h (key [mr, mc],
 //   β, g, γ [1, 1], s [1, 2S+1]), a write head two more (erase, add [mr, mc]); the output mat(h, reads);
-//   a learned first read [mr, mc] per read head.
+//   a learned first read [mr, mc] per read head. Frames r x c matrices with one delimiter row (copy) or two
+//   (recall's item and query delimiters; priority sort's priority and delimiter rows); outputs r x c.
+// Each graves-* configuration mirrors its models/configs/graves_*.json file in every key the file gives
+// that changes what a step computes.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -55,16 +59,18 @@ void mat(Shapes& p, const std::string& path, const std::vector<std::pair<std::st
   p[path + "/B"] = out;
 }
 
-// A stack of cells at prefix/l<k>: layer 1 takes `inputs` and h, later ones the layer below and h.
-void cells(Shapes& p, const std::string& prefix, bool lstm, const std::vector<Sizes>& layers,
+// A stack of cells of `kind` (rnn, lstm, ff) at prefix/l<k>: layer 1 takes `inputs`, later ones the layer
+// below; a recurrent cell also its h.
+void cells(Shapes& p, const std::string& prefix, const std::string& kind, const std::vector<Sizes>& layers,
            std::vector<std::pair<std::string, Sizes>> inputs) {
+  REQUIRE((kind == "rnn" || kind == "lstm" || kind == "ff"));
   for (std::size_t k = 0; k < layers.size(); ++k) {
     const std::string path = prefix + "/l" + std::to_string(k + 1);
     auto terms = inputs;
-    terms.push_back({"h", layers[k]});
-    if (!lstm) mat(p, path, terms, layers[k]);
+    if (kind != "ff") terms.push_back({"h", layers[k]});
+    if (kind != "lstm") mat(p, path, terms, layers[k]);
     for (const char* gate : {"i", "f", "o", "c"})
-      if (lstm) mat(p, path + "/" + gate, terms, layers[k]);
+      if (kind == "lstm") mat(p, path + "/" + gate, terms, layers[k]);
     inputs = {{"x", layers[k]}};
   }
 }
@@ -73,12 +79,12 @@ void cells(Shapes& p, const std::string& prefix, bool lstm, const std::vector<Si
 Shapes expected_parameters(const json& s) {
   const std::string model = s.at("model"), task = s.at("task");
   const std::int64_t rows = s.at("task.rows"), cols = s.at("task.cols");
-  REQUIRE((task == "copy" || task == "recall"));
+  REQUIRE((task == "copy" || task == "recall" || task == "priority_sort"));
   const Sizes in{rows + (task == "copy" ? 1 : 2), cols}, out{rows, cols};  // a delimiter row, or two
   const std::vector<Sizes> layers = layer_sizes(s.at("model.layers"));
   Shapes p;
   if (model == "matrnn") {
-    cells(p, "matrnn", false, layers, {{"x", in}});
+    cells(p, "matrnn", "rnn", layers, {{"x", in}});
     mat(p, "matrnn/out", {{"h", layers.back()}}, out);
     return p;
   }
@@ -91,7 +97,7 @@ Shapes expected_parameters(const json& s) {
     outputs.push_back({"r" + std::to_string(k), slot});
     p["ntm/init/read" + std::to_string(k)] = slot;
   }
-  cells(p, "ntm/ctrl", s.at("ntm.controller") == "lstm", layers, inputs);
+  cells(p, "ntm/ctrl", s.at("ntm.controller").get<std::string>(), layers, inputs);
   for (int k = 0; k < reads + writes; ++k) {
     const std::string head = k < reads ? "ntm/read" + std::to_string(k + 1) : "ntm/write" + std::to_string(k - reads + 1);
     const std::vector<std::pair<std::string, Sizes>> h{{"h", layers.back()}};
@@ -145,13 +151,14 @@ TEST_CASE("bench configs: every description pins the model, task, batch, optimis
   const std::vector<std::string> all = {"model", "task", "seed", "batch", "task.rows", "task.cols",
                                         "curriculum.threshold", "model.layers", "optimizer", "lr", "lr.schedule",
                                         "rmsprop.alpha", "rmsprop.momentum", "rmsprop.eps", "rmsprop.centered",
-                                        "weight_decay", "clip.value", "clip.norm"};
+                                        "rmsprop.eps_inside", "weight_decay", "clip.value", "clip.norm"};
   const std::vector<std::string> ntm = {"ntm.controller", "ntm.forget_bias", "ntm.slots", "ntm.slot_rows",
                                         "ntm.slot_cols", "ntm.read_heads", "ntm.write_heads", "ntm.shift",
                                         "ntm.initial_weighting", "ntm.memory_init"};
   const std::map<std::string, std::vector<std::string>> task_keys = {
       {"copy", {"task.min_length", "task.max_length"}},
-      {"recall", {"task.min_items", "task.max_items", "task.item_matrices"}}};
+      {"recall", {"task.min_items", "task.max_items", "task.item_matrices"}},
+      {"priority_sort", {"task.inputs", "task.outputs"}}};
   std::vector<std::string> names;
   for (const json& c : bench_configs()) {
     const json& s = c.at("settings");
@@ -181,4 +188,30 @@ TEST_CASE("bench configs: ntm-recall is Table 1's MatRNN step, ntm-lstm-recall t
   CHECK(lstm.at("ntm.controller") == "lstm");
   CHECK(lstm.at("lr") == 3e-4);
   CHECK(lstm.at("clip.norm") == 10.0);
+}
+
+TEST_CASE("bench configs: each graves-* configuration is its models/configs file's step", "[tools][bench]") {
+  // The keys of a models/configs file that change only how long a run is, what it logs and when it stops, not
+  // a step; lr.solved_below acts only after lr.solved_window steps (and is 0, off, in every file).
+  const std::vector<std::string> not_a_step = {"steps", "log_every", "checkpoint_every", "nonfinite",
+                                               "nonfinite.max_skips", "lr.solved_below"};
+  int mirrored = 0;
+  for (const json& c : bench_configs()) {
+    const std::string name = c.at("name");
+    if (name.rfind("graves-", 0) != 0) continue;
+    INFO(name);
+    std::string file = name;
+    std::replace(file.begin(), file.end(), '-', '_');
+    std::ifstream in(MATMEM_SOURCE_DIR "/models/configs/" + file + ".json");
+    REQUIRE(in);
+    const json run = json::parse(in), &s = c.at("settings");
+    for (const auto& [key, value] : run.items()) {
+      INFO(key);
+      if (std::find(not_a_step.begin(), not_a_step.end(), key) != not_a_step.end()) continue;
+      REQUIRE(s.contains(key));
+      CHECK(s.at(key) == value);
+    }
+    ++mirrored;
+  }
+  CHECK(mirrored == 5);
 }
