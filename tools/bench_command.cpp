@@ -189,12 +189,16 @@ std::string describe(const Config& c) {
                                 task->output_rows(), task->output_cols());
   if (task_name == "copy")
     out += fmt::format(", lengths {}..{}", c.integer("task.min_length"), c.integer("task.max_length"));
+  if (task_name == "priority_sort")
+    out += fmt::format(", {} inputs, {} outputs", c.integer("task.inputs"), c.integer("task.outputs"));
   if (task_name == "recall")
     out += fmt::format(", {}..{} items of {} matrices", c.integer("task.min_items"), c.integer("task.max_items"),
                        c.integer("task.item_matrices"));
   if (model == "matntm") {
-    const bool lstm = c.str("ntm.controller") == "lstm";
-    out += fmt::format(", Mat{} controller {}{}, {} slots of {}x{}, {}R+{}W heads, shifts -{}..{}", lstm ? "LSTM" : "RNN",
+    const std::string controller = c.str("ntm.controller");
+    const bool lstm = controller == "lstm";
+    out += fmt::format(", {} controller {}{}, {} slots of {}x{}, {}R+{}W heads, shifts -{}..{}",
+                       lstm ? "MatLSTM" : controller == "ff" ? "feed-forward" : controller == "gru" ? "MatGRU" : "MatRNN",
                        layers, lstm ? fmt::format(" (forget bias {})", c.num("ntm.forget_bias")) : "",
                        c.integer("ntm.slots"), c.integer("ntm.slot_rows"), c.integer("ntm.slot_cols"),
                        c.integer("ntm.read_heads"), c.integer("ntm.write_heads"), c.integer("ntm.shift"),
@@ -204,7 +208,9 @@ std::string describe(const Config& c) {
   }
   out += fmt::format("; {} lr {}", c.str("optimizer"), c.num("lr"));
   if (c.str("optimizer") == "rmsprop")
-    out += fmt::format(" (alpha {}, momentum {})", c.num("rmsprop.alpha"), c.num("rmsprop.momentum"));
+    out += fmt::format(" (alpha {}, momentum {}{}{})", c.num("rmsprop.alpha"), c.num("rmsprop.momentum"),
+                       c.flag("rmsprop.centered") ? ", centred" : "",
+                       c.flag("rmsprop.eps_inside") ? fmt::format(", eps {} inside the root", c.num("rmsprop.eps")) : "");
   if (c.num("clip.value") > 0) out += fmt::format(", clip by value {}", c.num("clip.value"));
   if (c.num("clip.norm") > 0) out += fmt::format(", clip by norm {}", c.num("clip.norm"));
   return out;
@@ -253,7 +259,7 @@ void report_row(const std::string& name, const StepTimes& t, std::int64_t batch,
   const double med = v[v.size() / 2];
   const double mean = t.mean_ms();
   const double gflops = t.flops / (mean * 1e6);
-  fmt::print("{:<18} {:>6} {:>10.3f} {:>9.3f} {:>9.3f} {:>11.1f} {:>9.2f} {:>9.1f}\n", name, v.size(), med, v.front(),
+  fmt::print("{:<30} {:>6} {:>10.3f} {:>9.3f} {:>9.3f} {:>11.1f} {:>9.2f} {:>9.1f}\n", name, v.size(), med, v.front(),
              v.back(), 1e3 * double(batch) / mean, gflops, peak_rss_mib());
   if (csv)
     fmt::print(csv, "{},{},{:.4f},{:.4f},{:.4f},{:.2f},{:.3f},{:.1f}\n", name, v.size(), med, v.front(), v.back(),
@@ -452,7 +458,7 @@ int bench_train(const Options& o) {
   if (o.profile) limits = {peak, fma_peak_gflops(), l2_stream_gbps()};
   fmt::print("training steps (forward, backward, clip, optimiser), float32, {}{}; single-core SGEMM peak "
              "(1024^3) {:.1f} GFLOP/s\n", threads_text(o.threads), sets_text(o), peak);
-  fmt::print("{:<18} {:>6} {:>10} {:>9} {:>9} {:>11} {:>9} {:>9}\n", "config", "steps", "ms median", "ms min",
+  fmt::print("{:<30} {:>6} {:>10} {:>9} {:>9} {:>11} {:>9} {:>9}\n", "config", "steps", "ms median", "ms min",
              "ms max", "sequences/s", "GFLOP/s", "RSS MiB");
   std::vector<std::function<void()>> profiles;  // printed after the table
   std::vector<std::function<void()>> threaded;  // with --threads: where the parts' time went, after the table
