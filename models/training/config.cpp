@@ -293,6 +293,32 @@ const std::vector<Preset>& presets() {
         "clip.norm": 10.0})"},
       {"matntm", "ngrams", R"({"model.layers": "10x10", "ntm.slots": 64, "ntm.slot_rows": 4, "ntm.slot_cols": 4,
         "batch": 16, "lr": 1e-4, "clip.norm": 10.0})"},
+      // The MatNTM copy preset's sizes with 16 slots, the memory the keep/discard task is made for
+      // (models/tasks/keep_discard.hpp): the baseline of the MatDNC's keep_discard preset.
+      {"matntm", "keep_discard", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "ntm.slots": 16,
+        "ntm.slot_rows": 6, "ntm.slot_cols": 6, "batch": 16, "lr": 1e-4})"},
+      // The MatDNC at the MatNTM presets' controllers and 6×6 slots, each with fewer parameters than the MatNTM
+      // preset of its task (models/results/dnc.md): slots enough for the frames a sequence must hold (copy and
+      // priority sort 20, recall 20 item matrices), 16 (DeepMind's) where they are fewer; clip.norm 10. lr 3e-4
+      // chosen against 1e-4 on seeds 1–5: copy under 1 bit from 1,300–1,450 steps (1,850–2,000); repeat copy
+      // 4.5–10.1 bits at 12,500 steps (4.1–307); keep/discard 1.1–53 at 25,000 (67–115 at 12,500). Priority
+      // sort takes copy's, untuned.
+      {"matdnc", "copy", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "dnc.controller": "rnn",
+        "dnc.slots": 32, "dnc.slot_rows": 6, "dnc.slot_cols": 6, "batch": 16, "lr": 3e-4, "clip.norm": 10.0})"},
+      {"matdnc", "priority_sort", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5,
+        "dnc.controller": "rnn", "dnc.slots": 32, "dnc.slot_rows": 6, "dnc.slot_cols": 6, "batch": 16, "lr": 3e-4,
+        "clip.norm": 10.0})"},
+      {"matdnc", "repeat_copy", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5,
+        "task.max_length": 10, "dnc.controller": "rnn", "dnc.slots": 16, "dnc.slot_rows": 6, "dnc.slot_cols": 6,
+        "batch": 16, "lr": 3e-4, "clip.norm": 10.0})"},
+      {"matdnc", "keep_discard", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5,
+        "dnc.controller": "rnn", "dnc.slots": 16, "dnc.slot_rows": 6, "dnc.slot_cols": 6, "batch": 16, "lr": 3e-4,
+        "clip.norm": 10.0})"},
+      // The MatNTM recall preset's controller and training (not tuned for the MatDNC), 32 slots.
+      {"matdnc", "recall", R"({"model.layers": "20x20,20x20,20x20", "task.rows": 5, "task.cols": 5,
+        "dnc.controller": "lstm", "dnc.slots": 32, "dnc.slot_rows": 6, "dnc.slot_cols": 6, "batch": 16, "lr": 3e-4,
+        "clip.norm": 10.0, "steps": 20000, "nonfinite": "skip", "nonfinite.max_skips": 1000, "log_every": 100,
+        "checkpoint_every": 2000, "lr.solved_below": 1})"},
       {"matlstm", "repeat_copy", R"({"model.layers": "20x20,20x20,20x20", "task.rows": 5, "task.cols": 5,
         "task.max_length": 10, "batch": 16, "lr": 1e-4, "clip.norm": 10.0})"},
       {"matlstm", "priority_sort", R"({"model.layers": "20x20,20x20,20x20", "task.rows": 5, "task.cols": 5, "batch": 16,

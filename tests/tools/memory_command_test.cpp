@@ -58,6 +58,12 @@ TEST_CASE("train: the MatDNC's estimate counts its N×N link matrix a time step"
   }
   // At least the links' growth, 64² − 16² floats; the memory's own growth (48 one-element slots) is far less.
   CHECK(kib[1] - kib[0] >= (64.0 * 64 - 16 * 16) * 4 / 1024);
+  // At 512 slots the links, 512² floats a sequence (1 MiB), are the largest state: the micro-batch shrinks to one
+  // sequence (micro_batch.state_kib 320), where the memory alone, 512 × 2 × 2 floats, would leave it at 16.
+  const CommandResult big = run_matmem("train --model matdnc --task copy --set dnc.slots=512 --set dnc.slot_rows=2 "
+                                       "--set dnc.slot_cols=2 --set task.max_length=4 --steps 1 --out n512", dir);
+  REQUIRE(big.status == 0);
+  CHECK_THAT(big.output, Contains("in micro-batches of 1 (1024 KiB of state)"));
 }
 
 TEST_CASE("train: a run that would exceed memory is refused up front, naming what it needs and what there is",

@@ -63,6 +63,8 @@ std::string small_sets(const Preset& p, const std::string& data) {
   for (const char* kv :
        {"batch=4", "task.rows=2", "task.cols=3", "task.min_length=2", "task.max_length=4", "task.delay=2",
         "task.min_items=2", "task.max_items=3", "task.pairs=2", "ntm.slots=4", "ntm.slot_rows=2", "ntm.slot_cols=2",
+        "dnc.slots=4", "dnc.slot_rows=2", "dnc.slot_cols=2", "task.min_subsequences=2", "task.max_subsequences=3",
+        "task.keep=1", "task.min_subsequence_length=1", "task.max_subsequence_length=2",
         "ffn.depth=2", "gamma.taps=2", "cln.height=2", "cln.slots=4", "cln.heads=2", "task.graph.nodes=60",
         "task.graph.classes=2", "task.graph.words=20", "task.graph.topic_words=5", "task.graph.test=10",
         "task.graph.validation=10", "task.train=16", "task.validation=4", "task.test=4", "eval.batch=4",
@@ -131,4 +133,34 @@ TEST_CASE("presets: each trains a few small steps from the command line, its los
     CAPTURE(unchanged);
     CHECK(unchanged.empty());
   }
+}
+
+TEST_CASE("presets: every MatDNC preset has no more parameters than the MatNTM preset of its task",
+          "[tools][presets][dnc]") {
+  const fs::path dir = fresh_dir("presets_dnc_parameters");
+  const std::vector<Preset> presets = listed_presets(run_matmem("train --help-config", dir).output);
+  // "training M on T (N parameters)", at the presets' own sizes.
+  auto parameters = [&](const std::string& model, const std::string& task) {
+    const CommandResult r = run_matmem("train --model " + model + " --task " + task +
+                                           " --steps 1 --set checkpoint_every=0 --out " + model + "-" + task,
+                                       dir);
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    std::smatch m;
+    REQUIRE(std::regex_search(r.output, m, std::regex(R"(\((\d+) parameters\))")));
+    return std::stol(m[1]);
+  };
+  int compared = 0;
+  for (const Preset& p : presets) {
+    if (p.model != "matdnc") continue;
+    INFO(p.task);
+    const bool has_ntm = std::any_of(presets.begin(), presets.end(), [&](const Preset& q) {
+      return q.model == "matntm" && q.task == p.task;
+    });
+    CHECK(has_ntm);
+    if (!has_ntm) continue;
+    CHECK(parameters("matdnc", p.task) <= parameters("matntm", p.task));
+    ++compared;
+  }
+  CHECK(compared >= 5);
 }
