@@ -87,7 +87,9 @@ TEST_CASE("inspect command: a MatNTM's sheet has its frames and both heads' weig
 TEST_CASE("inspect command: a MatDNC's sheet adds its usage, allocation and link matrices to its weightings", "[plot]") {
   const fs::path dir = fresh_dir("plot_inspect_dnc");
   const CommandResult t = run_matmem(
-      "train --model matdnc --steps 20 --set log_every=5 --set task.max_length=4 --set batch=4 --out dnc", dir, 300);
+      "train --model matdnc --steps 20 --set log_every=5 --set task.max_length=4 --set batch=4 --set dnc.slots=16 "
+      "--out dnc",
+      dir, 300);
   REQUIRE(t.status == 0);
   const CommandResult r = run_matmem("inspect --checkpoint dnc --length 3 --seed 5 --out dnc.svg", dir);
   INFO(r.output);
@@ -120,6 +122,22 @@ TEST_CASE("inspect command: a MatDNC's sheet adds its usage, allocation and link
   const std::string ntm = file_bytes(dir / "ntm.svg");
   CHECK(svg_has_text(ntm, "write head 1 weighting"));
   for (const char* word : {"usage", "allocation weighting", "link matrix"}) CHECK_FALSE(svg_has_text(ntm, word));
+}
+
+TEST_CASE("inspect command: a task sized otherwise than by length or items draws the middle of its training range",
+          "[plot]") {
+  const fs::path dir = fresh_dir("plot_inspect_size");
+  REQUIRE(run_matmem("train --model matdnc --task keep_discard --steps 2 --set batch=4 --set task.rows=2 "
+                     "--set task.cols=2 --set task.min_subsequences=3 --set task.max_subsequences=6 --out kd",
+                     dir, 300)
+              .status == 0);
+  const CommandResult r = run_matmem("inspect --checkpoint kd --out kd.svg", dir);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(svg_has_text(file_bytes(dir / "kd.svg"), "matdnc on keep_discard, subsequences 5"));
+  const CommandResult two = run_matmem("inspect --checkpoint kd --items 3 --out kd3.svg", dir);
+  REQUIRE(two.status == 0);
+  CHECK(svg_has_text(file_bytes(dir / "kd3.svg"), "matdnc on keep_discard, subsequences 3"));
 }
 
 TEST_CASE("eval --plot: one line per checkpoint, named in the legend, capacity --plot writes its curves", "[plot]") {

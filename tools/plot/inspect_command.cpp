@@ -66,6 +66,7 @@ void run(const Options& o) {
   if (!size) {  // the middle of the training range
     if (const auto* c = dynamic_cast<const CopyTask*>(&task)) size = (c->options().min_length + c->options().max_length + 1) / 2;
     else if (const auto* r = dynamic_cast<const RecallTask*>(&task)) size = (r->options().min_items + r->options().max_items + 1) / 2;
+    else if (const auto [lo, hi] = task.size_range(); hi > 0) size = (lo + hi + 1) / 2;
     else size = task.eval_sizes().front();
   }
   Rng rng(o.seed);
@@ -141,7 +142,9 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_option("--checkpoint", o->checkpoint, "Run directory holding checkpoint.safetensors")->required();
   auto* length = cmd->add_option("--length", o->length, "Copy length (default: the middle of the training range)")
                      ->check(whole_number(1, 200));
-  cmd->add_option("--items", o->items, "Recall item count (default: the middle of the training range)")
+  cmd->add_option("--items", o->items,
+                  "The size of a task not sized by length: recall's items, keep_discard's sub-sequences, priority_sort's "
+                  "inputs (default: the middle of the training range)")
       ->check(whole_number(2, 100))
       ->excludes(length);
   cmd->add_option("--seed", o->seed, "Seed of the sequence")->capture_default_str()->check(whole_number(0, kMaxSeed));
