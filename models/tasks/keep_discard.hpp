@@ -2,7 +2,10 @@
 // spec/dnc.md §4). A sequence of sub-sequences of random binary matrices, each marked keep or discard; a discard
 // sub-sequence is copied back right after its delimiter and is then of no more use, the keep ones are all copied
 // back at the end. A memory that frees the slots of a recalled discard sub-sequence holds everything it needs;
-// one that overwrites its slots in a cycle has lost the first keep frames by the end.
+// one that overwrites its slots in a cycle has lost the first keep frames by the end. Measured
+// (models/results/dnc.md): a model may also never write the discard sub-sequences, recalling each from its
+// controller's state right after its delimiter, and need no freeing; at these sizes a discard sub-sequence does
+// not outlast a 15×15 controller.
 //   n sub-sequences (n ~ U{min_subsequences..max_subsequences}, the size), `keep` of them keep (min(keep, n) when
 //   a size n < keep is asked for), the others discard: with keep_first the first sub-sequence is keep and the
 //   other keep−1 are drawn uniformly among sub-sequences 2..n, else all `keep` are drawn uniformly among 1..n.
