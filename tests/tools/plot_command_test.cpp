@@ -24,6 +24,17 @@ fs::path trained_runs(const std::string& name) {
   }();
   return dir;
 }
+
+// `matmem inspect ARGS --out NAME` in `dir`: it succeeds and says it wrote NAME, a well-formed SVG, returned.
+std::string inspect_svg(const std::string& args, const std::string& name, const fs::path& dir) {
+  const CommandResult r = run_matmem("inspect " + args + " --out " + name, dir);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("wrote " + name) != std::string::npos);
+  const std::string svg = file_bytes(dir / name);
+  REQUIRE(svg_well_formed(svg));
+  return svg;
+}
 }  // namespace
 
 TEST_CASE("plot command: draws the runs, prints the file it wrote, a wrong extension is refused first", "[plot]") {
@@ -62,21 +73,14 @@ TEST_CASE("plot command: train ends with where its run is and a plot command tha
 
 TEST_CASE("inspect command: a MatNTM's sheet has its frames and both heads' weightings, a MatRNN's says it has none", "[plot]") {
   const fs::path runs = trained_runs("plot_inspect_runs");
-  const CommandResult r = run_matmem("inspect --checkpoint ntm --length 3 --seed 5 --out ntm.svg", runs);
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  CHECK(r.output.find("wrote ntm.svg") != std::string::npos);
-  const std::string svg = file_bytes(runs / "ntm.svg");
-  REQUIRE(svg_well_formed(svg));
+  const std::string svg = inspect_svg("--checkpoint ntm --length 3 --seed 5", "ntm.svg", runs);
   for (const char* word : {"input", "target", "output", "memory", "read head 1 weighting", "write head 1 weighting",
                            "memory slot", "time step", "matntm on copy, length 3"})
     CHECK(svg_has_text(svg, word));
   const CommandResult png = run_matmem("inspect --checkpoint ntm --out ntm.png", runs);
   CHECK(png.status == 0);
   CHECK(png_header(runs / "ntm.png").width == 1500);
-  const CommandResult rnn = run_matmem("inspect --checkpoint rnn --length 3 --out rnn.svg", runs);
-  REQUIRE(rnn.status == 0);
-  const std::string rs = file_bytes(runs / "rnn.svg");
+  const std::string rs = inspect_svg("--checkpoint rnn --length 3", "rnn.svg", runs);
   CHECK(svg_has_text(rs, "exposes no memory or weightings"));
   CHECK_FALSE(svg_has_text(rs, "weighting (slots"));
   const CommandResult items = run_matmem("inspect --checkpoint ntm --items 3 --out x.png", runs);
@@ -91,12 +95,7 @@ TEST_CASE("inspect command: a MatDNC's sheet adds its usage, allocation and link
       "--out dnc",
       dir, 300);
   REQUIRE(t.status == 0);
-  const CommandResult r = run_matmem("inspect --checkpoint dnc --length 3 --seed 5 --out dnc.svg", dir);
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  CHECK(r.output.find("wrote dnc.svg") != std::string::npos);
-  const std::string svg = file_bytes(dir / "dnc.svg");
-  REQUIRE(svg_well_formed(svg));
+  const std::string svg = inspect_svg("--checkpoint dnc --length 3 --seed 5", "dnc.svg", dir);
   // The panels below the frames, in the order drawn: the slots × time heatmaps on one plain range of the 16
   // slots (a DNC's memory is no ring: the range never wraps), then L at the end of the input (the delimiter,
   // step 3 of 0–6) and at the last step.
@@ -118,8 +117,7 @@ TEST_CASE("inspect command: a MatDNC's sheet adds its usage, allocation and link
   CHECK(png_header(dir / "dnc.png").width == 1500);
   // A MatNTM's sheet has none of the DNC's panels.
   REQUIRE(run_matmem("train --model matntm --set ntm.slots=12 --steps 5 --set batch=4 --out ntm", dir, 300).status == 0);
-  REQUIRE(run_matmem("inspect --checkpoint ntm --length 3 --out ntm.svg", dir).status == 0);
-  const std::string ntm = file_bytes(dir / "ntm.svg");
+  const std::string ntm = inspect_svg("--checkpoint ntm --length 3", "ntm.svg", dir);
   CHECK(svg_has_text(ntm, "write head 1 weighting"));
   for (const char* word : {"usage", "allocation weighting", "link matrix"}) CHECK_FALSE(svg_has_text(ntm, word));
 }
@@ -131,13 +129,8 @@ TEST_CASE("inspect command: a task sized otherwise than by length or items draws
                      "--set task.cols=2 --set task.min_subsequences=3 --set task.max_subsequences=6 --out kd",
                      dir, 300)
               .status == 0);
-  const CommandResult r = run_matmem("inspect --checkpoint kd --out kd.svg", dir);
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  CHECK(svg_has_text(file_bytes(dir / "kd.svg"), "matdnc on keep_discard, subsequences 5"));
-  const CommandResult two = run_matmem("inspect --checkpoint kd --items 3 --out kd3.svg", dir);
-  REQUIRE(two.status == 0);
-  CHECK(svg_has_text(file_bytes(dir / "kd3.svg"), "matdnc on keep_discard, subsequences 3"));
+  CHECK(svg_has_text(inspect_svg("--checkpoint kd", "kd.svg", dir), "matdnc on keep_discard, subsequences 5"));
+  CHECK(svg_has_text(inspect_svg("--checkpoint kd --items 3", "kd3.svg", dir), "matdnc on keep_discard, subsequences 3"));
 }
 
 TEST_CASE("eval --plot: one line per checkpoint, named in the legend, capacity --plot writes its curves", "[plot]") {
