@@ -64,10 +64,8 @@ void run(const Options& o) {
   if (!copy && o.length) throw Error(fmt::format("inspect: --length is for the copy task; this run learned {} (use --items)", task.name()));
   std::int64_t size = copy ? o.length : o.items;
   if (!size) {  // the middle of the training range
-    if (const auto* c = dynamic_cast<const CopyTask*>(&task)) size = (c->options().min_length + c->options().max_length + 1) / 2;
-    else if (const auto* r = dynamic_cast<const RecallTask*>(&task)) size = (r->options().min_items + r->options().max_items + 1) / 2;
-    else if (const auto [lo, hi] = task.size_range(); hi > 0) size = (lo + hi + 1) / 2;
-    else size = task.eval_sizes().front();
+    const auto [lo, hi] = task.size_range();
+    size = hi > 0 ? (lo + hi + 1) / 2 : task.eval_sizes().front();
   }
   Rng rng(o.seed);
   Sequence seq;
