@@ -125,6 +125,7 @@ std::unique_ptr<Model> dnc(const Config& c, const Task& t, DType dtype, std::uin
   if (usage != "stop" && usage != "full")
     throw Error(fmt::format("config: dnc.usage_gradient = {}: choose stop (DeepMind's) or full (the paper's)", usage));
   dc.usage_gradient = usage == "full" ? DNCConfig::UsageGradient::full : DNCConfig::UsageGradient::stop;
+  dc.free_gates = c.flag("dnc.free_gates");
   set_io(dc, t);
   return std::make_unique<MatDNC>(dc, dtype, seed);
 }
@@ -385,8 +386,9 @@ std::unique_ptr<Task> make_task(const Config& c) {
     o.rows = c.integer("task.rows"), o.cols = c.integer("task.cols"), o.batch = c.integer("batch");
     o.min_subsequences = c.integer("task.min_subsequences"), o.max_subsequences = c.integer("task.max_subsequences");
     o.keep = c.integer("task.keep"), o.keep_first = c.flag("task.keep_first");
-    o.min_subsequence_length = c.integer("task.min_subsequence_length");
-    o.max_subsequence_length = c.integer("task.max_subsequence_length");
+    o.min_keep_length = c.integer("task.min_keep_length"), o.max_keep_length = c.integer("task.max_keep_length");
+    o.min_discard_length = c.integer("task.min_discard_length");
+    o.max_discard_length = c.integer("task.max_discard_length");
     return std::make_unique<KeepDiscardTask>(o);
   }
   if (name == "priority_sort")

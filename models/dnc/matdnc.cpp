@@ -84,7 +84,8 @@ void MatDNC::step(Step& s) {
   const Var write_beta = softplus(proj[n++]);
   const Var erase = sigmoid(proj[n++]);
   const Var added = proj[n++];
-  for (std::size_t k = 0; k < R; ++k) free_gates[k] = sigmoid(proj[n++]);
+  for (std::size_t k = 0; k < R; ++k, ++n)
+    free_gates[k] = c.free_gates ? sigmoid(proj[n]) : s.tape().constant(proj[n].shape(), 0.0);
   const Var allocation_gate = sigmoid(proj[n++]);
   const Var write_gate = sigmoid(proj[n++]);
   for (std::size_t k = 0; k < R; ++k) modes[k] = softmax(proj[n++]);

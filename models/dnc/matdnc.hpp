@@ -15,7 +15,7 @@
 //     Strengths are softplus as [D] (in (0, ∞)); [N] has oneplus, 1 + softplus (in [1, ∞)).
 //  3. usage: u_t = (u_{t−1} + w^w_{t−1} − u_{t−1} ⊙ w^w_{t−1}) ⊙ Π_i (1 − f^i w^{r,i}_{t−1}), no gradient to
 //     w^w_{t−1} as [D] (dnc_usage; `usage_gradient = stop`, the default); [N] differentiates it (`full`: the
-//     same values, composed of elementwise ops). The stop-gradient makes [D]'s gradient other than the loss's
+//     same values, composed of elementwise ops). With `free_gates` false every f^i is 0 (an ablation). The stop-gradient makes [D]'s gradient other than the loss's
 //     own from the second step on, so a model gradcheck of more than one step checks `full`.
 //  4. allocation: a[φ_j] = (1 − û[φ_j]) Π_{k<j} û[φ_k], û = ε + (1 − ε) u_t, φ the slots by ascending û
 //     (dnc_allocation; the ε is [D]'s).
@@ -61,6 +61,9 @@ struct DNCConfig {
   int read_heads = 1;  // 1..kDncMaxReadHeads; one write head
   // The usage's gradient to w^w_{t−1}: none as [D] (stop), or the function's own as [N] (full).
   enum class UsageGradient { stop, full } usage_gradient = UsageGradient::stop;
+  // False: every free gate held at f^i = 0 (ψ = 1, so a written slot's usage never falls): the ablation that
+  // tells whether a task needs freeing. The free gates' maps stay, with no gradient.
+  bool free_gates = true;
   std::int64_t input_rows = 6, input_cols = 5, output_rows = 5, output_cols = 5;
 };
 

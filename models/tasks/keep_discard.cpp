@@ -23,11 +23,12 @@ KeepDiscardTask::KeepDiscardTask(KeepDiscardOptions o) : o_(o) {
   if (o_.keep > o_.min_subsequences)
     refuse(fmt::format("task.keep = {} must be ≤ task.min_subsequences = {} (every sequence has that many keep "
                        "sub-sequences)", o_.keep, o_.min_subsequences));
-  if (o_.min_subsequence_length < 1)
-    refuse(fmt::format("task.min_subsequence_length = {} must be ≥ 1", o_.min_subsequence_length));
-  if (o_.max_subsequence_length < o_.min_subsequence_length)
-    refuse(fmt::format("task.max_subsequence_length = {} must be ≥ task.min_subsequence_length = {}",
-                       o_.max_subsequence_length, o_.min_subsequence_length));
+  auto lengths = [&](const char* kind, std::int64_t lo, std::int64_t hi) {
+    if (lo < 1) refuse(fmt::format("task.min_{}_length = {} must be ≥ 1", kind, lo));
+    if (hi < lo) refuse(fmt::format("task.max_{0}_length = {1} must be ≥ task.min_{0}_length = {2}", kind, hi, lo));
+  };
+  lengths("keep", o_.min_keep_length, o_.max_keep_length);
+  lengths("discard", o_.min_discard_length, o_.max_discard_length);
   if (o_.batch < 1) refuse(fmt::format("batch = {} must be ≥ 1", o_.batch));
 }
 
@@ -48,7 +49,9 @@ void KeepDiscardTask::sample_size_into(Rng& rng, std::int64_t n, Sequence& out, 
   std::vector<bool> is_keep(static_cast<std::size_t>(n), false);
   for (std::int64_t k = 0; k < keep; ++k) is_keep[std::size_t(order[std::size_t(k)])] = true;
   std::vector<std::int64_t> lengths(static_cast<std::size_t>(n));
-  for (std::int64_t& l : lengths) l = rng.uniform_int(o_.min_subsequence_length, o_.max_subsequence_length);
+  for (std::int64_t j = 0; j < n; ++j)
+    lengths[std::size_t(j)] = is_keep[std::size_t(j)] ? rng.uniform_int(o_.min_keep_length, o_.max_keep_length)
+                                                      : rng.uniform_int(o_.min_discard_length, o_.max_discard_length);
   std::vector<std::vector<Tensor>> x(static_cast<std::size_t>(n));
   for (std::int64_t j = 0; j < n; ++j)
     for (std::int64_t t = 0; t < lengths[std::size_t(j)]; ++t) {

@@ -73,18 +73,21 @@ std::vector<ConfigKey>& all_keys() {
       {"task.fixed_size", "0",
        "repeat_copy: hold the dimension that is not the size at this (0: draw it from its range); e.g. `matmem eval "
        "--set task.fixed_size=10` evaluates over lengths with 10 repeats"},
-      {"task.min_subsequences", "6", "keep_discard: fewest sub-sequences (the size: curriculum, `matmem eval --sizes`)"},
-      {"task.max_subsequences", "8", "keep_discard: most sub-sequences"},
+      {"task.min_subsequences", "5", "keep_discard: fewest sub-sequences (the size: curriculum, `matmem eval --sizes`)"},
+      {"task.max_subsequences", "7", "keep_discard: most sub-sequences"},
       {"task.keep", "2",
        "keep_discard: sub-sequences a sequence marks keep, copied back at the end (1 to task.min_subsequences); the "
        "others are discard, copied back right after their delimiter"},
       {"task.keep_first", "true",
        "keep_discard: the first sub-sequence is always keep, so every matrix is written after the first keep one "
        "(false: the keep ones anywhere)"},
-      {"task.min_subsequence_length", "3", "keep_discard: fewest matrices a sub-sequence"},
-      {"task.max_subsequence_length", "4",
-       "keep_discard: most matrices a sub-sequence (defaults for 16 slots: keep frames ≤ 8, frames in all ≥ 18; "
-       "models/tasks/keep_discard.hpp)"},
+      {"task.min_keep_length", "2", "keep_discard: fewest matrices a keep sub-sequence"},
+      {"task.max_keep_length", "3", "keep_discard: most matrices a keep sub-sequence"},
+      {"task.min_discard_length", "6",
+       "keep_discard: fewest matrices a discard sub-sequence (more than a controller holds in its state)"},
+      {"task.max_discard_length", "8",
+       "keep_discard: most matrices a discard sub-sequence (defaults for 16 slots: keep frames and one discard ≤ 14, "
+       "frames in all ≥ 22; models/tasks/keep_discard.hpp)"},
       {"task.inputs", "20", "priority_sort: matrices in, each with its priority"},
       {"task.outputs", "16", "priority_sort: the highest-priority matrices written, in descending order"},
       {"task.order", "6", "ngrams: the N-gram order N (contexts of N−1 bits)"},
@@ -221,6 +224,9 @@ std::vector<ConfigKey>& all_keys() {
       {"dnc.usage_gradient", "\"stop\"",
        "matdnc usage's gradient to the previous write weighting: stop (none, DeepMind's) or full (the paper's; what "
        "a gradcheck of more than one step checks)"},
+      {"dnc.free_gates", "true",
+       "matdnc free gates: false holds every f at 0, so no slot is ever freed (the ablation that tells whether a task "
+       "needs freeing)"},
       {"log_every", "50", "steps between rows of metrics.csv and progress updates"},
       {"checkpoint_every", "500", "steps between checkpoints (0: only at the end)"},
       {"threads", "1",

@@ -24,10 +24,11 @@ TEST_CASE("train: prints the memory estimate before training", "[tools][train][m
 TEST_CASE("train: the estimate's longest sequence is the task's longest where one size has many lengths",
           "[tools][train][memory]") {
   const fs::path dir = fresh_dir("memory_longest");
-  // keep_discard: 8 sub-sequences of 4 matrices, 2·32 + 8 + 1 steps; repeat_copy: 10 + 10·10 + 2.
+  // keep_discard: 7 sub-sequences, 2 keep of 3 matrices and 5 discard of 8, 2·46 + 7 + 1 steps; repeat_copy:
+  // 10 + 10·10 + 2.
   const CommandResult keep = run_matmem("train --model matdnc --task keep_discard --steps 1 --out keep", dir);
   REQUIRE(keep.status == 0);
-  CHECK_THAT(keep.output, Contains("for the longest sequence (73 time steps × batch 16"));
+  CHECK_THAT(keep.output, Contains("for the longest sequence (100 time steps × batch 16"));
   const CommandResult repeat = run_matmem(
       "train --model matntm --task repeat_copy --set 'model.layers=\"4x3\"' --steps 1 --out repeat", dir);
   REQUIRE(repeat.status == 0);

@@ -272,6 +272,45 @@ TEST_CASE("MatDNC's usage, allocation, write, links and reads match the equation
   }
 }
 
+TEST_CASE("MatDNC without free gates frees no slot: every f is 0 and no usage ever falls", "[models][dnc][values]") {
+  // Over 8 steps of the same parameters and input, the usage falls somewhere with the free gates and nowhere
+  // without them, where ψ = 1 leaves u_t = u_{t−1} + w^w_{t−1} − u_{t−1} w^w_{t−1} ≥ u_{t−1}.
+  constexpr std::size_t T = 8;
+  auto run = [&](bool free_gates) {
+    DNCConfig c = small(CellKind::rnn, 2, DNCConfig::UsageGradient::stop);
+    c.free_gates = free_gates;
+    MatDNC m(c, DType::f64, 21);
+    m.build();
+    perturb_parameters(m, 0.8, 22);
+    const Sequence seq = random_sequence(m, 2, T, 23);
+    Tape tape(DType::f64);
+    Unroller u(m, tape);
+    Recorder rec;
+    u.set_observer(&rec);
+    u.run(seq);
+    return rec;
+  };
+  auto largest_fall = [](const Recorder& rec) {
+    double fall = 0;
+    for (std::int64_t b = 0; b < 2; ++b)
+      for (std::size_t t = 1; t < T; ++t) {
+        const auto before = row(rec, "usage", t - 1, b), after = row(rec, "usage", t, b);
+        for (std::size_t n = 0; n < before.size(); ++n) fall = std::max(fall, before[n] - after[n]);
+      }
+    return fall;
+  };
+  const Recorder with = run(true), without = run(false);
+  CHECK(largest_fall(with) > 1e-3);
+  CHECK(largest_fall(without) == 0.0);
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::size_t t = 0; t < T; ++t)
+      for (const char* gate : {"read1/free", "read2/free"}) {
+        INFO(gate << ", sample " << b << ", step " << t + 1);
+        CHECK(row(without, gate, t, b)[0] == 0.0);
+        CHECK(row(with, gate, t, b)[0] > 0.0);
+      }
+}
+
 TEST_CASE("MatDNC starts every state at zero and names its parameters by head and part", "[models][dnc]") {
   MatDNC m(small(CellKind::lstm, 2), DType::f64, 1);
   m.build();
@@ -300,8 +339,10 @@ TEST_CASE("the dnc keys reach the MatDNC, and bad values are refused naming the 
     CHECK(d.slot_cols == 6);
     CHECK(d.read_heads == 1);
     CHECK(d.usage_gradient == DNCConfig::UsageGradient::stop);
+    CHECK(d.free_gates);
   }
   c.set("dnc.controller", "\"ff\"", "test");
+  c.set("dnc.free_gates", "false", "test");
   c.set("dnc.slots", "7", "test");
   c.set("dnc.slot_rows", "2", "test");
   c.set("dnc.slot_cols", "3", "test");
@@ -318,6 +359,7 @@ TEST_CASE("the dnc keys reach the MatDNC, and bad values are refused naming the 
     CHECK(d.read_heads == 3);
     CHECK(d.controller_clip == 20);
     CHECK(d.clip_logits);
+    CHECK_FALSE(d.free_gates);
     CHECK(d.layers.size() == 2);
   }
   c.set("dnc.read_heads", "17", "test");

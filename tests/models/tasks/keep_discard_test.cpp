@@ -121,9 +121,10 @@ TEST_CASE("keep_discard: the frames of a hand-written example, step by step", "[
 TEST_CASE("keep_discard: drawn batches recall each discard after its delimiter and the keep ones in order at the end",
           "[tasks][keep_discard]") {
   const KeepDiscardOptions o{.rows = 2, .cols = 3, .min_subsequences = 3, .max_subsequences = 6, .keep = 2,
-                             .min_subsequence_length = 1, .max_subsequence_length = 3, .batch = 3};
+                             .min_keep_length = 1, .max_keep_length = 2, .min_discard_length = 3,
+                             .max_discard_length = 5, .batch = 3};
   KeepDiscardTask task(o);
-  std::set<std::int64_t> counts, lengths;
+  std::set<std::int64_t> counts, keep_lengths, discard_lengths;
   std::set<std::size_t> keep_positions;
   for (std::uint64_t seed = 1; seed <= 300; ++seed) {
     Rng rng(seed);
@@ -135,20 +136,22 @@ TEST_CASE("keep_discard: drawn batches recall each discard after its delimiter a
     CHECK(l.keep[0]);  // keep_first
     std::int64_t frames = 0;
     for (std::size_t j = 0; j < l.frames.size(); ++j) {
-      lengths.insert(std::int64_t(l.frames[j].size()));
+      (l.keep[j] ? keep_lengths : discard_lengths).insert(std::int64_t(l.frames[j].size()));
       frames += std::int64_t(l.frames[j].size());
       if (l.keep[j]) keep_positions.insert(j);
     }
     CHECK(std::int64_t(s.inputs.size()) == 2 * frames + n + 1);
   }
   CHECK(counts == std::set<std::int64_t>{3, 4, 5, 6});
-  CHECK(lengths == std::set<std::int64_t>{1, 2, 3});
+  CHECK(keep_lengths == std::set<std::int64_t>{1, 2});  // each kind's lengths from its own range
+  CHECK(discard_lengths == std::set<std::int64_t>{3, 4, 5});
   CHECK(keep_positions == std::set<std::size_t>{0, 1, 2, 3, 4, 5});
 }
 
 TEST_CASE("keep_discard: without keep_first the keep sub-sequences are anywhere", "[tasks][keep_discard]") {
   const KeepDiscardOptions o{.rows = 1, .cols = 2, .min_subsequences = 4, .max_subsequences = 4, .keep = 1,
-                             .min_subsequence_length = 1, .max_subsequence_length = 2, .batch = 2, .keep_first = false};
+                             .min_keep_length = 1, .max_keep_length = 2, .min_discard_length = 1,
+                             .max_discard_length = 2, .batch = 2, .keep_first = false};
   KeepDiscardTask task(o);
   std::set<std::size_t> where;
   for (std::uint64_t seed = 1; seed <= 100; ++seed) {
@@ -164,10 +167,9 @@ TEST_CASE("keep_discard: the defaults fit the keep frames and one discard in 16 
           "[tasks][keep_discard]") {
   const KeepDiscardOptions d;
   const std::int64_t slots = 16;  // DeepMind's DNC (spec/dnc.md §9)
-  CHECK(d.keep * d.max_subsequence_length <= slots / 2);
-  CHECK(d.max_subsequence_length <= slots / 2);
-  CHECK(d.keep * d.max_subsequence_length + d.max_subsequence_length <= slots);
-  CHECK(d.min_subsequences * d.min_subsequence_length > slots);
+  CHECK(d.keep * d.max_keep_length + d.max_discard_length <= slots);
+  CHECK(d.keep * d.min_keep_length + (d.min_subsequences - d.keep) * d.min_discard_length > slots);
+  CHECK(d.min_discard_length >= 6);  // more than the 2×15×15 MatRNN holds (models/results/dnc.md)
   CHECK(d.keep_first);
   // The config's defaults are the task's.
   Config c;
@@ -178,23 +180,30 @@ TEST_CASE("keep_discard: the defaults fit the keep frames and one discard in 16 
   CHECK(m.max_subsequences == d.max_subsequences);
   CHECK(m.keep == d.keep);
   CHECK(m.keep_first == d.keep_first);
-  CHECK(m.min_subsequence_length == d.min_subsequence_length);
-  CHECK(m.max_subsequence_length == d.max_subsequence_length);
+  CHECK(m.min_keep_length == d.min_keep_length);
+  CHECK(m.max_keep_length == d.max_keep_length);
+  CHECK(m.min_discard_length == d.min_discard_length);
+  CHECK(m.max_discard_length == d.max_discard_length);
   // And every drawn batch meets the relations.
   const KeepDiscardOptions o = {.rows = 2, .cols = 2, .batch = 1};  // the defaults' counts and lengths
   KeepDiscardTask task(o);
   for (std::uint64_t seed = 1; seed <= 100; ++seed) {
     Rng rng(seed);
     const Layout l = check_recalls(task.sample(rng), o);
-    std::int64_t all = 0, keep = 0, discard = 0;
+    std::int64_t all = 0, keep = 0, longest_discard = 0;
     for (std::size_t j = 0; j < l.frames.size(); ++j) {
       const std::int64_t n = std::int64_t(l.frames[j].size());
       all += n;
-      (l.keep[j] ? keep : discard) += n;
-      if (!l.keep[j]) CHECK(n <= slots / 2);
+      if (l.keep[j]) {
+        keep += n;
+      } else {
+        longest_discard = std::max(longest_discard, n);
+        CHECK(n >= 6);
+      }
     }
-    CHECK(keep <= slots / 2);
+    CHECK(keep + longest_discard <= slots);
     CHECK(all > slots);
+    CHECK(std::int64_t(l.frames.size()) <= d.max_subsequences);
   }
 }
 
@@ -224,7 +233,7 @@ TEST_CASE("keep_discard: a seed gives one batch, another seed another", "[tasks]
 TEST_CASE("keep_discard: the size is the number of sub-sequences", "[tasks][keep_discard]") {
   KeepDiscardTask task({.rows = 2, .cols = 2, .batch = 2});
   CHECK(std::string(task.size_name()) == "subsequences");
-  CHECK(task.size_range() == std::pair<std::int64_t, std::int64_t>{6, 8});
+  CHECK(task.size_range() == std::pair<std::int64_t, std::int64_t>{5, 7});
   Rng rng(3);
   for (std::int64_t n : task.eval_sizes()) {
     const Layout l = check_recalls(task.sample_size(rng, n), task.options());
@@ -271,9 +280,12 @@ TEST_CASE("keep_discard: impossible settings are refused, naming the key and its
   CHECK_THROWS_WITH(KeepDiscardTask({.keep = 0}), Contains("task.keep = 0"));
   CHECK_THROWS_WITH(KeepDiscardTask({.min_subsequences = 0}), Contains("task.min_subsequences = 0"));
   CHECK_THROWS_WITH(KeepDiscardTask({.min_subsequences = 6, .max_subsequences = 5}), Contains("task.max_subsequences = 5"));
-  CHECK_THROWS_WITH(KeepDiscardTask({.min_subsequence_length = 0}), Contains("task.min_subsequence_length = 0"));
-  CHECK_THROWS_WITH(KeepDiscardTask({.min_subsequence_length = 5, .max_subsequence_length = 4}),
-                    Contains("task.max_subsequence_length = 4") && Contains("task.min_subsequence_length = 5"));
+  CHECK_THROWS_WITH(KeepDiscardTask({.min_keep_length = 0}), Contains("task.min_keep_length = 0"));
+  CHECK_THROWS_WITH(KeepDiscardTask({.min_keep_length = 5, .max_keep_length = 4}),
+                    Contains("task.max_keep_length = 4") && Contains("task.min_keep_length = 5"));
+  CHECK_THROWS_WITH(KeepDiscardTask({.min_discard_length = 0}), Contains("task.min_discard_length = 0"));
+  CHECK_THROWS_WITH(KeepDiscardTask({.min_discard_length = 9, .max_discard_length = 8}),
+                    Contains("task.max_discard_length = 8") && Contains("task.min_discard_length = 9"));
   CHECK_THROWS_WITH(KeepDiscardTask({.rows = 0}), Contains("task.rows = 0"));
   CHECK_THROWS_WITH(KeepDiscardTask({.batch = 0}), Contains("batch = 0"));
   // Through the config, as `matmem train --set` gives them.
