@@ -131,6 +131,17 @@ TEST_CASE("inspect command: a task sized otherwise than by length or items draws
               .status == 0);
   CHECK(svg_has_text(inspect_svg("--checkpoint kd", "kd.svg", dir), "matdnc on keep_discard, subsequences 5"));
   CHECK(svg_has_text(inspect_svg("--checkpoint kd --items 3", "kd3.svg", dir), "matdnc on keep_discard, subsequences 3"));
+  // Keep (2 matrices) at steps 0–1, its delimiter 2; a discard (3) at 3–5, its delimiter 6, its copy-back 7–9; the
+  // recall delimiter 10, the keep one's copy-back 11–12: the input ends at 10, not before the discard's targets.
+  REQUIRE(run_matmem("train --model matdnc --task keep_discard --steps 2 --set batch=4 --set task.rows=2 "
+                     "--set task.cols=2 --set task.keep=1 --set task.min_subsequences=2 --set task.max_subsequences=2 "
+                     "--set task.min_keep_length=2 --set task.max_keep_length=2 --set task.min_discard_length=3 "
+                     "--set task.max_discard_length=3 --out kd2",
+                     dir, 300)
+              .status == 0);
+  const std::string two = inspect_svg("--checkpoint kd2", "kd2.svg", dir);
+  CHECK(svg_has_text(two, "link matrix L at step 10 (end of the input)"));
+  CHECK(svg_has_text(two, "link matrix L at step 12 (the last step)"));
 }
 
 TEST_CASE("eval --plot: one line per checkpoint, named in the legend, capacity --plot writes its curves", "[plot]") {
