@@ -15,8 +15,9 @@
 //     Strengths are softplus as [D] (in (0, ∞)); [N] has oneplus, 1 + softplus (in [1, ∞)).
 //  3. usage: u_t = (u_{t−1} + w^w_{t−1} − u_{t−1} ⊙ w^w_{t−1}) ⊙ Π_i (1 − f^i w^{r,i}_{t−1}), no gradient to
 //     w^w_{t−1} as [D] (dnc_usage; `usage_gradient = stop`, the default); [N] differentiates it (`full`: the
-//     same values, composed of elementwise ops). With `free_gates` false every f^i is 0 (an ablation). The stop-gradient makes [D]'s gradient other than the loss's
-//     own from the second step on, so a model gradcheck of more than one step checks `full`.
+//     same values, composed of elementwise ops). The stop-gradient makes [D]'s gradient other than the loss's
+//     own from the second step on, so a model gradcheck of more than one step checks `full`. With `free_gates`
+//     false every f^i is 0 (an ablation: no slot is ever freed).
 //  4. allocation: a[φ_j] = (1 − û[φ_j]) Π_{k<j} û[φ_k], û = ε + (1 − ε) u_t, φ the slots by ascending û
 //     (dnc_allocation; the ε is [D]'s).
 //  5. write weighting: c^w = softmax(β^w cos(K^w, M_{t−1}(i))), w^w_t = g^w [g^a a + (1 − g^a) c^w].

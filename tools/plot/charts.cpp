@@ -256,12 +256,11 @@ std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const Insp
     if (w.name.rfind("write", 0) == 0 && !write) write = &w;
   // The end of the input: the step the last run of consecutive target steps starts at (copy's first target;
   // keep_discard's first after its recall delimiter, past the discards' own copy-backs).
-  std::int64_t last_run = d.target_steps.empty() ? T : d.target_steps.back();
+  std::int64_t input_end = d.target_steps.empty() ? T : d.target_steps.back();
   for (std::size_t k = d.target_steps.size(); k-- > 1 && d.target_steps[k - 1] + 1 == d.target_steps[k];)
-    last_run = d.target_steps[k - 1];
+    input_end = d.target_steps[k - 1];
   if (memory && write) {
-    const std::int64_t until = last_run;
-    for (std::int64_t t = 0; t < until && t < std::int64_t(write->w.size()); ++t) {
+    for (std::int64_t t = 0; t < input_end && t < std::int64_t(write->w.size()); ++t) {
       const auto& row = write->w[std::size_t(t)];
       written.push_back({t, std::int64_t(std::max_element(row.begin(), row.end()) - row.begin())});
     }
@@ -272,7 +271,7 @@ std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const Insp
   std::vector<std::int64_t> link_steps;
   if (!d.links.empty()) {
     const std::int64_t end = std::min<std::int64_t>(T, std::int64_t(d.links.size())) - 1;
-    if (!d.target_steps.empty() && last_run >= 1 && last_run - 1 < end) link_steps.push_back(last_run - 1);
+    if (!d.target_steps.empty() && input_end >= 1 && input_end - 1 < end) link_steps.push_back(input_end - 1);
     link_steps.push_back(end);
   }
   // Below the frames, a row of heatmaps; a DNC's (usage, allocation, weightings, links) three to a row.
