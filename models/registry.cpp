@@ -126,6 +126,10 @@ std::unique_ptr<Model> dnc(const Config& c, const Task& t, DType dtype, std::uin
     throw Error(fmt::format("config: dnc.usage_gradient = {}: choose stop (DeepMind's) or full (the paper's)", usage));
   dc.usage_gradient = usage == "full" ? DNCConfig::UsageGradient::full : DNCConfig::UsageGradient::stop;
   dc.free_gates = c.flag("dnc.free_gates");
+  dc.cosine_eps = c.num("dnc.cosine_eps");
+  if (!(dc.cosine_eps >= 0) || !std::isfinite(dc.cosine_eps))
+    throw Error(fmt::format("config: dnc.cosine_eps = {}: choose a finite value of at least 0 (0: the MatNTM's "
+                            "cosine similarity)", dc.cosine_eps));
   set_io(dc, t);
   return std::make_unique<MatDNC>(dc, dtype, seed);
 }

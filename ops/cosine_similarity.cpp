@@ -1,10 +1,13 @@
-// cosine_similarity: y_{h,b,n} = d / (‖K_{h,b}‖ ‖M_{b,n}‖ + ε), d = <K_{h,b}, M_{b,n}>_F, ε = 1e-8,
+// cosine_similarity: y_{h,b,n} = d / (‖K_{h,b}‖ ‖M_{b,n}‖ + ε_p), d = <K_{h,b}, M_{b,n}>_F, ‖x‖ = √(Σx² + ε_n),
 // for H keys against one memory in a single pass over it (the NTM's heads all address M_{t−1}).
 //   K_1..K_H:[B,r,c], M:[B,N,r,c] (N ≥ 2) -> [B,H,N]  (row h is head h's similarities; H = 1 gives [B,N])
-// With D = ‖K_h‖‖M_n‖ + ε:
+// ε_p = CosineEps::product (attrs.f[0]; 1e-8 by default), ε_n = CosineEps::norm (attrs.f[1]; 0 by default:
+// the exact norms). With D = ‖K_h‖‖M_n‖ + ε_p, and ∂‖x‖/∂x = x/‖x‖ for either ε_n:
 //   grad_K_h += Σ_n g_{h,n} (M_n / D - d ‖M_n‖ / D² · K_h / ‖K_h‖)
 //   grad_M_n += Σ_h g_{h,n} (K_h / D - d ‖K_h‖ / D² · M_n / ‖M_n‖)
-// At a zero norm the K/‖K‖ (or M_n/‖M_n‖) term is taken as 0 (its subgradient), so nothing divides by zero.
+// At a zero norm (only with ε_n = 0) the K/‖K‖ (or M_n/‖M_n‖) term is taken as 0 (its subgradient), so
+// nothing divides by zero; with ε_n > 0 every norm is at least √ε_n and the gradient at a zero slot is the
+// function's own, g K / (‖K‖√ε_n + ε_p).
 // ‖M_n‖ is computed once for all heads, and backward updates grad_M in one pass for all heads: the keys go
 // in blocks of up to kKeyBlock (4) per group of slots, the group's values still in L1 for the next block,
 // so any number of keys has its sums in registers. With the memory's batch innermost (ops/slots.hpp) each slot's norms and dot products are vertical SIMD sums
@@ -24,7 +27,6 @@
 
 namespace matmem {
 namespace {
-constexpr double kEps = 1e-8;
 constexpr std::size_t kMaxKeys = 16;
 
 // saved (batch innermost): dot [H·N·B], ‖M‖ [N·B], ‖K‖ [H·B].
@@ -123,7 +125,7 @@ struct CosineSimilarityKernel {
   // h0+K-1 (a block); blocks after the first (First = false) add to cm.
   template <int K, bool First>
   static void coefficients(const T* saved, T* a, T* cm, T* kc, std::int64_t H, std::int64_t h0, std::int64_t B,
-                           std::int64_t N) {
+                           std::int64_t N, T eps) {
     const T *dot = saved, *nm = dot + H * N * B, *nk = nm + N * B;
     ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
       using X = decltype(x);
@@ -137,7 +139,7 @@ struct CosineSimilarityKernel {
         X cmv = First ? X(T(0)) : ops::load<X>(cm + n * B + q);
         for (int h = 0; h < K; ++h) {
           const std::int64_t o = ((h0 + h) * N + n) * B + q;
-          const X g = ops::load<X>(a + o), inv = X(T(1)) / (kn[h] * mn + X(T(kEps)));
+          const X g = ops::load<X>(a + o), inv = X(T(1)) / (kn[h] * mn + X(eps));
           const X ga = g * inv, t = ga * ops::load<X>(dot + o) * inv;
           ops::store<X>(a + o, ga);
           cmv += t * kn[h] * inv_mn;
@@ -237,7 +239,7 @@ struct CosineSimilarityKernel {
   // ends in a fold. Keys h0 .. h0+K-1 (a block); blocks after the first add to cm.
   template <int K, bool First>
   static void coefficients_periodic(const Lanes& ln, const T* saved, T* a, T* cm, T* kc, std::int64_t H,
-                                    std::int64_t h0, std::int64_t N) {
+                                    std::int64_t h0, std::int64_t N, T eps) {
     const std::int64_t B = ln.B, NB = N * B;
     const T *dot = saved, *nm = dot + H * NB, *nk = nm + NB;
     std::array<V, K> kn, inv_kn, kcv{};
@@ -250,7 +252,7 @@ struct CosineSimilarityKernel {
       V cmv = First ? V(T(0)) : ld(cm + i);
       for (int h = 0; h < K; ++h) {
         const std::int64_t o = (h0 + h) * NB + i;
-        const V g = ld(a + o), inv = V(T(1)) / (kn[h] * mn + V(T(kEps)));
+        const V g = ld(a + o), inv = V(T(1)) / (kn[h] * mn + V(eps));
         const V ga = g * inv, t = ga * ld(dot + o) * inv;
         st(a + o, ga);
         cmv += t * kn[h] * inv_mn;
@@ -273,7 +275,8 @@ struct CosineSimilarityKernel {
         else slot_group_sums_periodic<K, S, false>(ln, c.x[H], kt, h0, L, N, n0, dot, nm);
       });
     });
-    chunks(NB, [&](std::int64_t i, auto ld, auto st) { st(nm + i, xsimd::sqrt(ld(nm + i))); });
+    const T eps = T(c.attrs.f[0]), norm_eps = T(c.attrs.f[1]);
+    chunks(NB, [&](std::int64_t i, auto ld, auto st) { st(nm + i, xsimd::sqrt(ld(nm + i) + V(norm_eps))); });
     for (int h = 0; h < H; ++h) {
       V acc(T(0));
       chunks(L, [&](std::int64_t i, auto ld, auto) {
@@ -282,12 +285,12 @@ struct CosineSimilarityKernel {
       });
       ln.fold_store(nk + h * B, acc, false);
     }
-    for (std::int64_t q = 0; q < H * B; ++q) nk[q] = std::sqrt(nk[q]);
+    for (std::int64_t q = 0; q < H * B; ++q) nk[q] = std::sqrt(nk[q] + norm_eps);
     T* yt = kt + H * L;
     for (int h = 0; h < H; ++h) {
       const V kn = ln.periodic(nk + h * B);
       chunks(NB, [&](std::int64_t i, auto ld, auto st) {
-        st(yt + h * NB + i, ld(dot + h * NB + i) / (kn * ld(nm + i) + V(T(kEps))));
+        st(yt + h * NB + i, ld(dot + h * NB + i) / (kn * ld(nm + i) + V(eps)));
       });
     }
     ops::from_batch_inner(yt, B, H, N, c.y, /*accumulate=*/false);
@@ -297,9 +300,10 @@ struct CosineSimilarityKernel {
     const Shape& m = c.x_shape[H];
     const std::int64_t B = m.batch, N = m.slots, L = m.rows * m.cols * B;
     const Lanes ln(B);
+    const T eps = T(c.attrs.f[0]);
     for_each_key_block(H, [&](std::int64_t h0, auto k) {
-      if (h0 == 0) coefficients_periodic<decltype(k)::value, true>(ln, c.saved, a, cm, kc, H, h0, N);
-      else coefficients_periodic<decltype(k)::value, false>(ln, c.saved, a, cm, kc, H, h0, N);
+      if (h0 == 0) coefficients_periodic<decltype(k)::value, true>(ln, c.saved, a, cm, kc, H, h0, N, eps);
+      else coefficients_periodic<decltype(k)::value, false>(ln, c.saved, a, cm, kc, H, h0, N, eps);
     });
     for (std::int64_t h = 0; h < H; ++h) {
       const V kcv = ln.periodic(kc + h * B);
@@ -332,7 +336,8 @@ struct CosineSimilarityKernel {
         else slot_group_sums<decltype(k)::value, decltype(s)::value, false>(mem, kt, h0, E, B, N, n0, dot, nm);
       });
     });
-    for (std::int64_t q = 0; q < N * B; ++q) nm[q] = std::sqrt(nm[q]);
+    const T eps = T(c.attrs.f[0]), norm_eps = T(c.attrs.f[1]);
+    for (std::int64_t q = 0; q < N * B; ++q) nm[q] = std::sqrt(nm[q] + norm_eps);
     for (int h = 0; h < H; ++h)  // ‖K_h‖ per item: vertical sums over the batch lanes
       ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
         using X = decltype(x);
@@ -343,14 +348,14 @@ struct CosineSimilarityKernel {
         }
         ops::store<X>(nk + h * B + q, acc);
       });
-    for (std::int64_t q = 0; q < H * B; ++q) nk[q] = std::sqrt(nk[q]);
+    for (std::int64_t q = 0; q < H * B; ++q) nk[q] = std::sqrt(nk[q] + norm_eps);
     T* yt = kt + H * E * B;  // y with the batch innermost, then transposed to [B,H,N]
     for (int h = 0; h < H; ++h)
       for (std::int64_t n = 0; n < N; ++n) {
         const std::int64_t o = (h * N + n) * B;
         ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
           using X = decltype(x);
-          const X den = ops::load<X>(nk + h * B + q) * ops::load<X>(nm + n * B + q) + X(T(kEps));
+          const X den = ops::load<X>(nk + h * B + q) * ops::load<X>(nm + n * B + q) + X(eps);
           ops::store<X>(yt + o + q, ops::load<X>(dot + o + q) / den);
         });
       }
@@ -363,9 +368,10 @@ struct CosineSimilarityKernel {
     const int H = c.arity - 1;
     const Shape& m = c.x_shape[H];
     const std::int64_t B = m.batch, N = m.slots, E = m.rows * m.cols;
+    const T eps = T(c.attrs.f[0]);
     for_each_key_block(H, [&](std::int64_t h0, auto k) {
-      if (h0 == 0) coefficients<decltype(k)::value, true>(c.saved, a, cm, kc, H, h0, B, N);
-      else coefficients<decltype(k)::value, false>(c.saved, a, cm, kc, H, h0, B, N);
+      if (h0 == 0) coefficients<decltype(k)::value, true>(c.saved, a, cm, kc, H, h0, B, N, eps);
+      else coefficients<decltype(k)::value, false>(c.saved, a, cm, kc, H, h0, B, N, eps);
     });
     for (std::int64_t h = 0; h < H; ++h)
       for (std::int64_t e = 0; e < E; ++e)
@@ -410,10 +416,13 @@ Traffic traffic(const Shape* x, int arity, const Shape&, const OpAttrs&) {
 constexpr OpDef kOp = with_traffic(make_op<CosineSimilarityKernel>("cosine_similarity", flops), traffic);
 }  // namespace
 
-Var cosine_similarity(std::span<const Var> keys, Var memory) {
+Var cosine_similarity(std::span<const Var> keys, Var memory, CosineEps eps) {
   const char* op = "cosine_similarity";
   if (keys.empty() || keys.size() > kMaxKeys)
     throw Error(fmt::format("{}: between 1 and {} keys, got {}", op, kMaxKeys, keys.size()));
+  if (!(eps.product > 0) || !(eps.norm >= 0) || !std::isfinite(eps.product) || !std::isfinite(eps.norm))
+    throw Error(fmt::format("{}: the product's epsilon must be positive and the norms' at least 0, both finite; "
+                            "got {} and {}", op, eps.product, eps.norm));
   std::array<Var, kMaxKeys + 1> in;
   const Shape& m = memory.shape();
   ops::check_memory(op, memory);
@@ -426,11 +435,16 @@ Var cosine_similarity(std::span<const Var> keys, Var memory) {
   }
   in[keys.size()] = memory;
   const auto H = std::int64_t(keys.size());
+  OpAttrs attrs;
+  attrs.f[0] = eps.product;
+  attrs.f[1] = eps.norm;
   return memory.tape->apply(kOp, std::span<const Var>(in.data(), keys.size() + 1),
-                            {m.batch, 1, H, m.slots}, {}, saved_size(H, m), scratch_size(H, m));
+                            {m.batch, 1, H, m.slots}, attrs, saved_size(H, m), scratch_size(H, m));
 }
 
-Var cosine_similarity(Var key, Var memory) { return cosine_similarity(std::span<const Var>(&key, 1), memory); }
+Var cosine_similarity(Var key, Var memory, CosineEps eps) {
+  return cosine_similarity(std::span<const Var>(&key, 1), memory, eps);
+}
 
 OpSample cosine_similarity_sample(Rng& rng, SampleSize size, int keys) {
   const SampleDims d = sample_dims(size);

@@ -63,13 +63,21 @@ Var layer_norm(Var x, LayerNormOver over = LayerNormOver::matrix, double eps = 1
 Var batch_norm(Var x, double eps = 1e-5);
 
 // --- memory addressing (NTM) ---------------------------------------------------------------------------------
-/// cos(K, M_i) = ⟨K, M_i⟩_F / (‖K‖_F ‖M_i‖_F + ε), ε = 1e-8.  K:[B,r,c], M:[B,N,r,c] -> [B,N]  (ops/cosine_similarity.cpp)
-/// The similarity has no derivative where a norm is 0: at a zero slot M_i the gradient with respect to it is
-/// g K / ε, and at a zero key g M_i / ε (ε = 1e-8), not the function's; a key or memory addressed by content
-/// must start from a non-zero state (models/README.md, "Known traps").
-Var cosine_similarity(Var key, Var memory);
+/// The epsilons of cosine_similarity: cos = ⟨K, M_i⟩_F / (‖K‖ ‖M_i‖ + product), ‖x‖ = √(Σx² + norm). The
+/// defaults are the MatNTM's (exact norms); DeepMind's DNC takes {1e-6, 1e-6}.
+struct CosineEps {
+  double product = 1e-8;  ///< added to the product of the norms (> 0)
+  double norm = 0;        ///< added under each norm's root (≥ 0)
+};
+/// cos(K, M_i) = ⟨K, M_i⟩_F / (‖K‖_F ‖M_i‖_F + ε), ε = eps.product.  K:[B,r,c], M:[B,N,r,c] -> [B,N]
+/// (ops/cosine_similarity.cpp). With the exact norms (eps.norm = 0) the similarity has no derivative where a
+/// norm is 0: at a zero slot M_i the gradient with respect to it is g K / ε, and at a zero key g M_i / ε, not
+/// the function's; a key or memory addressed by content must start from a non-zero state (models/README.md,
+/// "Known traps"). With eps.norm > 0 every norm is at least √eps.norm, the function is smooth at zero and the
+/// gradient at a zero slot is its own, g K / (‖K‖ √eps.norm + ε).
+Var cosine_similarity(Var key, Var memory, CosineEps eps = {});
 /// The same for H keys in one pass over the memory: -> [B,H,N], row h for key h (take it with row()).
-Var cosine_similarity(std::span<const Var> keys, Var memory);
+Var cosine_similarity(std::span<const Var> keys, Var memory, CosineEps eps = {});
 /// Row h of x:[B,H,N] -> [B,N]  (ops/row.cpp)
 Var row(Var x, std::int64_t h);
 inline constexpr std::size_t kStackRowsMaxParts = 64;  ///< stack_rows' most parts (the tape's most inputs of an op)

@@ -93,6 +93,7 @@ void MatDNC::step(Step& s) {
 
   // 3–5. Usage, allocation and the write weighting, its content part on M_{t−1}.
   const Var m_prev = s.state("memory");
+  const CosineEps eps = c.cosine_eps > 0 ? CosineEps{c.cosine_eps, c.cosine_eps} : CosineEps{};
   const Var u_prev = s.state("usage"), w_write_prev = s.state("w/write");
   Var usage;
   if (c.usage_gradient == DNCConfig::UsageGradient::stop) {
@@ -104,7 +105,7 @@ void MatDNC::step(Step& s) {
     usage = hadamard(add(u_prev, hadamard(w_write_prev, one_minus(u_prev))), retention);
   }
   const Var allocation = dnc_allocation(usage);
-  const Var content_write = softmax(hadamard(write_beta, cosine_similarity(write_key, m_prev)));
+  const Var content_write = softmax(hadamard(write_beta, cosine_similarity(write_key, m_prev, eps)));
   const Var w_write = dnc_write_weighting(write_gate, allocation_gate, allocation, content_write);
   // 6. Erase and add.
   const Var m = memory_write(m_prev, w_write, erase, added);
@@ -113,7 +114,7 @@ void MatDNC::step(Step& s) {
   // 8–9. Read weightings (content on M_t, directions through L_t from w^r_{t−1}), then the reads of M_t.
   std::array<Var, kDncMaxReadHeads> reads, w_read;
   for (std::size_t k = 0; k < R; ++k) {
-    const Var content = softmax(hadamard(read_beta[k], cosine_similarity(read_key[k], m)));
+    const Var content = softmax(hadamard(read_beta[k], cosine_similarity(read_key[k], m, eps)));
     const Var forward = dnc_forward_weighting(links.link, w_read_prev[k]);
     const Var backward = dnc_backward_weighting(links.link, w_read_prev[k]);
     w_read[k] = dnc_read_weighting(modes[k], backward, content, forward);

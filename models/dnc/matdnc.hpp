@@ -29,8 +29,9 @@
 //     π^i[2] f^i ([N]'s order of the modes; [D] orders them backward, forward, content).
 //  9. reads: R^i_t = Σ_j w^{r,i}_t(j) M_t(j) (memory_read).
 // 10. Y_t = mat(H_t, R_t^{1..R}) (the logits, with a bias as [D]), clipped to ±c too when `clip_logits`.
-// cos is the library's cosine_similarity, ⟨K, M(i)⟩_F / (‖K‖_F ‖M(i)‖_F + 1e-8); [D] adds 1e-6 under each
-// norm's root and 1e-6 to the product.
+// cos is [D]'s: ⟨K, M(i)⟩_F / (|K| |M(i)| + ε), |x| = √(‖x‖_F² + ε), ε = `cosine_eps` (1e-6 as [D]), so a
+// near-empty slot's gradient is bounded by 1/√ε rather than growing as 1/‖M(i)‖_F; `cosine_eps` 0 gives the
+// MatNTM's form, exact norms and 1e-8 on their product ([N] states no ε).
 // Initial state as [D]: everything zero and not learned: M_0, u_0, p_0, L_0, w^w_0, w^{r,i}_0, R_0 and the
 // controller's states. A zero memory does not meet the zero-norm trap of cosine similarity (models/README.md,
 // "Known traps"): M_0 is no function of the parameters, and cos(K, 0) = 0 has a zero gradient in K, which is
@@ -65,6 +66,9 @@ struct DNCConfig {
   // False: every free gate held at f^i = 0 (ψ = 1, so a written slot's usage never falls): the ablation that
   // tells whether a task needs freeing. The free gates' maps stay, with no gradient.
   bool free_gates = true;
+  // [D]'s ε of the content weightings' cosine similarity, under each norm's root and on their product
+  // (CosineEps{ε, ε}); 0: the library's cosine similarity (exact norms, 1e-8 on the product), the MatNTM's.
+  double cosine_eps = 1e-6;
   std::int64_t input_rows = 6, input_cols = 5, output_rows = 5, output_cols = 5;
 };
 

@@ -227,6 +227,9 @@ std::vector<ConfigKey>& all_keys() {
       {"dnc.free_gates", "true",
        "matdnc free gates: false holds every f at 0, so no slot is ever freed (the ablation that tells whether a task "
        "needs freeing)"},
+      {"dnc.cosine_eps", "1e-6",
+       "matdnc content weightings' epsilon, under each norm's root and on their product as DeepMind's DNC (0: the "
+       "MatNTM's cosine similarity, exact norms and 1e-8 on their product)"},
       {"log_every", "50", "steps between rows of metrics.csv and progress updates"},
       {"checkpoint_every", "500", "steps between checkpoints (0: only at the end)"},
       {"threads", "1",

@@ -208,3 +208,16 @@ def test_errors_of_the_checked_function_reach_the_caller():
     with pytest.raises(TypeError, match="must return a matmem.Var, it returned ndarray"):
         matmem.gradcheck(lambda t, x: x.value(), [u(1, 2, 2)])
     assert matmem.gradcheck(lambda t, x: ops.exp(x), [u(1, 2, 2)])  # and gradcheck goes on working
+
+
+def test_cosine_similarity_epsilons_reach_the_op():
+    # DeepMind's DNC form, eps under each norm's root and on their product, against numpy, at a zero slot too.
+    tape = matmem.Tape(np.float64)
+    k, m = u(B, R, C), u(B, N, R, C)
+    m[:, 1] = 0.0
+    y = ops.cosine_similarity(tape.input(k), tape.input(m), product_eps=0.2, norm_eps=0.3).value()
+    nk = np.sqrt((k * k).sum(axis=(1, 2)) + 0.3)[:, None]
+    nm = np.sqrt((m * m).sum(axis=(2, 3)) + 0.3)
+    want = np.einsum("brc,bnrc->bn", k, m) / (nk * nm + 0.2)
+    np.testing.assert_allclose(y.reshape(B, N), want, rtol=1e-12, atol=1e-14)
+    assert matmem.gradcheck(lambda t, kk, mm: ops.cosine_similarity(kk, mm, norm_eps=0.3), [k, m]).passed

@@ -121,19 +121,22 @@ void bind_ops(py::module_& m) {
 
   ops.def(
       "cosine_similarity",
-      [](const py::object& keys, V memory) {
+      [](const py::object& keys, V memory, double product_eps, double norm_eps) {
+        const CosineEps eps{product_eps, norm_eps};
         if (py::isinstance<PyVar>(keys)) {
           const PyVar& k = keys.cast<const PyVar&>();
-          return py::cast(wrap(tape_of("cosine_similarity", k, memory), cosine_similarity(k.get(), memory.get())));
+          return py::cast(wrap(tape_of("cosine_similarity", k, memory), cosine_similarity(k.get(), memory.get(), eps)));
         }
         const auto ks = keys.cast<std::vector<PyVar>>();
         std::vector<const PyVar*> ptrs{&memory};
         add_all(ptrs, ks);
         const auto ref = common_tape("cosine_similarity", ptrs);
-        return py::cast(wrap(ref, cosine_similarity(gets(ks), memory.get())));
+        return py::cast(wrap(ref, cosine_similarity(gets(ks), memory.get(), eps)));
       },
-      py::arg("key"), py::arg("memory"),
-      "cos(K, M_i): key [B,r,c] -> [B,1,N]; a list of H keys -> [B,H,N]. memory [B,N,r,c]");
+      py::arg("key"), py::arg("memory"), py::arg("product_eps") = CosineEps{}.product,
+      py::arg("norm_eps") = CosineEps{}.norm,
+      "cos(K, M_i) = <K, M_i> / (|K| |M_i| + product_eps), |x| = sqrt(sum x^2 + norm_eps): key [B,r,c] -> "
+      "[B,1,N]; a list of H keys -> [B,H,N]. memory [B,N,r,c]");
   ops.def("row", [](V x, std::int64_t h) { return wrap(tape_of("row", x), row(x.get(), h)); }, py::arg("x"),
           py::arg("h"), "row h of x [B,H,N] -> [B,1,N]");
   ops.def(

@@ -148,14 +148,15 @@ std::vector<double> row(const Recorder& rec, const std::string& name, std::size_
       for (std::int64_t j = 0; j < s.cols; ++j) v.push_back(x.get(s.offset(b, n, i, j)));
   return v;
 }
-double cosine(const std::vector<double>& k, const std::vector<double>& m, std::size_t slot, std::size_t w) {
-  double dot = 0, nk = 0, nm = 0;
+// [D]'s cosine similarity, ε under each norm's root and on their product; ε = 0: exact norms and 1e-8.
+double cosine(const std::vector<double>& k, const std::vector<double>& m, std::size_t slot, std::size_t w, double eps) {
+  double dot = 0, nk = eps, nm = eps;
   for (std::size_t e = 0; e < w; ++e) {
     dot += k[e] * m[slot * w + e];
     nk += k[e] * k[e];
     nm += m[slot * w + e] * m[slot * w + e];
   }
-  return dot / (std::sqrt(nk) * std::sqrt(nm) + 1e-8);
+  return dot / (std::sqrt(nk) * std::sqrt(nm) + (eps > 0 ? eps : 1e-8));
 }
 std::vector<double> softmax_of(std::vector<double> x) {
   const double top = *std::max_element(x.begin(), x.end());
@@ -170,105 +171,109 @@ TEST_CASE("MatDNC's usage, allocation, write, links and reads match the equation
           "[models][dnc][values]") {
   // N = 3 slots of 1x2, two read heads, over 3 steps: L_1 = w^w_1 p_0ᵀ = 0, and from step 2 the free gates
   // act on w^r_1 and L_2 = w^w_2 p_1ᵀ ≠ 0 brings the forward and backward weightings in. The interface values are the model's
-  // (exposed); everything after them is computed here from spec/dnc.md with plain loops.
+  // (exposed); everything after them is computed here from spec/dnc.md with plain loops. The content
+  // weightings at cosine_eps 0 (the MatNTM's cosine) and 0.3 (an ε large enough to move every value).
   DNCConfig c = small(CellKind::lstm, 2, DNCConfig::UsageGradient::stop);
   c.slots = 3, c.slot_rows = 1, c.slot_cols = 2;
-  MatDNC m(c, DType::f64, 11);
-  m.build();
-  perturb_parameters(m, 0.8, 12);
-  const Sequence seq = random_sequence(m, 2, 3, 13);
-  Tape tape(DType::f64);
-  Unroller u(m, tape);
-  Recorder rec;
-  u.set_observer(&rec);
-  u.run(seq);
-  constexpr std::size_t N = 3, W = 2, R = 2, T = 3;
-  for (std::int64_t b = 0; b < 2; ++b) {
-    std::vector<double> usage(N, 0), ww(N, 0), p(N, 0), mem(N * W, 0), link(N * N, 0);
-    std::array<std::vector<double>, R> wr = {std::vector<double>(N, 0), std::vector<double>(N, 0)};
-    for (std::size_t t = 0; t < T; ++t) {
-      INFO("sample " << b << ", step " << t + 1);
-      const auto get = [&](const std::string& name) { return row(rec, name, t, b); };
-      // Usage (u_{t−1} + w^w_{t−1} − u_{t−1} w^w_{t−1}) ψ.
-      std::vector<double> psi(N, 1.0);
-      for (std::size_t i = 0; i < R; ++i) {
-        const double f = get(fmt::format("read{}/free", i + 1))[0];
-        for (std::size_t n = 0; n < N; ++n) psi[n] *= 1 - f * wr[i][n];
-      }
-      for (std::size_t n = 0; n < N; ++n) usage[n] = (usage[n] + ww[n] - usage[n] * ww[n]) * psi[n];
-      // Allocation over û = ε + (1 − ε) u sorted ascending (stable: the lower slot first).
-      std::vector<double> uh(N), alloc(N);
-      for (std::size_t n = 0; n < N; ++n) uh[n] = 1e-6 + (1 - 1e-6) * usage[n];
-      std::vector<std::size_t> order(N);
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t z) { return uh[a] < uh[z]; });
-      double prod = 1;
-      for (std::size_t j = 0; j < N; ++j) {
-        alloc[order[j]] = (1 - uh[order[j]]) * prod;
-        prod *= uh[order[j]];
-      }
-      // Write weighting, content on M_{t−1}.
-      const auto wkey = get("write1/key");
-      const double wbeta = get("write1/beta")[0], ga = get("write1/allocation_gate")[0], gw = get("write1/gate")[0];
-      std::vector<double> sim(N);
-      for (std::size_t n = 0; n < N; ++n) sim[n] = wbeta * cosine(wkey, mem, n, W);
-      const auto cw = softmax_of(sim);
-      for (std::size_t n = 0; n < N; ++n) ww[n] = gw * (ga * alloc[n] + (1 - ga) * cw[n]);
-      // Erase and add.
-      const auto erase = get("write1/erase"), add = get("write1/add");
-      for (std::size_t n = 0; n < N; ++n)
-        for (std::size_t e = 0; e < W; ++e) mem[n * W + e] = mem[n * W + e] * (1 - ww[n] * erase[e]) + ww[n] * add[e];
-      // Links from p_{t−1}, then p_t.
-      for (std::size_t i = 0; i < N; ++i)
-        for (std::size_t j = 0; j < N; ++j)
-          link[i * N + j] = i == j ? 0 : (1 - ww[i] - ww[j]) * link[i * N + j] + ww[i] * p[j];
-      const double wsum = std::accumulate(ww.begin(), ww.end(), 0.0);
-      for (std::size_t n = 0; n < N; ++n) p[n] = (1 - wsum) * p[n] + ww[n];
-      // Reads: content on M_t, forward L w^r_{t−1}, backward Lᵀ w^r_{t−1}, modes (backward, content, forward).
-      std::array<std::vector<double>, R> reads;
-      for (std::size_t i = 0; i < R; ++i) {
-        const std::string h = fmt::format("read{}", i + 1);
-        const auto key = get(h + "/key"), modes = get(h + "/modes");
-        const double beta = get(h + "/beta")[0];
-        for (std::size_t n = 0; n < N; ++n) sim[n] = beta * cosine(key, mem, n, W);
-        const auto cr = softmax_of(sim);
-        std::vector<double> w(N);
-        for (std::size_t n = 0; n < N; ++n) {
-          double fw = 0, bw = 0;
-          for (std::size_t j = 0; j < N; ++j) fw += link[n * N + j] * wr[i][j], bw += link[j * N + n] * wr[i][j];
-          w[n] = modes[0] * bw + modes[1] * cr[n] + modes[2] * fw;
+  for (const double eps : {0.0, 0.3}) {
+    c.cosine_eps = eps;
+    MatDNC m(c, DType::f64, 11);
+    m.build();
+    perturb_parameters(m, 0.8, 12);
+    const Sequence seq = random_sequence(m, 2, 3, 13);
+    Tape tape(DType::f64);
+    Unroller u(m, tape);
+    Recorder rec;
+    u.set_observer(&rec);
+    u.run(seq);
+    constexpr std::size_t N = 3, W = 2, R = 2, T = 3;
+    for (std::int64_t b = 0; b < 2; ++b) {
+      std::vector<double> usage(N, 0), ww(N, 0), p(N, 0), mem(N * W, 0), link(N * N, 0);
+      std::array<std::vector<double>, R> wr = {std::vector<double>(N, 0), std::vector<double>(N, 0)};
+      for (std::size_t t = 0; t < T; ++t) {
+        INFO("cosine_eps " << eps << ", sample " << b << ", step " << t + 1);
+        const auto get = [&](const std::string& name) { return row(rec, name, t, b); };
+        // Usage (u_{t−1} + w^w_{t−1} − u_{t−1} w^w_{t−1}) ψ.
+        std::vector<double> psi(N, 1.0);
+        for (std::size_t i = 0; i < R; ++i) {
+          const double f = get(fmt::format("read{}/free", i + 1))[0];
+          for (std::size_t n = 0; n < N; ++n) psi[n] *= 1 - f * wr[i][n];
         }
-        wr[i] = w;
-        reads[i].assign(W, 0);
+        for (std::size_t n = 0; n < N; ++n) usage[n] = (usage[n] + ww[n] - usage[n] * ww[n]) * psi[n];
+        // Allocation over û = ε + (1 − ε) u sorted ascending (stable: the lower slot first).
+        std::vector<double> uh(N), alloc(N);
+        for (std::size_t n = 0; n < N; ++n) uh[n] = 1e-6 + (1 - 1e-6) * usage[n];
+        std::vector<std::size_t> order(N);
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t z) { return uh[a] < uh[z]; });
+        double prod = 1;
+        for (std::size_t j = 0; j < N; ++j) {
+          alloc[order[j]] = (1 - uh[order[j]]) * prod;
+          prod *= uh[order[j]];
+        }
+        // Write weighting, content on M_{t−1}.
+        const auto wkey = get("write1/key");
+        const double wbeta = get("write1/beta")[0], ga = get("write1/allocation_gate")[0], gw = get("write1/gate")[0];
+        std::vector<double> sim(N);
+        for (std::size_t n = 0; n < N; ++n) sim[n] = wbeta * cosine(wkey, mem, n, W, eps);
+        const auto cw = softmax_of(sim);
+        for (std::size_t n = 0; n < N; ++n) ww[n] = gw * (ga * alloc[n] + (1 - ga) * cw[n]);
+        // Erase and add.
+        const auto erase = get("write1/erase"), add = get("write1/add");
         for (std::size_t n = 0; n < N; ++n)
-          for (std::size_t e = 0; e < W; ++e) reads[i][e] += w[n] * mem[n * W + e];
-      }
-      auto check = [&](const std::string& name, const std::vector<double>& want) {
-        const auto got = get(name);
-        REQUIRE(got.size() == want.size());
-        for (std::size_t k = 0; k < want.size(); ++k) {
-          INFO(name << "[" << k << "]");
-          CHECK(got[k] == Approx(want[k]).margin(1e-12));
+          for (std::size_t e = 0; e < W; ++e) mem[n * W + e] = mem[n * W + e] * (1 - ww[n] * erase[e]) + ww[n] * add[e];
+        // Links from p_{t−1}, then p_t.
+        for (std::size_t i = 0; i < N; ++i)
+          for (std::size_t j = 0; j < N; ++j)
+            link[i * N + j] = i == j ? 0 : (1 - ww[i] - ww[j]) * link[i * N + j] + ww[i] * p[j];
+        const double wsum = std::accumulate(ww.begin(), ww.end(), 0.0);
+        for (std::size_t n = 0; n < N; ++n) p[n] = (1 - wsum) * p[n] + ww[n];
+        // Reads: content on M_t, forward L w^r_{t−1}, backward Lᵀ w^r_{t−1}, modes (backward, content, forward).
+        std::array<std::vector<double>, R> reads;
+        for (std::size_t i = 0; i < R; ++i) {
+          const std::string h = fmt::format("read{}", i + 1);
+          const auto key = get(h + "/key"), modes = get(h + "/modes");
+          const double beta = get(h + "/beta")[0];
+          for (std::size_t n = 0; n < N; ++n) sim[n] = beta * cosine(key, mem, n, W, eps);
+          const auto cr = softmax_of(sim);
+          std::vector<double> w(N);
+          for (std::size_t n = 0; n < N; ++n) {
+            double fw = 0, bw = 0;
+            for (std::size_t j = 0; j < N; ++j) fw += link[n * N + j] * wr[i][j], bw += link[j * N + n] * wr[i][j];
+            w[n] = modes[0] * bw + modes[1] * cr[n] + modes[2] * fw;
+          }
+          wr[i] = w;
+          reads[i].assign(W, 0);
+          for (std::size_t n = 0; n < N; ++n)
+            for (std::size_t e = 0; e < W; ++e) reads[i][e] += w[n] * mem[n * W + e];
         }
-      };
-      check("usage", usage);
-      check("allocation", alloc);
-      check("write1/weighting", ww);
-      check("memory", mem);
-      check("link", link);
-      check("precedence", p);
-      for (std::size_t i = 0; i < R; ++i) {
-        check(fmt::format("read{}/weighting", i + 1), wr[i]);
-        check(fmt::format("read{}", i + 1), reads[i]);
+        auto check = [&](const std::string& name, const std::vector<double>& want) {
+          const auto got = get(name);
+          REQUIRE(got.size() == want.size());
+          for (std::size_t k = 0; k < want.size(); ++k) {
+            INFO(name << "[" << k << "]");
+            CHECK(got[k] == Approx(want[k]).epsilon(1e-10).margin(1e-12));
+          }
+        };
+        check("usage", usage);
+        check("allocation", alloc);
+        check("write1/weighting", ww);
+        check("memory", mem);
+        check("link", link);
+        check("precedence", p);
+        for (std::size_t i = 0; i < R; ++i) {
+          check(fmt::format("read{}/weighting", i + 1), wr[i]);
+          check(fmt::format("read{}", i + 1), reads[i]);
+        }
       }
+      // The test means something only if the free gates, the links and both modes beside content were at work.
+      const auto link2 = row(rec, "link", 1, b);
+      CHECK(*std::max_element(link2.begin(), link2.end()) > 1e-3);
+      const auto free2 = row(rec, "read1/free", 1, b), w1 = row(rec, "read1/weighting", 0, b);
+      CHECK(free2[0] * *std::max_element(w1.begin(), w1.end()) > 1e-2);
+      const auto modes2 = row(rec, "read1/modes", 1, b);
+      CHECK(std::min(modes2[0], modes2[2]) > 1e-2);
     }
-    // The test means something only if the free gates, the links and both modes beside content were at work.
-    const auto link2 = row(rec, "link", 1, b);
-    CHECK(*std::max_element(link2.begin(), link2.end()) > 1e-3);
-    const auto free2 = row(rec, "read1/free", 1, b), w1 = row(rec, "read1/weighting", 0, b);
-    CHECK(free2[0] * *std::max_element(w1.begin(), w1.end()) > 1e-2);
-    const auto modes2 = row(rec, "read1/modes", 1, b);
-    CHECK(std::min(modes2[0], modes2[2]) > 1e-2);
   }
 }
 
@@ -340,8 +345,10 @@ TEST_CASE("the dnc keys reach the MatDNC, and bad values are refused naming the 
     CHECK(d.read_heads == 1);
     CHECK(d.usage_gradient == DNCConfig::UsageGradient::stop);
     CHECK(d.free_gates);
+    CHECK(d.cosine_eps == 1e-6);
   }
   c.set("dnc.controller", "\"ff\"", "test");
+  c.set("dnc.cosine_eps", "0", "test");
   c.set("dnc.free_gates", "false", "test");
   c.set("dnc.slots", "7", "test");
   c.set("dnc.slot_rows", "2", "test");
@@ -360,6 +367,7 @@ TEST_CASE("the dnc keys reach the MatDNC, and bad values are refused naming the 
     CHECK(d.controller_clip == 20);
     CHECK(d.clip_logits);
     CHECK_FALSE(d.free_gates);
+    CHECK(d.cosine_eps == 0);
     CHECK(d.layers.size() == 2);
   }
   c.set("dnc.read_heads", "17", "test");
@@ -373,4 +381,7 @@ TEST_CASE("the dnc keys reach the MatDNC, and bad values are refused naming the 
   c.set("dnc.controller", "\"lstm\"", "test");
   c.set("dnc.usage_gradient", "\"none\"", "test");
   CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("dnc.usage_gradient = none"));
+  c.set("dnc.usage_gradient", "\"stop\"", "test");
+  c.set("dnc.cosine_eps", "-1e-6", "test");
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("dnc.cosine_eps = -1e-06"));
 }
