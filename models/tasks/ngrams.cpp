@@ -29,8 +29,9 @@ void NgramTask::sample_size_into(Rng& rng, std::int64_t L, Sequence& out, DType 
       v = s * s;  // Beta(½, ½)
     }
     std::int64_t ctx = 0;
-    for (int& b : seq) {
-      b = rng.uniform() < p[std::size_t(ctx)] ? 1 : 0;
+    for (std::int64_t t = 0; t < L; ++t) {  // the first N − 1 bits fair coins, then the table's
+      int& b = seq[std::size_t(t)];
+      b = rng.uniform() < (t < o_.order - 1 ? 0.5 : p[std::size_t(ctx)]) ? 1 : 0;
       ctx = ((ctx << 1) | b) & mask;
     }
   }
@@ -42,11 +43,16 @@ double NgramTask::optimal_cost(const std::vector<int>& bits, std::int64_t contex
   std::vector<double> ones(std::size_t(mask + 1), 0.0), seen(std::size_t(mask + 1), 0.0);
   double cost = 0;
   std::int64_t ctx = 0;
-  for (int b : bits) {
-    const double p1 = (ones[std::size_t(ctx)] + 0.5) / (seen[std::size_t(ctx)] + 1);
-    cost -= std::log2(b ? p1 : 1 - p1);
-    ones[std::size_t(ctx)] += b;
-    seen[std::size_t(ctx)] += 1;
+  for (std::size_t t = 0; t < bits.size(); ++t) {
+    const int b = bits[t];
+    if (std::int64_t(t) < context_bits) {
+      cost += 1;  // no context yet: ½
+    } else {
+      const double p1 = (ones[std::size_t(ctx)] + 0.5) / (seen[std::size_t(ctx)] + 1);
+      cost -= std::log2(b ? p1 : 1 - p1);
+      ones[std::size_t(ctx)] += b;
+      seen[std::size_t(ctx)] += 1;
+    }
     ctx = ((ctx << 1) | b) & mask;
   }
   return cost;

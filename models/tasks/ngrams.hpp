@@ -3,14 +3,15 @@
 // for every sequence.
 //   Per sequence, a table of 2^(N−1) = 32 probabilities, one per five-bit context, each drawn from Beta(½, ½):
 //   p = sin²(πU/2), U ~ U[0,1) (Beta(½, ½) is the arcsine law, whose CDF (2/π) arcsin √p inverts to it). Then
-//   L = length bits b_0..b_{L−1}, b_t ~ Bernoulli(p[ctx_t]), ctx_t = (b_{t−5} … b_{t−1}) read as a binary
-//   number, b_{t−1} the lowest bit, the bits before the sequence read as 0 (b_0's context is 00000).
+//   L = length bits b_0..b_{L−1}: the first five Bernoulli(½) (Graves et al.'s start: spec/graves_ntm.md §2),
+//   then b_t ~ Bernoulli(p[ctx_t]), ctx_t = (b_{t−5} … b_{t−1}) read as a binary number, b_{t−1} the lowest bit.
 //   Frames are 1×1: the input at step t is b_{t−1} (0 at step 0), its target b_t; L steps, L targets.
 //   Draws, sequence after sequence: its 32 uniforms, then its L uniforms (b_t = [U < p]).
 // Loss: the BCE of sigmoid(logit) against the bit (TargetKind::probabilities); cost: the cross-entropy in bits
 // per sequence, Σ_t −log₂ P(b_t), P(b_t = 1) = sigmoid(logit_t), mean over the batch.
 // The optimal predictor given the counts N₀, N₁ of zeros and ones seen so far after the context (Beta(½, ½)
-// prior): P(b_t = 1) = (N₁ + ½)/(N₀ + N₁ + 1). Its cross-entropy in bits, Σ_t −log₂ of its probability of b_t,
+// prior): P(b_t = 1) = (N₁ + ½)/(N₀ + N₁ + 1), and ½ for the first five bits, which have no context (1 bit
+// each). Its cross-entropy in bits, Σ_t −log₂ of its probability of b_t,
 // is the floor the model's cost is compared with; the generator sets it per sequence in
 // Sequence::optimal_cost, and `matmem eval` prints its batch mean beside the model's.
 // Size: the sequence length L ("bits"); training draws L = length (200, the paper's).

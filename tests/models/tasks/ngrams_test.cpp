@@ -10,14 +10,17 @@
 using namespace matmem;
 
 TEST_CASE("ngrams: the optimal predictor's cost by hand, (N₁ + ½)/(N + 1) per context", "[tasks][ngrams]") {
-  // One-bit contexts, bits 1 1 0 1, the first in context 0:
-  //   ctx 0, no counts: P(1) = ½, a 1: 1 bit;  ctx 1, no counts: ½, a 1: 1 bit;
-  //   ctx 1, one 1: P(1) = 1.5/2, a 0: log₂ 4 = 2 bits;  ctx 0, one 1: P(1) = 1.5/2, a 1: log₂(4/3).
-  CHECK(NgramTask::optimal_cost({1, 1, 0, 1}, 1) == Approx(4 + std::log2(4.0 / 3.0)).epsilon(1e-12));
-  // Five-bit contexts, six zeros, all in context 00000: Π (N₀ + ½)/(N + 1) = (1·3·5·7·9·11)/(2⁶·6!).
-  CHECK(NgramTask::optimal_cost({0, 0, 0, 0, 0, 0}, 5) == Approx(-std::log2(10395.0 / 46080.0)).epsilon(1e-12));
-  // Two-bit contexts, 1 1 0 1: contexts 00, 01, 11, 10, each new: 4 bits.
-  CHECK(NgramTask::optimal_cost({1, 1, 0, 1}, 2) == Approx(4.0).epsilon(1e-12));
+  // One-bit contexts, bits 1 1 0 1: the first has no context (½, 1 bit); then
+  //   ctx 1, no counts: P(1) = ½, a 1: 1 bit;  ctx 1, one 1: P(1) = 1.5/2, a 0: log₂ 4 = 2 bits;
+  //   ctx 0, no counts: ½, a 1: 1 bit.
+  CHECK(NgramTask::optimal_cost({1, 1, 0, 1}, 1) == Approx(5.0).epsilon(1e-12));
+  // Five-bit contexts, eight zeros: five bits without a context, then three in context 00000:
+  //   ½ · ¾ · (2.5/3) → 1 + log₂(4/3) + log₂(6/5) bits.
+  CHECK(NgramTask::optimal_cost({0, 0, 0, 0, 0, 0, 0, 0}, 5) ==
+        Approx(5 + 1 + std::log2(4.0 / 3.0) + std::log2(6.0 / 5.0)).epsilon(1e-12));
+  // Two-bit contexts, 1 1 0 1 1 0: two bits without one; contexts 11 and 10, each new (2 bits); then 01 new
+  // (1 bit) and 11 with one 0: P(0) = 1.5/2, a 0: log₂(4/3).
+  CHECK(NgramTask::optimal_cost({1, 1, 0, 1, 1, 0}, 2) == Approx(5 + std::log2(4.0 / 3.0)).epsilon(1e-12));
 }
 
 TEST_CASE("ngrams: the frames of a hand-written batch: the input the bit before the target", "[tasks][ngrams]") {
@@ -38,10 +41,10 @@ TEST_CASE("ngrams: the frames of a hand-written batch: the input the bit before 
       CHECK(s.inputs[t].at(b, 0, 0) == inputs[t][std::size_t(b)]);
       CHECK(s.targets[t].at(b, 0, 0) == targets[t][std::size_t(b)]);
     }
-  // Sequence 1: ctx 0 ½ a 0: 1; ctx 0 (one 0) P(1) = ¼, a 1: 2; ctx 1 ½ a 1: 1; ctx 1 (one 1) P(1) = ¾, a 0: 2.
+  // Sequence 1: no context ½, a 0: 1; ctx 0 ½ a 1: 1; ctx 1 ½ a 1: 1; ctx 1 (one 1) P(1) = ¾, a 0: 2.
   REQUIRE(s.optimal_cost.size() == 2);
-  CHECK(s.optimal_cost[0] == Approx(4 + std::log2(4.0 / 3.0)).epsilon(1e-12));
-  CHECK(s.optimal_cost[1] == Approx(6.0).epsilon(1e-12));
+  CHECK(s.optimal_cost[0] == Approx(5.0).epsilon(1e-12));
+  CHECK(s.optimal_cost[1] == Approx(5.0).epsilon(1e-12));
   Sequence part;
   batch_slice(s, 1, 1, part);
   CHECK(part.optimal_cost == std::vector<double>{s.optimal_cost[1]});
@@ -68,6 +71,33 @@ TEST_CASE("ngrams: each sequence's table is Beta(½, ½): its frequencies have v
   CHECK(var == Approx(0.125).margin(0.02));
   // The optimal cost stays below a bit per bit: the tables are far from fair coins.
   for (double c : s.optimal_cost) CHECK(c < 4000);
+}
+
+TEST_CASE("ngrams: the first N − 1 bits are fair coins, whatever the table", "[tasks][ngrams]") {
+  // Order 17: 16 bits of context, so sequences of 16 bits are all start, each bit 1 bit to the optimal
+  // predictor. Fair coins make a sequence of 16 zeros a 1-in-65,536 event (0.03 expected of 2,000); bits
+  // drawn from the table from an all-zero context would give one whenever p(00…0) is small (about one
+  // sequence in ten has p < 0.03), and half the ones count's spread would be gone.
+  NgramTask task({.order = 17, .length = 16, .batch = 2000});
+  Rng rng(4);
+  const Sequence s = task.sample(rng);
+  double ones = 0;
+  int all_zero = 0;
+  for (std::int64_t b = 0; b < 2000; ++b) {
+    double n = 0;
+    for (const Tensor& t : s.targets) n += t.at(b, 0, 0);
+    ones += n, all_zero += n == 0;
+  }
+  CHECK(all_zero <= 2);
+  CHECK(ones == Approx(16000).margin(4 * 89.4));  // 2,000 · 16 · ½ ± 4σ
+  for (double c : s.optimal_cost) REQUIRE(c == 16.0);
+  // Order 6, 200 bits: the first five are the start, the rest the table's, whose counts make the optimal cost
+  // of almost every sequence less than a bit a bit.
+  NgramTask six({.order = 6, .length = 200, .batch = 64});
+  const Sequence t = six.sample(rng);
+  int below = 0;
+  for (double c : t.optimal_cost) below += c < 200;
+  CHECK(below >= 60);
 }
 
 TEST_CASE("ngrams: a seed gives the same batch, reused buffers or not", "[tasks][ngrams]") {
