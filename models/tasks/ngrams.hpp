@@ -11,9 +11,9 @@
 // per sequence, Σ_t −log₂ P(b_t), P(b_t = 1) = sigmoid(logit_t), mean over the batch.
 // The optimal predictor given the counts N₀, N₁ of zeros and ones seen so far after the context (Beta(½, ½)
 // prior): P(b_t = 1) = (N₁ + ½)/(N₀ + N₁ + 1), and ½ for the first five bits, which have no context (1 bit
-// each). Its cross-entropy in bits, Σ_t −log₂ of its probability of b_t,
-// is the floor the model's cost is compared with; the generator sets it per sequence in
-// Sequence::optimal_cost, and `matmem eval` prints its batch mean beside the model's.
+// each). Its cross-entropy in bits, Σ_t −log₂ of its probability of b_t, is the floor the model's cost is
+// compared with; the generator sets it per sequence in Sequence::optimal_cost, and `matmem eval` prints its
+// batch mean beside the model's.
 // Size: the sequence length L ("bits"); training draws L = length (200, the paper's).
 #pragma once
 #include "matmem/models/tasks/tasks.hpp"
