@@ -27,18 +27,19 @@ double gradient_norm(const ParameterStore& params) {
   return std::sqrt(total);
 }
 
+void scale_gradients(ParameterStore& params, double s) {
+  for (auto& p : params) {
+    if (p->buffer) continue;
+    dispatch(p->grad.dtype(), [&](auto z) {
+      using T = decltype(z);
+      for (T& g : p->grad.view<T>()) g = T(double(g) * s);
+    });
+  }
+}
+
 double clip_by_global_norm(ParameterStore& params, double c) {
   const double n = gradient_norm(params);
-  if (n > c) {
-    const double s = c / n;
-    for (auto& p : params) {
-      if (p->buffer) continue;
-      dispatch(p->grad.dtype(), [&](auto z) {
-        using T = decltype(z);
-        for (T& g : p->grad.view<T>()) g = T(double(g) * s);
-      });
-    }
-  }
+  if (n > c) scale_gradients(params, c / n);
   return n;
 }
 

@@ -7,6 +7,8 @@
 namespace matmem {
 
 void clip_by_value(ParameterStore& params, double c);
+// g ← s·g for every learned parameter.
+void scale_gradients(ParameterStore& params, double s);
 // Returns the norm before clipping.
 double clip_by_global_norm(ParameterStore& params, double c);
 // The global gradient norm (NaN or Inf when any gradient is not finite).

@@ -50,6 +50,10 @@ std::vector<ConfigKey>& all_keys() {
       {"adam.eps", "1e-8", "Adam ε"},
       {"sgd.momentum", "0.9", "SGD momentum"},
       {"weight_decay", "0.0", "L2 weight decay λ (added to the gradient)"},
+      {"loss.reduction", "\"mean\"",
+       "the gradient's scale: mean (of the loss per target element) or sequence (of the BCE summed over each "
+       "sequence's target elements, batch mean: Graves et al.'s cost, the scale of rmsprop.eps_inside; "
+       "models/training/trainer.hpp)"},
       {"clip.value", "10.0", "clip every gradient element to ±value (0: off)"},
       {"clip.norm", "0.0", "clip the global gradient norm to this (0: off)"},
       {"grad.outlier", "0.0",

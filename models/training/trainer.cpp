@@ -91,6 +91,8 @@ void validate(const Config& c) {
                             "whole batch of {}, not of micro-batches (set micro_batch = 0)",
                             c.integer("micro_batch"), c.integer("batch")));
   if (c.num("clip.value") < 0 || c.num("clip.norm") < 0) throw Error("config: clip.value and clip.norm must be ≥ 0");
+  if (c.str("loss.reduction") != "mean" && c.str("loss.reduction") != "sequence")
+    throw Error(fmt::format("config: loss.reduction = \"{}\" must be \"mean\" or \"sequence\"", c.str("loss.reduction")));
   if (c.str("nonfinite") != "stop" && c.str("nonfinite") != "skip")
     throw Error(fmt::format("config: nonfinite = \"{}\" must be \"stop\" or \"skip\"", c.str("nonfinite")));
   if (c.integer("nonfinite.max_skips") < 0)
@@ -106,6 +108,23 @@ const std::string* first_nonfinite(const Named& tensors) {
   for (const auto& named : tensors)
     if (!named.second->all_finite()) return &named.first;
   return nullptr;
+}
+
+// E, the target elements a sequence of `seq` (Trainer, loss.reduction = sequence): refused where the target
+// frames differ in size, carry a lane mask, or are not BCE's.
+double target_elements(const Sequence& seq) {
+  if ((seq.kind != TargetKind::bits && seq.kind != TargetKind::probabilities) || !seq.lane_mask.empty())
+    throw Error("config: loss.reduction = \"sequence\" needs a task of unmasked bit or probability targets "
+                "(BCE); this one's are masked or of another kind (use \"mean\")");
+  double elements = 0;
+  for (const Tensor& t : seq.targets) {
+    if (t.shape().rows * t.shape().cols != seq.targets[0].shape().rows * seq.targets[0].shape().cols)
+      throw Error(fmt::format("config: loss.reduction = \"sequence\" needs target frames of one size; this "
+                              "sequence has {}×{} and {}×{}", seq.targets[0].shape().rows,
+                              seq.targets[0].shape().cols, t.shape().rows, t.shape().cols));
+    elements += double(t.shape().rows * t.shape().cols);
+  }
+  return elements;
 }
 
 // The model's gradients of `seq`'s mean loss: zeroed, the sequence unrolled on `tape`, the loss
@@ -182,6 +201,12 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
     Rng held_out(std::uint64_t(config_.integer("eval.seed")));
     held_out_.resize(std::size_t(config_.integer("eval.batches")));
     for (Sequence& seq : held_out_) task_->sample_into(held_out, seq, DType::f32);
+  }
+  if (config_.str("loss.reduction") == "sequence") {  // refused now rather than at the first step
+    Rng probe(0);  // not the data stream, which stays the run's
+    Sequence seq;
+    task_->sample_into(probe, seq, DType::f32);
+    target_elements(seq);
   }
   memory_ = estimate_memory();
   if (config_.flag("memory.check") && memory_.bytes > memory_.available)
@@ -515,6 +540,7 @@ StepStats Trainer::step() {
     throw;
   }
   stats.xent_bits = cross_entropy_bits(seq, stats.loss, stats.bits);
+  if (config_.str("loss.reduction") == "sequence") scale_gradients(params, target_elements(seq));
   stats.grad_norm = gradient_norm(params);
   if (!std::isfinite(stats.loss) || !std::isfinite(stats.grad_norm)) {
     // Find the op: the same sequence again, whole, on part 0's tape, every op checked.

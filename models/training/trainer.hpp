@@ -2,7 +2,8 @@
 /// Trainer: one model on one task with one optimiser, step by step, from a resolved Config.
 ///
 /// A step draws a batch from the task with the run's data Rng, unrolls the model on a tape, takes the mean
-/// BCE over the target frames, backpropagates, checks that the loss and every gradient are finite, clips
+/// BCE over the target frames, backpropagates, checks that the loss and every gradient are finite, scales the
+/// gradient by `loss.reduction` (below), clips
 /// (by value, then by global norm, as configured) and applies the optimiser, then checks that every
 /// parameter and optimiser state is still finite. A non-finite loss or gradient changes nothing: the step is
 /// re-run in anomaly mode to name the op that produced the first NaN/Inf. A non-finite update (a learning
@@ -26,6 +27,14 @@
 ///      by sample_into, the task's own sizes, the same every evaluation) and every rule's after_evaluation()
 ///      told its score (eval.metric: error, the cost per sequence, or loss);
 ///   6. stopped() when a rule's stop() says so.
+/// The gradient's scale, config key `loss.reduction`: "mean" (the default), the gradient of the mean loss
+/// L = (1/T) Σ_t mean_{b,i,j} ℓ_{t,b,i,j} over the T target frames; "sequence", the gradient of the cost summed
+/// over each sequence's target elements and averaged over the batch, S = (1/B) Σ_b Σ_{t,i,j} ℓ_{t,b,i,j} =
+/// E·L, with E = Σ_t r_t c_t the target elements a sequence (the target frames being of one size; refused
+/// otherwise, and for a masked or non-BCE task). S is Graves et al. 2014's cost in nats, the scale their
+/// RMSprop's ε = 1e-4 inside the square root was set for: against L's gradient, E² times smaller, that ε
+/// makes RMSprop a plain SGD at lr/√ε (spec/graves_ntm.md §1). Clipping, grad.outlier and the logged grad_norm
+/// see the scaled gradient; the logged loss stays L.
 /// save() writes every rule's state() under its name() in the checkpoint's metadata (and its save_files()
 /// first); resume() hands them back, so a resumed run's rules decide what an uninterrupted run's do.
 ///

@@ -341,3 +341,46 @@ TEST_CASE("a step's FLOPs count every micro-batch and every thread's part", "[tr
   CHECK(flops(32, 8, 1) == Approx(4 * one).epsilon(1e-12));  // four micro-batches of 8
   CHECK(flops(32, 8, 2) == Approx(4 * one).epsilon(1e-12));  // two parts of two micro-batches
 }
+
+TEST_CASE("loss.reduction = sequence: the gradient of the BCE summed over a sequence's target elements (a step "
+          "checked by hand), the logged loss staying the mean", "[trainer]") {
+  Config c = small("matntm");
+  c.set("task.min_length", "3", "test");
+  c.set("task.max_length", "3", "test");  // three target frames of 2×3: E = 18 elements a sequence
+  c.set("clip.value", "0", "test");
+  c.set("optimizer", "\"sgd\"", "test");
+  c.set("sgd.momentum", "0", "test");
+  c.set("lr", "0.01", "test");
+  Trainer mean(c);
+  c.set("loss.reduction", "\"sequence\"", "test");
+  Trainer summed(c);
+  const ParameterStore &p = mean.model().params(), &q = summed.model().params();
+  std::vector<Tensor> start;
+  for (std::size_t k = 0; k < q.size(); ++k) start.push_back(q[k].value);
+  const StepStats a = mean.step(), b = summed.step();
+  CHECK(b.loss == a.loss);
+  CHECK(b.bits == a.bits);
+  CHECK(b.grad_norm == Approx(18 * a.grad_norm).epsilon(1e-6));
+  double largest = 0;
+  for (std::size_t k = 0; k < q.size(); ++k)
+    for (std::int64_t e = 0; e < q[k].grad.numel(); ++e) {
+      const double g = p[k].grad.get(e);  // the mean loss's gradient
+      largest = std::max(largest, std::abs(g));
+      INFO(q[k].name << " element " << e);
+      CHECK(q[k].grad.get(e) == Approx(18 * g).epsilon(1e-6).margin(1e-12));
+      // SGD without momentum: θ ← θ − lr · E · ∂L/∂θ
+      CHECK(q[k].value.get(e) == Approx(start[k].get(e) - 0.01 * 18 * g).epsilon(1e-6).margin(1e-9));
+    }
+  CHECK(largest > 1e-4);
+}
+
+TEST_CASE("loss.reduction is refused when unknown, and \"sequence\" for a task not of unmasked BCE targets",
+          "[trainer][errors]") {
+  Config c = small("matntm");
+  c.set("loss.reduction", "\"sum\"", "--set");
+  CHECK_THROWS_WITH(Trainer(c), Contains("loss.reduction = \"sum\"") && Contains("\"mean\" or \"sequence\""));
+  Config r = small("matrnn");
+  r.set("task", "\"mackey_glass\"", "--set");
+  r.set("loss.reduction", "\"sequence\"", "--set");
+  CHECK_THROWS_WITH(Trainer(r), Contains("loss.reduction = \"sequence\"") && Contains("BCE"));
+}
