@@ -31,10 +31,11 @@
 /// L = (1/T) Σ_t mean_{b,i,j} ℓ_{t,b,i,j} over the T target frames; "sequence", the gradient of the cost summed
 /// over each sequence's target elements and averaged over the batch, S = (1/B) Σ_b Σ_{t,i,j} ℓ_{t,b,i,j} =
 /// E·L, with E = Σ_t r_t c_t the target elements a sequence (the target frames being of one size; refused
-/// otherwise, and for a masked or non-BCE task). S is Graves et al. 2014's cost in nats, the scale their
-/// RMSprop's ε = 1e-4 inside the square root was set for: against L's gradient, E² times smaller, that ε
-/// makes RMSprop a plain SGD at lr/√ε (spec/graves_ntm.md §1). Clipping, grad.outlier and the logged grad_norm
-/// see the scaled gradient; the logged loss stays L.
+/// otherwise, and for a masked or non-BCE task). S is the cost Graves et al. 2014 report, in nats. Against
+/// S's gradient L's is E times smaller, so an ε inside RMSprop's square root (spec/graves_ntm.md §1) weighs
+/// E² times more; where it dominates, RMSprop is a plain SGD at lr/√ε. (On repeat copy, S did not make
+/// Graves et al.'s RMSprop learn: models/results/graves-runs.md.) Clipping, grad.outlier and the logged
+/// grad_norm see the scaled gradient; the logged loss stays L.
 /// save() writes every rule's state() under its name() in the checkpoint's metadata (and its save_files()
 /// first); resume() hands them back, so a resumed run's rules decide what an uninterrupted run's do.
 ///
