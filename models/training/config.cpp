@@ -52,7 +52,7 @@ std::vector<ConfigKey>& all_keys() {
       {"weight_decay", "0.0", "L2 weight decay λ (added to the gradient)"},
       {"loss.reduction", "\"mean\"",
        "the gradient's scale: mean (of the loss per target element) or sequence (of the BCE summed over each "
-       "sequence's target elements, batch mean: Graves et al.'s cost, the scale of rmsprop.eps_inside; "
+       "sequence's target elements, batch mean: the cost Graves et al. report; "
        "models/training/trainer.hpp)"},
       {"clip.value", "10.0", "clip every gradient element to ±value (0: off)"},
       {"clip.norm", "0.0", "clip the global gradient norm to this (0: off)"},

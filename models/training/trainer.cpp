@@ -110,21 +110,25 @@ const std::string* first_nonfinite(const Named& tensors) {
   return nullptr;
 }
 
+// The target elements of one sequence of `seq`, over every target step.
+double elements_per_sequence(const Sequence& seq) {
+  double elements = 0;
+  for (const Tensor& t : seq.targets) elements += double(t.shape().rows * t.shape().cols);
+  return elements;
+}
+
 // E, the target elements a sequence of `seq` (Trainer, loss.reduction = sequence): refused where the target
 // frames differ in size, carry a lane mask, or are not BCE's.
 double target_elements(const Sequence& seq) {
   if ((seq.kind != TargetKind::bits && seq.kind != TargetKind::probabilities) || !seq.lane_mask.empty())
     throw Error("config: loss.reduction = \"sequence\" needs a task of unmasked bit or probability targets "
                 "(BCE); this one's are masked or of another kind (use \"mean\")");
-  double elements = 0;
-  for (const Tensor& t : seq.targets) {
+  for (const Tensor& t : seq.targets)
     if (t.shape().rows * t.shape().cols != seq.targets[0].shape().rows * seq.targets[0].shape().cols)
       throw Error(fmt::format("config: loss.reduction = \"sequence\" needs target frames of one size; this "
                               "sequence has {}×{} and {}×{}", seq.targets[0].shape().rows,
                               seq.targets[0].shape().cols, t.shape().rows, t.shape().cols));
-    elements += double(t.shape().rows * t.shape().cols);
-  }
-  return elements;
+  return elements_per_sequence(seq);
 }
 
 // The model's gradients of `seq`'s mean loss: zeroed, the sequence unrolled on `tape`, the loss
@@ -493,9 +497,7 @@ namespace {
 double cross_entropy_bits(const Sequence& seq, double loss, double cost) {
   if (seq.kind == TargetKind::probabilities) return cost;
   if (seq.kind != TargetKind::bits || !seq.lane_mask.empty()) return std::numeric_limits<double>::quiet_NaN();
-  double elements = 0;  // per sequence, over every target step
-  for (const Tensor& t : seq.targets) elements += double(t.shape().rows * t.shape().cols);
-  return loss * elements / std::log(2.0);
+  return loss * elements_per_sequence(seq) / std::log(2.0);
 }
 }  // namespace
 
