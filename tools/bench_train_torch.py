@@ -40,7 +40,8 @@ Models (the math of models/ntm/matntm.cpp, models/layers/cells.cpp, models/rnn/r
             w_g = g w_c + (1-g) w_{t-1}, w~ = circular shift (w~_i = sum_j s_j w_{(i-j) mod N}),
             w = softmax(gamma log(w~ + 1e-12)); read R = sum_i w_i M_{t-1,i};
             write M = M (1 - w E) + w A with E = sigmoid(mat(H)), A = mat(H); output Y = mat(H, R).
-            Memory starts at 1e-6, w_0 = one-hot on slot 0, R_0 learned, controller states 0.
+            Memory starts at 1e-6 (ntm.memory_init constant) or at a learned M_0 shared by the batch (learned),
+            w_0 = one-hot on slot 0, R_0 learned, controller states 0.
     loss    mean over target frames of BCE-with-logits (each a mean over elements) = one BCE mean over
             the stacked target-frame logits (the frames are the same size).
 
@@ -404,7 +405,7 @@ class Head(nn.Module):
 
 class MatNTM(nn.Module):
     def __init__(self, in_shape, out_shape, controller="rnn", layers=((15, 15), (15, 15)), slots=120,
-                 slot_shape=(6, 6), read_heads=1, write_heads=1, shift=1, forget_bias=-1.0):
+                 slot_shape=(6, 6), read_heads=1, write_heads=1, shift=1, forget_bias=-1.0, memory_init="constant"):
         super().__init__()
         self.N, self.slot_shape = slots, slot_shape
         self.n_read = read_heads
@@ -419,9 +420,14 @@ class MatNTM(nn.Module):
         w0 = torch.zeros(1, slots)
         w0[0, 0] = 1.0
         self.register_buffer("w0", w0)
+        # ntm.memory_init: 1e-6 everywhere, or a learned start M_0 (N(0, 0.01^2) at first) shared by the batch.
+        self.mem0 = nn.Parameter(torch.randn(1, slots, *slot_shape) * 0.01) if memory_init == "learned" else None
 
     def initial(self, B):
-        mem = torch.full((B, self.N, *self.slot_shape), 1e-6)
+        if self.mem0 is None:
+            mem = torch.full((B, self.N, *self.slot_shape), 1e-6)
+        else:
+            mem = self.mem0.expand(B, self.N, *self.slot_shape)
         reads = [r.expand(B, *self.slot_shape) for r in self.read0]
         ws = [self.w0.expand(B, self.N) for _ in self.heads]
         return self.controller.initial(B), mem, reads, ws
@@ -448,6 +454,8 @@ class MatNTM(nn.Module):
         yield from self.out.named("ntm/out")
         for k, r in enumerate(self.read0):
             yield f"ntm/init/read{k + 1}", r
+        if self.mem0 is not None:
+            yield "ntm/init/memory", self.mem0
 
 
 class MatRNNModel(nn.Module):
@@ -491,7 +499,7 @@ with open(CONFIG_FILE) as _f:
 
 # The settings this port implements in one way only; a description asking for another is refused, not ignored.
 FIXED = {"optimizer": "rmsprop", "lr.schedule": "constant", "weight_decay": 0.0, "curriculum.threshold": 0.0,
-         "ntm.initial_weighting": "first_slot", "ntm.memory_init": "constant", "controller.clip": 0.0,
+         "ntm.initial_weighting": "first_slot", "controller.clip": 0.0,
          "controller.clip_logits": False, "grad.outlier": 0.0}
 
 
@@ -535,9 +543,13 @@ def build(name, seed, n, scale=None):
         raise SystemExit(f"bench_train_torch.py: {name}: task {s['task']} is not ported")
     layers = layer_sizes(s["model.layers"])
     if s["model"] == "matntm":
+        if s.get("ntm.memory_init", "constant") not in ("constant", "learned"):
+            raise SystemExit(f"bench_train_torch.py: {name}: ntm.memory_init = {s['ntm.memory_init']} is not "
+                             "implemented here (only constant and learned)")
         model = MatNTM(in_shape, (r, c), controller=s["ntm.controller"], layers=layers, slots=s["ntm.slots"],
                        slot_shape=(s["ntm.slot_rows"], s["ntm.slot_cols"]), read_heads=s["ntm.read_heads"],
-                       write_heads=s["ntm.write_heads"], shift=s["ntm.shift"], forget_bias=s["ntm.forget_bias"])
+                       write_heads=s["ntm.write_heads"], shift=s["ntm.shift"], forget_bias=s["ntm.forget_bias"],
+                       memory_init=s.get("ntm.memory_init", "constant"))
     elif s["model"] == "matrnn":
         model = MatRNNModel(in_shape, (r, c), layers=layers, cell="rnn")
     else:
