@@ -31,7 +31,13 @@ struct Projection {
 };
 /// Several projections of one x in one op (ops/projections.cpp): out[k] = U_kᵀ x V_k + B_k, equal to
 /// mat({{x, U_k, V_k}}, B_k) each, with the K first-stage GEMMs as one. At most 16.
+/// For a row x (r = 1, every U_k 1x1): stack_columns of the V_k, then stacked_projections.
 void projections(Var x, std::span<const Projection> p, std::span<Var> out);
+/// projections' vector form with the V_k already side by side, V_s = stack_columns(V_1..V_K) [1,c,C]: out[k] =
+/// u_k (x V_s)_k + B_k, (x V_s)_k its columns of V_k, u_k [1,1] and B_k [1,c'_k] (ops/projections.cpp). Several
+/// time steps' calls on one V_s (Step::projections stacks it once a pass) sum their V gradients in V_s's, which
+/// stack_columns splits once. At most 16.
+void stacked_projections(Var x, Var v_stacked, std::span<const Var> u, std::span<const Var> b, std::span<Var> out);
 
 // --- elementwise, with broadcasting -------------------------------------------------------------------------
 /// a + b, broadcasting: along each of batch, slots, rows and cols an operand's size equals the result's or
@@ -83,6 +89,9 @@ Var row(Var x, std::int64_t h);
 inline constexpr std::size_t kStackRowsMaxParts = 64;  ///< stack_rows' most parts (the tape's most inputs of an op)
 /// The parts' rows one below the other: x_k:[B,r_k,c] (1 to kStackRowsMaxParts) -> [B,Σr_k,c]  (ops/stack_rows.cpp)
 Var stack_rows(std::span<const Var> parts);
+inline constexpr std::size_t kStackColumnsMaxParts = 64;  ///< stack_columns' most parts
+/// The parts' columns side by side: x_k:[B,r,c_k] (1 to 64) -> [B,r,Σc_k]  (ops/stack_columns.cpp)
+Var stack_columns(std::span<const Var> parts);
 /// w̃_i = Σ_{j=-S..S} s_j w_{(i-j) mod N}.  w:[B,N], s:[B,2S+1] -> [B,N]  (ops/circular_shift.cpp)
 Var circular_shift(Var w, Var s);
 /// w_i = (w̃_i + ε)^γ / Σ_k (w̃_k + ε)^γ, ε = 1e-12.  w̃:[B,N] (≥ 0), γ:[B,1] -> [B,N]  (ops/sharpen.cpp)

@@ -13,16 +13,19 @@
 // The vector form (r = 1 and every U_k 1x1, its one value u_k: a vector model's heads, X̂ a B x c matrix) is
 // associated V first instead: U first would write K scaled copies of X̂ (K x B c) and read them back (Graves'
 // priority-sort controller of 512 units at batch 16, 16 maps a call: 512 KiB a call, where Ẑ below is about 8).
-// With every V_k side by side in V_s = [V_1 | … | V_K] (c x C, C = Σ c'_k, copied into scratch):
+// It is its own op, stacked_projections, on V_s = [V_1 | … | V_K] (c x C, C = Σ c'_k: stack_columns of the
+// V_k, ops/stack_columns.cpp):
 //   Ẑ = X̂ V_s (B x C; its column block k is Z_k = X̂ V_k),   Y_k = u_k Z_k + B_k
 // and backward, with G̃ = [u_1 G_1 | … | u_K G_K] (B x C):
-//   grad_u_k += <Z_k, G_k>_F,   grad_B_k += Σ_b G_k,   grad_V_s = X̂ᵀ G̃ (split into the grad_V_k),
-//   grad_X̂ += G̃ V_sᵀ
-// one GEMM forward and two backward whatever K, one more when Ẑ (B x C, saved in place of T̂) is recomputed.
-// (One GEMM per V_k instead of the copy into V_s made Graves' priority-sort step slower: 18.8 against 14.3 ms
-// of projections forward a step.) A test checks both forms against the separate mat calls in values and
-// gradients, with T̂ (Ẑ) saved and recomputed, and gradchecks the vector form in float64 (the registry's
-// sample draws the matrix form).
+//   grad_u_k += <Z_k, G_k>_F,   grad_B_k += Σ_b G_k,   grad_V_s += X̂ᵀ G̃,   grad_X̂ += G̃ V_sᵀ
+// one GEMM forward and two backward whatever K, one more when Ẑ (B x C, saved) is recomputed. projections()
+// stacks V_s for its one call; a model projecting one state at every time step stacks it once a pass and
+// calls stacked_projections at each (Step::projections), so the V_k are copied once a pass, not once a time
+// step, and their gradients, summed over the time steps in grad_V_s, split once (Graves' priority sort at
+// batch 1: the copies and splits were a third of the step). (One GEMM per V_k instead of the copy into V_s
+// made that step slower: 18.8 against 14.3 ms of projections forward a step.) A test checks both forms
+// against the separate mat calls in values and gradients, with T̂ (Ẑ) saved and recomputed, and gradchecks
+// the vector form in float64 (the registry's samples draw the matrix form and stacked_projections).
 #include <algorithm>
 #include <array>
 
@@ -39,24 +42,18 @@ namespace {
 
 struct Dims {
   std::int64_t K, B, r, c, R, C;  // R = Σ r'_k, C = Σ c'_k
-  // The vector form (see the header): r = 1 and every U_k 1x1.
-  bool vector() const { return r == 1 && R == K; }
 };
 Dims dims_of(const Shape* x, int arity) {
   Dims d{(arity - 1) / 3, x[0].batch, x[0].rows, x[0].cols, 0, 0};
   for (std::int64_t k = 0; k < d.K; ++k) d.R += x[1 + 3 * k].cols, d.C += x[2 + 3 * k].cols;
   return d;
 }
-// scratch, matrix form: U_s [r·R'], Ĥ [R'·B·c], grad_U_s [r·R'], grad_X̂'s product [r·B·c], T̂ [R'·B·c] (when
-// it is not saved: forward writes it here and backward recomputes it, see Tape::recompute_saved), one Vᵀ
-// [c·max c'_k]. Vector form: V_s [c·C], G̃ [B·C], grad_V_s [c·C], grad_X̂'s product [B·c], Ẑ [B·C] (when it is
-// not saved).
-std::int64_t t_hat_offset(const Dims& d) {
-  return d.vector() ? 2 * d.c * d.C + d.B * d.C + d.B * d.c : 2 * d.r * d.R + d.R * d.B * d.c + d.r * d.B * d.c;
-}
-std::int64_t saved_size(const Dims& d) { return d.vector() ? d.B * d.C : d.R * d.B * d.c; }
+// scratch: U_s [r·R'], Ĥ [R'·B·c], grad_U_s [r·R'], grad_X̂'s product [r·B·c], T̂ [R'·B·c] (when it is not
+// saved: forward writes it here and backward recomputes it, see Tape::recompute_saved), one Vᵀ [c·max c'_k].
+std::int64_t t_hat_offset(const Dims& d) { return 2 * d.r * d.R + d.R * d.B * d.c + d.r * d.B * d.c; }
+std::int64_t saved_size(const Dims& d) { return d.R * d.B * d.c; }
 std::int64_t scratch_size(const Dims& d, std::int64_t max_cols) {
-  return t_hat_offset(d) + saved_size(d) + (d.vector() ? 0 : d.c * max_cols);
+  return t_hat_offset(d) + saved_size(d) + d.c * max_cols;
 }
 
 template <class T>
@@ -80,74 +77,8 @@ struct ProjectionsKernel {
     return t;
   }
 
-  // The vector form. V_s = [V_1 | … | V_K] (c x C).
-  static void stack_v(const OpCall<T>& c, const Dims& d, T* vs) {
-    std::int64_t off = 0;
-    for (std::int64_t k = 0; k < d.K; ++k) {
-      const std::int64_t ck = c.x_shape[2 + 3 * k].cols;
-      ops::move_columns<false>(c.x[2 + 3 * k], ck, vs + off, d.C, d.c, ck);
-      off += ck;
-    }
-  }
-  // Ẑ = X̂ V_s (V_s stacked in scratch first) into the saved buffer, or into scratch when it is recomputed.
-  static T* z_hat(const OpCall<T>& c, const Dims& d) {
-    T *vs = c.scratch, *z = c.saved ? c.saved : c.scratch + t_hat_offset(d);
-    stack_v(c, d, vs);
-    blas::gemm<T>(false, false, d.B, d.C, d.c, T(1), c.x[0], d.c, vs, d.C, T(0), z, d.C);
-    return z;
-  }
-  static void forward_vector(const OpCall<T>& c, const Dims& d) {
-    const T* z = z_hat(c, d);
-    std::int64_t off = 0;
-    for (std::int64_t k = 0; k < d.K; ++k) {
-      const std::int64_t ck = c.x_shape[2 + 3 * k].cols;
-      const T u = c.x[1 + 3 * k][0], *bias = c.x[3 + 3 * k];
-      T* y = c.ys[k];
-      for (std::int64_t b = 0; b < d.B; ++b)
-        for (std::int64_t j = 0; j < ck; ++j) y[b * ck + j] = u * z[b * d.C + off + j] + bias[j];
-      off += ck;
-    }
-  }
-  static void backward_vector(const OpCall<T>& c, const Dims& d) {
-    const std::int64_t B = d.B, C = d.C;
-    T *vs = c.scratch, *gt = vs + d.c * C, *gvs = gt + B * C, *tmp = gvs + d.c * C;
-    bool any_u = false, any_v = false;
-    for (std::int64_t k = 0; k < d.K; ++k) any_u = any_u || c.grad_x[1 + 3 * k], any_v = any_v || c.grad_x[2 + 3 * k];
-    const T* z = c.saved ? c.saved : any_u ? z_hat(c, d) : nullptr;  // z_hat stacks V_s too
-    if (c.saved || !any_u) stack_v(c, d, vs);
-    std::int64_t off = 0;
-    for (std::int64_t k = 0; k < d.K; ++k) {
-      const std::int64_t ck = c.x_shape[2 + 3 * k].cols;
-      const T u = c.x[1 + 3 * k][0], *g = c.grad_ys[k];
-      T acc = 0;
-      for (std::int64_t b = 0; b < B; ++b)
-        for (std::int64_t j = 0; j < ck; ++j) {
-          gt[b * C + off + j] = u * g[b * ck + j];
-          if (z) acc += z[b * C + off + j] * g[b * ck + j];
-        }
-      if (T* gu = c.grad_x[1 + 3 * k]) gu[0] += acc;
-      if (T* gb = c.grad_x[3 + 3 * k]) ops::add_bias_grad(gb, g, B, 1, ck);
-      off += ck;
-    }
-    if (any_v) {  // grad_V_s = X̂ᵀ G̃, split into the grad_V_k
-      blas::gemm<T>(true, false, d.c, C, B, T(1), c.x[0], d.c, gt, C, T(0), gvs, C);
-      off = 0;
-      for (std::int64_t k = 0; k < d.K; ++k) {
-        const std::int64_t ck = c.x_shape[2 + 3 * k].cols;
-        if (T* gv = c.grad_x[2 + 3 * k]) ops::move_columns<true>(gvs + off, C, gv, ck, d.c, ck);
-        off += ck;
-      }
-    }
-    if (T* gx = c.grad_x[0]) {  // grad_X̂ += G̃ V_sᵀ
-      ops::add_product(gx, c.fresh(0), B * d.c, tmp, [&](T* out) {
-        blas::gemm<T>(false, true, B, d.c, C, T(1), gt, C, vs, C, T(0), out, d.c);
-      });
-    }
-  }
-
   static void forward(const OpCall<T>& c) {
     const Dims d = dims_of(c.x_shape, c.arity);
-    if (d.vector()) return forward_vector(c, d);
     const std::int64_t B = d.B, bc = d.B * d.c;
     const T* th = t_hat(c, d);
     std::int64_t off = 0;
@@ -169,7 +100,6 @@ struct ProjectionsKernel {
     // A fresh U, V or B gradient (one that is not a parameter) is zeroed, then accumulated into.
     for (int a = 1; a < c.arity; ++a)
       if (c.fresh(a) && c.grad_x[a]) std::fill_n(c.grad_x[a], c.x_shape[a].numel(), T(0));
-    if (d.vector()) return backward_vector(c, d);
     bool any_v = false;
     for (std::int64_t k = 0; k < d.K; ++k) any_v = any_v || c.grad_x[2 + 3 * k];
     const T* th = c.saved ? c.saved : any_v ? t_hat(c, d) : nullptr;  // t_hat stacks U_s too
@@ -200,12 +130,76 @@ struct ProjectionsKernel {
   }
 };
 
+// stacked_projections: inputs X (0), V_s (1), then u_k (2 + 2k) and B_k (3 + 2k); C'_k from B_k. Scratch: G̃
+// [B·C], the product added to grad_V_s [c·C] or to grad_X̂ [B·c] (one after the other), Ẑ [B·C] (when it is
+// not saved).
+struct StackedDims {
+  std::int64_t K, B, c, C;
+  std::int64_t product() const { return std::max(c * C, B * c); }
+};
+StackedDims stacked_dims(const Shape* x, int arity) { return {(arity - 2) / 2, x[0].batch, x[0].cols, x[1].cols}; }
+std::int64_t stacked_scratch(const StackedDims& d) { return 2 * d.B * d.C + d.product(); }
+
+template <class T>
+struct StackedProjectionsKernel {
+  // Ẑ = X̂ V_s into the saved buffer, or into scratch when it is recomputed.
+  static T* z_hat(const OpCall<T>& c, const StackedDims& d) {
+    T* z = c.saved ? c.saved : c.scratch + d.B * d.C + d.product();
+    blas::gemm<T>(false, false, d.B, d.C, d.c, T(1), c.x[0], d.c, c.x[1], d.C, T(0), z, d.C);
+    return z;
+  }
+  static void forward(const OpCall<T>& c) {
+    const StackedDims d = stacked_dims(c.x_shape, c.arity);
+    const T* z = z_hat(c, d);
+    std::int64_t off = 0;
+    for (std::int64_t k = 0; k < d.K; ++k) {
+      const std::int64_t ck = c.x_shape[3 + 2 * k].cols;
+      const T u = c.x[2 + 2 * k][0], *bias = c.x[3 + 2 * k];
+      T* y = c.ys[k];
+      for (std::int64_t b = 0; b < d.B; ++b)
+        for (std::int64_t j = 0; j < ck; ++j) y[b * ck + j] = u * z[b * d.C + off + j] + bias[j];
+      off += ck;
+    }
+  }
+  static void backward(const OpCall<T>& c) {
+    const StackedDims d = stacked_dims(c.x_shape, c.arity);
+    const std::int64_t B = d.B, C = d.C;
+    T *gt = c.scratch, *tmp = gt + B * C;
+    // A fresh u or B gradient (one that is not a parameter) is zeroed, then accumulated into.
+    for (int a = 2; a < c.arity; ++a)
+      if (c.fresh(a) && c.grad_x[a]) std::fill_n(c.grad_x[a], c.x_shape[a].numel(), T(0));
+    bool any_u = false;
+    for (std::int64_t k = 0; k < d.K; ++k) any_u = any_u || c.grad_x[2 + 2 * k];
+    const T* z = c.saved ? c.saved : any_u ? z_hat(c, d) : nullptr;
+    std::int64_t off = 0;
+    for (std::int64_t k = 0; k < d.K; ++k) {
+      const std::int64_t ck = c.x_shape[3 + 2 * k].cols;
+      const T u = c.x[2 + 2 * k][0], *g = c.grad_ys[k];
+      T acc = 0;
+      for (std::int64_t b = 0; b < B; ++b)
+        for (std::int64_t j = 0; j < ck; ++j) {
+          gt[b * C + off + j] = u * g[b * ck + j];
+          if (z) acc += z[b * C + off + j] * g[b * ck + j];
+        }
+      if (T* gu = c.grad_x[2 + 2 * k]) gu[0] += acc;
+      if (T* gb = c.grad_x[3 + 2 * k]) ops::add_bias_grad(gb, g, B, 1, ck);
+      off += ck;
+    }
+    if (T* gvs = c.grad_x[1]) {  // grad_V_s += X̂ᵀ G̃
+      ops::add_product(gvs, c.fresh(1), d.c * C, tmp, [&](T* out) {
+        blas::gemm<T>(true, false, d.c, C, B, T(1), c.x[0], d.c, gt, C, T(0), out, C);
+      });
+    }
+    if (T* gx = c.grad_x[0]) {  // grad_X̂ += G̃ V_sᵀ
+      ops::add_product(gx, c.fresh(0), B * d.c, tmp, [&](T* out) {
+        blas::gemm<T>(false, true, B, d.c, C, T(1), gt, C, c.x[1], C, T(0), out, d.c);
+      });
+    }
+  }
+};
+
 Flops flops(const Shape* x, int arity, const Shape&, const OpAttrs& attrs) {
   const Dims d = dims_of(x, arity);
-  if (d.vector()) {
-    const double z_hat = 2.0 * double(d.B * d.c * d.C), f = z_hat + 2.0 * double(d.B * d.C);
-    return {f, 2.0 * f + (attrs.i[0] ? z_hat : 0.0)};
-  }
   const double t_hat = 2.0 * double(d.R * d.B * d.c * d.r);  // again in backward when recomputed
   double f = t_hat;
   for (std::int64_t k = 0; k < d.K; ++k) {
@@ -215,6 +209,13 @@ Flops flops(const Shape* x, int arity, const Shape&, const OpAttrs& attrs) {
   return {f, 2.0 * f + (attrs.i[0] ? t_hat : 0.0)};
 }
 constexpr OpDef kOp = as_gemm(make_op<ProjectionsKernel>("projections", flops, /*assigns_fresh=*/true));
+Flops stacked_flops(const Shape* x, int arity, const Shape&, const OpAttrs& attrs) {
+  const StackedDims d = stacked_dims(x, arity);
+  const double z_hat = 2.0 * double(d.B * d.c * d.C), f = z_hat + 2.0 * double(d.B * d.C);
+  return {f, 2.0 * f + (attrs.i[0] ? z_hat : 0.0)};
+}
+constexpr OpDef kStackedOp =
+    as_gemm(make_op<StackedProjectionsKernel>("stacked_projections", stacked_flops, /*assigns_fresh=*/true));
 }  // namespace
 
 void projections(Var x, std::span<const Projection> p, std::span<Var> out) {
@@ -248,11 +249,56 @@ void projections(Var x, std::span<const Projection> p, std::span<Var> out) {
     d.R += u.cols, d.C += v.cols;
     max_cols = std::max(max_cols, v.cols);
   }
-  const bool recompute = x.tape->recompute_saved();  // T̂ (Ẑ) saved, or recomputed (Tape::recompute_saved)
+  if (xs.rows == 1 && d.R == d.K) {  // the vector form: V_s, then stacked_projections
+    std::array<Var, Tape::kMaxOutputs> v, u, b;
+    for (std::size_t k = 0; k < p.size(); ++k) v[k] = p[k].v, u[k] = p[k].u, b[k] = p[k].b;
+    const std::size_t K = p.size();
+    return stacked_projections(x, stack_columns(std::span<const Var>(v.data(), K)), std::span<const Var>(u.data(), K),
+                               std::span<const Var>(b.data(), K), out);
+  }
+  const bool recompute = x.tape->recompute_saved();  // T̂ saved, or recomputed (Tape::recompute_saved)
   OpAttrs attrs;
   attrs.i[0] = recompute;  // for flops()
   x.tape->apply(kOp, std::span<const Var>(in.data(), 1 + 3 * p.size()), std::span<const Shape>(shapes.data(), p.size()),
                 out, attrs, recompute ? 0 : saved_size(d), scratch_size(d, max_cols));
+}
+
+void stacked_projections(Var x, Var v_stacked, std::span<const Var> u, std::span<const Var> b, std::span<Var> out) {
+  const char* op = "stacked_projections";
+  const std::size_t K = u.size();
+  if (K == 0 || K > Tape::kMaxOutputs)
+    throw Error(fmt::format("{}: between 1 and {} projections, got {}", op, Tape::kMaxOutputs, K));
+  if (b.size() != K || out.size() != K)
+    throw Error(fmt::format("{}: {} u's, {} biases and room for {} outputs (need one each)", op, K, b.size(),
+                            out.size()));
+  ops::same_tape(op, x, v_stacked);
+  const Shape xs = x.shape(), vs = v_stacked.shape();  // copies: apply() may move the tape's nodes
+  if (xs.slots != 1 || xs.rows != 1) ops::shape_error(op, "x must be a batch of rows [B,1,c]", x);
+  if (vs.batch != 1 || vs.slots != 1 || vs.rows != xs.cols)
+    ops::shape_error(op, "V_s must be a parameter [c,C] with c the cols of x", x, v_stacked);
+  std::array<Var, 2 + 2 * Tape::kMaxOutputs> in;
+  std::array<Shape, Tape::kMaxOutputs> shapes;
+  in[0] = x, in[1] = v_stacked;
+  std::int64_t C = 0;
+  for (std::size_t k = 0; k < K; ++k) {
+    ops::same_tape(op, x, u[k]);
+    ops::same_tape(op, x, b[k]);
+    if (u[k].shape() != parameter(1, 1)) ops::shape_error(op, "each u must be a parameter [1,1]", x, u[k]);
+    const Shape bk = b[k].shape();
+    if (bk.batch != 1 || bk.slots != 1 || bk.rows != 1)
+      ops::shape_error(op, "each bias must be a parameter [1,c'_k]", x, b[k]);
+    in[2 + 2 * k] = u[k], in[3 + 2 * k] = b[k];
+    shapes[k] = matrices(xs.batch, 1, bk.cols);
+    C += bk.cols;
+  }
+  if (C != vs.cols)
+    throw ShapeError(fmt::format("{}: the biases' {} columns in all must be V_s's, {}", op, C, vs.str()));
+  const StackedDims d{std::int64_t(K), xs.batch, xs.cols, C};
+  const bool recompute = x.tape->recompute_saved();  // Ẑ saved, or recomputed (Tape::recompute_saved)
+  OpAttrs attrs;
+  attrs.i[0] = recompute;  // for flops()
+  x.tape->apply(kStackedOp, std::span<const Var>(in.data(), 2 + 2 * K), std::span<const Shape>(shapes.data(), K), out,
+                attrs, recompute ? 0 : d.B * d.C, stacked_scratch(d));
 }
 
 OpEntry projections_entry() {
@@ -272,6 +318,32 @@ OpEntry projections_entry() {
               std::array<Var, 2> out;
               projections(x[0], p, out);
               return hadamard(out[0], out[1]);
+            };
+            return sample;
+          }};
+}
+
+OpEntry stacked_projections_entry() {
+  return {"stacked_projections", [](Rng& rng, SampleSize s) {
+            const SampleDims d = sample_dims(s);
+            OpSample sample;
+            sample.inputs = {{"X1", random_tensor(rng, matrices(d.batch, 1, d.cols))},
+                             {"X2", random_tensor(rng, matrices(d.batch, 1, d.cols))},
+                             {"V1", random_tensor(rng, parameter(d.cols, d.cols2))},
+                             {"V2", random_tensor(rng, parameter(d.cols, d.cols2))},
+                             {"u1", random_tensor(rng, parameter(1, 1))},
+                             {"u2", random_tensor(rng, parameter(1, 1))},
+                             {"B1", random_tensor(rng, parameter(1, d.cols2))},
+                             {"B2", random_tensor(rng, parameter(1, d.cols2))}};
+            // One V_s for two time steps' x (its gradient assigned by the later step's backward, then added to),
+            // every output into the loss through a product with another.
+            sample.apply = [](Tape&, std::span<const Var> x) {
+              const Var v[] = {x[2], x[3]}, u[] = {x[4], x[5]}, b[] = {x[6], x[7]};
+              const Var vs = stack_columns(v);
+              std::array<Var, 2> y1, y2;
+              stacked_projections(x[0], vs, u, b, y1);
+              stacked_projections(x[1], vs, u, b, y2);
+              return add(hadamard(y1[0], y2[1]), hadamard(y1[1], y2[0]));
             };
             return sample;
           }};

@@ -162,6 +162,9 @@ void Step::projections(NamedTerm x, std::span<const ProjectionSpec> p, std::span
   // A copy: a Var's shape lives in the tape's node list, which the parameters' leaves and every group's
   // op node may move to a larger allocation.
   const Shape xs = x.x.shape();
+  // The vector form (a row x, every output a row: every U 1x1) stacks each group's V_k once a pass
+  // (stacked_v) and projects x on it at every time step (ops/projections.cpp).
+  const bool vector = xs.rows == 1 && std::all_of(p.begin(), p.end(), [](const ProjectionSpec& q) { return q.rows == 1; });
   std::array<Projection, Tape::kMaxOutputs> ops_p;
   for (std::size_t first = 0; first < p.size(); first += Tape::kMaxOutputs) {
     const std::size_t n = std::min(p.size() - first, Tape::kMaxOutputs);
@@ -171,12 +174,36 @@ void Step::projections(NamedTerm x, std::span<const ProjectionSpec> p, std::span
                   parameter(q.path, x.name, "V", matmem::parameter(xs.cols, q.cols)),
                   parameter(q.path, "", "B", matmem::parameter(q.rows, q.cols), Init::Constant(q.bias))};
     }
-    matmem::projections(x.x, std::span<const Projection>(ops_p.data(), n), out.subspan(first, n));
+    const std::span<const Projection> group(ops_p.data(), n);
+    if (!vector) {
+      matmem::projections(x.x, group, out.subspan(first, n));
+      continue;
+    }
+    std::array<Var, Tape::kMaxOutputs> u, b;
+    for (std::size_t k = 0; k < n; ++k) u[k] = ops_p[k].u, b[k] = ops_p[k].b;
+    matmem::stacked_projections(x.x, stacked_v(group), std::span<const Var>(u.data(), n),
+                                std::span<const Var>(b.data(), n), out.subspan(first, n));
   }
+}
+
+Var Step::stacked_v(std::span<const Projection> group) {
+  // The pass's stacks in the order the step asks for them; a group whose first V is another than the one
+  // stacked at this place (a step that changes its projections) gets a stack of its own.
+  const std::size_t k = stacked_request_++;
+  if (k < stacked_.size() && stacked_[k].first == group[0].v.id) return stacked_[k].second;
+  std::array<Var, Tape::kMaxOutputs> v;
+  for (std::size_t i = 0; i < group.size(); ++i) v[i] = group[i].v;
+  const Var vs = stack_columns(std::span<const Var>(v.data(), group.size()));
+  if (k < stacked_.size())
+    stacked_[k] = {group[0].v.id, vs};
+  else
+    stacked_.push_back({group[0].v.id, vs});
+  return vs;
 }
 
 void Step::begin_sequence(std::int64_t batch) {
   batch_ = batch;
+  stacked_.clear();  // the stacks of the last pass are nodes of a cleared tape
   for (std::size_t k = 0; k < model_.states_.size(); ++k) {
     const StateDecl& d = model_.states_[k];
     const Shape shape = with_batch(d.shape, batch);
@@ -212,6 +239,7 @@ void Step::begin_step(std::int64_t t, Var input, bool output_needed) {
   output_ = {};
   output_needed_ = output_needed;
   request_ = 0;
+  stacked_request_ = 0;
 }
 
 void Step::end_step() {

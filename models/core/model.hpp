@@ -188,7 +188,8 @@ class Step {
           std::optional<double> bias = 0.0);
   /// out[k] = mat(p[k].path, {x}, p[k].rows, p[k].cols, p[k].bias) for every k, with the same parameters
   /// created in the same order, computed by ops' projections (one op per 16): several projections of one
-  /// state (an NTM's heads) share their first-stage GEMM.
+  /// state (an NTM's heads) share their first-stage GEMM. A row x's projections into rows (a vector NTM's
+  /// heads) stack each group's V once a pass and run stacked_projections at every time step.
   void projections(NamedTerm x, std::span<const ProjectionSpec> p, std::span<Var> out);
 
   /// Inside the returned scope, the next op recorded writes the next value of state `name` as a link of its
@@ -232,6 +233,10 @@ class Step {
   std::vector<std::uint32_t> chains_;  // per state: its chain in this pass, or ChainLink::kNone
   std::vector<CachedParam> cache_;
   std::size_t request_ = 0;
+  // V_s of each vector-form projections group, stacked once a pass: (its first V's node, the stack).
+  Var stacked_v(std::span<const Projection> group);
+  std::vector<std::pair<std::uint32_t, Var>> stacked_;
+  std::size_t stacked_request_ = 0;
   std::string name_scratch_;
 };
 

@@ -322,12 +322,14 @@ MemoryEstimate Trainer::estimate_memory() {
   Rng rng(0);
   Sequence seq;
   double bytes[2], frames[2];
-  double state = 0;  // bytes per sequence of the largest value an op records (an NTM's memory)
+  // Bytes per sequence of the largest value an op records for each sequence (an NTM's memory); values the
+  // batch shares (batch 1: a vector model's stacked V, Step::projections) do not grow with a micro-batch.
+  double state = 0;
   for (int k = 0; k < 2; ++k) {
     probe_task->sample_size_into(rng, smallest + (images ? 0 : 2 * k), seq, DType::f32);
     forward_backward(*model_, unroller, tape, seq);
     for (std::uint32_t id = 0; id < tape.size(); ++id)
-      if (tape.node(id).op)
+      if (tape.node(id).op && tape.node(id).shape.batch == b0)
         state = std::max(state, double(size_of(tape.dtype()) * std::size_t(tape.node(id).shape.numel())) / double(b0));
     tape.clear();
     bytes[k] = double(tape.peak_pass_bytes()) / double(b0);

@@ -43,6 +43,13 @@ def proj(t, x, u0, v0, b0, u1, v1, b1):
     return ops.add(a, ops.scale(b, 0.5))
 
 
+def stacked(t, x1, x2, v0, v1, u0, u1, b0, b1):
+    vs = ops.stack_columns([v0, v1])  # one V_s for two time steps' x
+    a0, a1 = ops.stacked_projections(x1, vs, [u0, u1], [b0, b1])
+    c0, c1 = ops.stacked_projections(x2, vs, [u0, u1], [b0, b1])
+    return ops.add(ops.hadamard(a0, c1), ops.hadamard(a1, c0))
+
+
 def read_write(t, m, r0, r1, w, e, a, w2):
     out = ops.memory_read_write(m, [r0, r1], w, e, a)
     assert len(out) == 3
@@ -80,6 +87,9 @@ CASES = {
                           [u(B, 2, 2), u(B, 2, 2), u(B, N, 2, 2)], None, {}),
     "row": (lambda t, x: ops.row(x, 1), [u(B, 3, N)], None, {}),
     "stack_rows": (lambda t, a, b: ops.stack_rows([a, b, a]), [u(B, 1, C), u(B, 2, C)], None, {}),
+    "stack_columns": (lambda t, a, b: ops.stack_columns([a, b, a]), [u(B, R, 1), u(B, R, 2)], None, {}),
+    "stacked_projections": (stacked, [u(B, 1, C), u(B, 1, C), u(1, C, 2), u(1, C, 2), u(1, 1, 1), u(1, 1, 1),
+                                      u(1, 1, 2), u(1, 1, 2)], None, {}),
     "circular_shift": (lambda t, w, s: ops.circular_shift(w, s), [prob(B, 1, N), prob(B, 1, 3)], None, {}),
     "sharpen": (lambda t, w, g: ops.sharpen(w, g), [prob(B, 1, N), u(B, 1, 1, lo=1.0, hi=3.0)], None, {}),
     "ntm_addressing": (lambda t, sim, beta, g, s, gamma, w: ops.ntm_addressing(sim, 1, beta, g, s, gamma, w),

@@ -83,6 +83,21 @@ void bind_ops(py::module_& m) {
         return wrap_all(ref, out);
       },
       py::arg("x"), py::arg("projections"), "[U_kᵀ x V_k + B_k for (U_k, V_k, B_k) in projections]");
+  ops.def(
+      "stacked_projections",
+      [](V x, V v_stacked, const std::vector<PyVar>& us, const std::vector<PyVar>& bs) {
+        std::vector<const PyVar*> ptrs{&x, &v_stacked};
+        add_all(ptrs, us);
+        add_all(ptrs, bs);
+        const auto ref = common_tape("stacked_projections", ptrs);
+        const std::vector<Var> u = gets(us), b = gets(bs);
+        std::vector<Var> out(u.size());
+        stacked_projections(x.get(), v_stacked.get(), u, b, out);
+        return wrap_all(ref, out);
+      },
+      py::arg("x"), py::arg("v_stacked"), py::arg("u"), py::arg("b"),
+      "projections' vector form on V_s = stack_columns(V_1..V_K): [u_k (x V_s)_k + B_k]; x [B,1,c], u_k [1,1,1], "
+      "B_k [1,1,c'_k]");
 
   MATMEM_BINARY(add, a, b, "a + b, broadcasting (a size of 1 along an axis broadcasts)");
   MATMEM_BINARY(sub, a, b, "a - b, broadcasting as add");
@@ -148,6 +163,15 @@ void bind_ops(py::module_& m) {
         return wrap(ref, stack_rows(gets(parts)));
       },
       py::arg("parts"), "the parts' rows one below the other: a list of 1 to 64 [B,r_k,c] -> [B,Σr_k,c]");
+  ops.def(
+      "stack_columns",
+      [](const std::vector<PyVar>& parts) {
+        std::vector<const PyVar*> ptrs;
+        add_all(ptrs, parts);
+        const auto ref = common_tape("stack_columns", ptrs);
+        return wrap(ref, stack_columns(gets(parts)));
+      },
+      py::arg("parts"), "the parts' columns side by side: a list of 1 to 64 [B,r,c_k] -> [B,r,Σc_k]");
   MATMEM_BINARY(circular_shift, w, s, "w̃_i = Σ_j s_j w_(i-j mod N). w [B,1,N], s [B,1,2S+1]");
   MATMEM_BINARY(sharpen, w, gamma, "(w_i + ε)^γ normalised. w [B,1,N] ≥ 0, gamma [B,1,1]");
   ops.def(

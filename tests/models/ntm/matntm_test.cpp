@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -95,6 +96,30 @@ TEST_CASE("MatNTM with a learned initial memory passes gradcheck, the memory's s
   CHECK(r.passed);
   CHECK(m.params().contains("ntm/init/memory"));
   CHECK(r.elements_checked == m.params().element_count());
+}
+
+// The vector NTM (a 1 x n controller, slots of 1 x c): every head's projections are the vector form, V stacked
+// once a pass (Step::projections, stacked_projections), its gradient summed over the time steps.
+TEST_CASE("the vector MatNTM passes gradcheck unrolled 4 steps, every parameter checked", "[models][ntm][gradcheck]") {
+  for (CellKind controller : {CellKind::ff, CellKind::lstm}) {
+    NTMConfig c = small(controller, 2, 2);
+    c.layers = {{1, 6}};
+    c.slot_rows = 1;
+    c.slot_cols = 4;
+    c.input_rows = 1;
+    c.input_cols = 3;
+    c.output_rows = 1;
+    c.memory_init = NTMConfig::MemoryInit::random;
+    MatNTM m(c, DType::f64, 8);
+    // This early one head's part moves the loss by ~3e-6 (checked, not required to be large): the second
+    // write's shift with the feed-forward controller, the first write's β with the MatLSTM.
+    ModelGradcheckOptions o;
+    o.flat = {controller == CellKind::ff ? "ntm/write2/shift/" : "ntm/write1/beta/"};
+    ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 4), o);
+    INFO((controller == CellKind::ff ? "feed-forward" : "MatLSTM") << " controller\n" << r.str());
+    CHECK(r.passed);
+    CHECK(r.elements_checked == m.params().element_count());
+  }
 }
 
 TEST_CASE("the memory's start: constant 1e-6, a fixed random draw within ±1, or learned", "[models][ntm]") {
@@ -344,6 +369,88 @@ TEST_CASE("projections split over two ops survive the tape's node list moving be
   for (std::size_t fill : {1020, 2040, 4090, 8180, 16370, 32750}) {
     INFO("filled to " << fill << " nodes");
     CHECK(nineteen_projections_loss(fill) == unmoved);
+  }
+}
+
+namespace {
+// 19 projections (two groups: more than one op takes) of a row state h = tanh(mat(x)) into rows of three, by
+// Step::projections (each group's V stacked once a pass) or by one ops projections call per group and time
+// step (V stacked and its gradient split at each), the parameters created in the same order either way.
+class RowProjections : public Model {
+ public:
+  explicit RowProjections(bool per_step) : Model("p", DType::f64, 1), per_step_(per_step) { set_io(1, 5, 1, 3); }
+  void step(Step& s) override {
+    const Var h = tanh(s.mat("p/in", {{"x", s.input()}}, 1, 6));
+    std::array<ProjectionSpec, 19> spec;
+    for (std::size_t k = 0; k < spec.size(); ++k) spec[k] = {paths_[k], 1, 3, 0.01 * double(k)};
+    std::array<Var, 19> out;
+    if (per_step_) {
+      for (std::size_t first = 0; first < spec.size(); first += Tape::kMaxOutputs) {
+        const std::size_t n = std::min(spec.size() - first, Tape::kMaxOutputs);
+        std::array<Projection, Tape::kMaxOutputs> p;
+        for (std::size_t k = 0; k < n; ++k) {
+          const ProjectionSpec& q = spec[first + k];
+          p[k] = {s.parameter(q.path, "h", "U", parameter(1, 1)), s.parameter(q.path, "h", "V", parameter(6, 3)),
+                  s.parameter(q.path, "", "B", parameter(1, 3), Init::Constant(q.bias))};
+        }
+        projections(h, std::span<const Projection>(p.data(), n), std::span<Var>(out.data() + first, n));
+      }
+    } else {
+      s.projections({"h", h}, spec, out);
+    }
+    Var y = out[0];
+    for (std::size_t k = 1; k < out.size(); ++k) y = add(y, hadamard(out[k], out[k - 1]));
+    s.output(y);
+  }
+  std::array<std::string, 19> paths_ = [] {
+    std::array<std::string, 19> p;
+    for (std::size_t k = 0; k < p.size(); ++k) p[k] = "p/" + std::to_string(k);
+    return p;
+  }();
+
+ private:
+  bool per_step_;
+};
+
+// The loss, every parameter's gradient, and the stack_columns ops on the tape, of one run of 7 steps.
+struct RowRun {
+  std::vector<double> values;
+  int stacks = 0;
+};
+RowRun row_projections_run(bool per_step, bool recompute_saved) {
+  RowProjections m(per_step);
+  m.build();
+  const Sequence seq = random_sequence(m, 3, 7, 13);
+  Tape tape(DType::f64);
+  tape.set_recompute_above(recompute_saved ? 0 : SIZE_MAX);
+  Unroller u(m, tape);
+  m.params().zero_grad();
+  const Var loss = u.run(seq).loss;
+  tape.backward(loss);
+  RowRun r;
+  r.values.push_back(loss.item());
+  for (const auto& p : m.params())
+    for (std::int64_t k = 0; k < p->grad.numel(); ++k) r.values.push_back(p->grad.get(k));
+  for (std::uint32_t id = 0; id < tape.size(); ++id)
+    if (const OpDef* op = tape.node(id).op; op && std::string_view(op->name) == "stack_columns") ++r.stacks;
+  return r;
+}
+}  // namespace
+
+TEST_CASE("a row state's projections stack each group's V once a pass, with the loss and gradients of stacking "
+          "at every time step, bit for bit",
+          "[models][ntm]") {
+  for (bool recompute : {false, true}) {
+    INFO((recompute ? "Ẑ recomputed" : "Ẑ saved"));
+    const RowRun once = row_projections_run(false, recompute), every = row_projections_run(true, recompute);
+    CHECK(once.stacks == 2);       // two groups, once a pass
+    CHECK(every.stacks == 2 * 7);  // two groups at each of 7 steps
+    REQUIRE(once.values.size() == every.values.size());
+    REQUIRE(once.values.size() > 19 * 10);
+    for (std::size_t k = 0; k < once.values.size(); ++k) {
+      INFO((k == 0 ? "loss" : "gradient value ") << k);
+      CHECK(once.values[k] == every.values[k]);
+    }
   }
 }
 

@@ -311,6 +311,23 @@ TEST_CASE("micro-batches are halved until their memory state fits micro_batch.st
   CHECK_THROWS_WITH(Trainer(c), Contains("micro_batch.state_kib = -1 must be ≥ 0"));
 }
 
+TEST_CASE("the micro-batch's state counts what each sequence holds, not the vector NTM's stacked V the batch shares",
+          "[trainer][micro]") {
+  Config c = small("matntm");
+  c.set("model.layers", "1x256", "test");  // a vector controller: its heads' V_k stacked once a pass, [256, C]
+  c.set("ntm.slots", "32", "test");
+  c.set("ntm.slot_rows", "1", "test");
+  c.set("ntm.slot_cols", "8", "test");  // a memory of 32 × 8 floats: 1 KiB per sequence
+  c.set("ntm.read_heads", "4", "test");
+  c.set("ntm.write_heads", "4", "test");
+  c.set("batch", "16", "test");
+  c.set("micro_batch", "16", "test");
+  c.set("micro_batch.state_kib", "16", "test");  // 16 sequences of 1 KiB fit
+  const MemoryEstimate m = Trainer(c).memory_estimate();
+  CHECK(m.state_bytes == 1024);
+  CHECK(m.micro_batch == 16);
+}
+
 TEST_CASE("every real-valued key takes a fraction, and a step runs with it", "[trainer]") {
   // A default written as an integer would make its key integer-typed and refuse 0.5.
   Config c = small("matrnn");
