@@ -428,7 +428,10 @@ int bench_model(const Options& o) {
                model->params().size(), b.parameters);
     TensorFile file;
     for (const auto& p : model->params()) {
-      fmt::print("  parameter {} [{},{}]\n", p->name, p->value.shape().rows, p->value.shape().cols);
+      if (const Shape& sh = p->value.shape(); sh.slots > 1)  // a learned memory start: [slots,rows,cols]
+        fmt::print("  parameter {} [{},{},{}]\n", p->name, sh.slots, sh.rows, sh.cols);
+      else
+        fmt::print("  parameter {} [{},{}]\n", p->name, sh.rows, sh.cols);
       file.tensors.emplace(p->name, p->value);
     }
     fmt::print("  float64 loss of the first batch ({} frames), initial parameters: {:.17g}\n", seq.inputs.size(),

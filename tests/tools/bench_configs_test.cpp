@@ -97,6 +97,9 @@ Shapes expected_parameters(const json& s) {
     outputs.push_back({"r" + std::to_string(k), slot});
     p["ntm/init/read" + std::to_string(k)] = slot;
   }
+  // A learned memory start: N slots, as [N, r·c] (bench model prints it [N,r,c]).
+  if (s.value("ntm.memory_init", "constant") == "learned")
+    p["ntm/init/memory"] = {s.at("ntm.slots").get<std::int64_t>(), slot.first * slot.second};
   cells(p, "ntm/ctrl", s.at("ntm.controller").get<std::string>(), layers, inputs);
   for (int k = 0; k < reads + writes; ++k) {
     const std::string head = k < reads ? "ntm/read" + std::to_string(k + 1) : "ntm/write" + std::to_string(k - reads + 1);
@@ -135,9 +138,10 @@ TEST_CASE("bench configs: matmem builds each configuration's model with the para
     INFO(r.output);
     REQUIRE(r.status == 0);
     Shapes built;
-    const std::regex line(R"(  parameter (\S+) \[(\d+),(\d+)\])");
+    const std::regex line(R"(  parameter (\S+) \[(\d+),(\d+)(?:,(\d+))?\])");
     for (std::sregex_iterator m(r.output.begin(), r.output.end(), line), end; m != end; ++m)
-      built[(*m)[1]] = {std::stoll((*m)[2]), std::stoll((*m)[3])};
+      built[(*m)[1]] = (*m)[4].matched ? Sizes{std::stoll((*m)[2]), std::stoll((*m)[3]) * std::stoll((*m)[4])}
+                                       : Sizes{std::stoll((*m)[2]), std::stoll((*m)[3])};
     CHECK(built == expected);
     std::smatch total;
     REQUIRE(std::regex_search(r.output, total, std::regex(R"(parameters: (\d+) values in (\d+) tensors)")));
