@@ -498,7 +498,11 @@ int bench_train(const Options& o) {
   for (auto& print : profiles) print();
   for (const std::string& note : notes) fmt::print("{}\n", note);
   for (const TrainBench& b : train_benches())
-    if (wanted(b.name)) fmt::print("  {}: {} ({})\n", b.name, describe(bench_config(b)), b.note);
+    if (wanted(b.name)) {
+      Config c = bench_config(b);
+      apply_sets(c, o);  // what was timed: the description with --set on top
+      fmt::print("  {}: {} ({}){}\n", b.name, describe(c), b.note, sets_text(o));
+    }
   if (peer)
     fmt::print("  matrnn2-fixed: 2-layer MatRNN, batch 16, 21 fixed steps, BCE on the last 10, RMSprop (no momentum/clip)\n");
   return 0;

@@ -124,6 +124,15 @@ TEST_CASE("bench train --threads 2: where the step's time goes between its parts
   CHECK(one.output.find("parts took") == std::string::npos);
 }
 
+TEST_CASE("bench train --set: the closing description is of the step timed, the --set keys on top", "[tools][bench]") {
+  const auto dir = fresh_dir("bench_train_set");
+  const CommandResult r = run_matmem("bench train --config ntm-copy --steps 1 --warmup 0 --set batch=3", dir, 300);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("  ntm-copy: MatNTM copy: batch 3,") && Contains("(--set batch=3)"));
+  CHECK(r.output.find("batch 16") == std::string::npos);
+}
+
 TEST_CASE("bench train --profile: the GEMM and memory ops set against the core's limits", "[tools][bench]") {
   const fs::path dir = fresh_dir("bench_train_profile");
   const CommandResult r = run_matmem("bench train --config ntm-copy --steps 3 --warmup 1 --profile", dir, 300);
