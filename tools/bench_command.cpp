@@ -168,13 +168,14 @@ const std::vector<TrainBench>& train_benches() {
   return all;
 }
 
-// The configuration's config: the defaults, then its settings (seed and batch included).
-Config bench_config(const TrainBench& b) {
+// The configuration's config as timed: the defaults, then its settings (seed and batch included), then --set.
+Config bench_config(const TrainBench& b, const Options& o) {
   Config c;
   for (const auto& [key, value] : b.settings.items()) {
     if (key == "threads") throw Error(fmt::format("tools/bench_configs.json {}: threads is --threads", b.name));
     c.set_json(key, value, "tools/bench_configs.json " + b.name);
   }
+  apply_sets(c, o);
   return c;
 }
 
@@ -413,8 +414,7 @@ int bench_model(const Options& o) {
     throw Error("bench model --safetensors: name one --config");
   for (const TrainBench& b : train_benches()) {
     if (!o.configs.empty() && std::find(o.configs.begin(), o.configs.end(), b.name) == o.configs.end()) continue;
-    Config c = bench_config(b);
-    apply_sets(c, o);
+    Config c = bench_config(b, o);
     const std::unique_ptr<Task> task = make_task(c);
     const std::unique_ptr<Model> model = make_model(c, *task, DType::f64);
     Rng data(std::uint64_t(c.integer("seed")) ^ 0x5eed5eed5eed5eedULL);
@@ -468,8 +468,7 @@ int bench_train(const Options& o) {
   std::vector<std::string> notes;               // configs that run fewer threads than asked
   for (const TrainBench& b : train_benches()) {
     if (!wanted(b.name)) continue;
-    Config c = bench_config(b);
-    apply_sets(c, o);
+    Config c = bench_config(b, o);
     c.set("threads", std::to_string(o.threads), "--threads");
     Trainer t(c);
     if (t.threads() != o.threads)
@@ -498,11 +497,7 @@ int bench_train(const Options& o) {
   for (auto& print : profiles) print();
   for (const std::string& note : notes) fmt::print("{}\n", note);
   for (const TrainBench& b : train_benches())
-    if (wanted(b.name)) {
-      Config c = bench_config(b);
-      apply_sets(c, o);  // what was timed: the description with --set on top
-      fmt::print("  {}: {} ({}){}\n", b.name, describe(c), b.note, sets_text(o));
-    }
+    if (wanted(b.name)) fmt::print("  {}: {} ({}){}\n", b.name, describe(bench_config(b, o)), b.note, sets_text(o));
   if (peer)
     fmt::print("  matrnn2-fixed: 2-layer MatRNN, batch 16, 21 fixed steps, BCE on the last 10, RMSprop (no momentum/clip)\n");
   return 0;

@@ -322,8 +322,8 @@ MemoryEstimate Trainer::estimate_memory() {
   Rng rng(0);
   Sequence seq;
   double bytes[2], frames[2];
-  // Bytes per sequence of the largest value an op records for each sequence (an NTM's memory); values the
-  // batch shares (batch 1: a vector model's stacked V, Step::projections) do not grow with a micro-batch.
+  // Bytes per sequence of the largest value an op records for each sequence (an NTM's memory); a value the
+  // batch shares (of batch size 1: a vector model's stacked V, Step::projections) does not grow with a micro-batch.
   double state = 0;
   for (int k = 0; k < 2; ++k) {
     probe_task->sample_size_into(rng, smallest + (images ? 0 : 2 * k), seq, DType::f32);

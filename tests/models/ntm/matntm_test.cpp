@@ -321,6 +321,13 @@ TEST_CASE("the automatic memory segment recomputes a large memory and keeps a sm
 }
 
 namespace {
+// The parameter paths p/0 … p/18 of the test models' 19 projections.
+std::array<std::string, 19> projection_paths() {
+  std::array<std::string, 19> p;
+  for (std::size_t k = 0; k < p.size(); ++k) p[k] = "p/" + std::to_string(k);
+  return p;
+}
+
 // A step with the projections of a MatNTM with one read and two write heads (19, more than one projections
 // op takes: two ops over the same state), whose first step first fills the tape up to `fill` nodes, so that
 // the node list outgrows its allocation while the first op records its outputs.
@@ -338,11 +345,7 @@ class NineteenProjections : public Model {
     for (std::size_t k = 1; k < out.size(); ++k) y = add(y, out[k]);
     s.output(y);
   }
-  std::array<std::string, 19> paths_ = [] {
-    std::array<std::string, 19> p;
-    for (std::size_t k = 0; k < p.size(); ++k) p[k] = "p/" + std::to_string(k);
-    return p;
-  }();
+  std::array<std::string, 19> paths_ = projection_paths();
 
  private:
   std::size_t fill_;
@@ -402,11 +405,7 @@ class RowProjections : public Model {
     for (std::size_t k = 1; k < out.size(); ++k) y = add(y, hadamard(out[k], out[k - 1]));
     s.output(y);
   }
-  std::array<std::string, 19> paths_ = [] {
-    std::array<std::string, 19> p;
-    for (std::size_t k = 0; k < p.size(); ++k) p[k] = "p/" + std::to_string(k);
-    return p;
-  }();
+  std::array<std::string, 19> paths_ = projection_paths();
 
  private:
   bool per_step_;
