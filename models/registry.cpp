@@ -49,6 +49,15 @@ std::pair<double, bool> controller_clip(const Config& c) {
   return {clip, logits};
 }
 
+// A content addressing's cosine_eps key (ntm.cosine_eps, dnc.cosine_eps), checked: 0, or a finite ε > 0.
+double cosine_eps(const Config& c, const char* key) {
+  const double eps = c.num(key);
+  if (!(eps >= 0) || !std::isfinite(eps))
+    throw Error(fmt::format("config: {} = {}: choose a finite value of at least 0 (0: exact norms and 1e-8 on "
+                            "their product)", key, eps));
+  return eps;
+}
+
 std::unique_ptr<Model> recurrent(CellKind kind, const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
   RecurrentConfig rc;
   rc.cell = kind;
@@ -100,6 +109,7 @@ std::unique_ptr<Model> ntm(const Config& c, const Task& t, DType dtype, std::uin
   else if (m0 == "learned") nc.memory_init = NTMConfig::MemoryInit::learned;
   else if (m0 == "random") nc.memory_init = NTMConfig::MemoryInit::random;
   else throw Error(fmt::format("config: ntm.memory_init = {}: choose constant, learned or random", m0));
+  nc.cosine_eps = cosine_eps(c, "ntm.cosine_eps");
   set_io(nc, t);
   return std::make_unique<MatNTM>(nc, dtype, seed);
 }
@@ -126,10 +136,7 @@ std::unique_ptr<Model> dnc(const Config& c, const Task& t, DType dtype, std::uin
     throw Error(fmt::format("config: dnc.usage_gradient = {}: choose stop (DeepMind's) or full (the paper's)", usage));
   dc.usage_gradient = usage == "full" ? DNCConfig::UsageGradient::full : DNCConfig::UsageGradient::stop;
   dc.free_gates = c.flag("dnc.free_gates");
-  dc.cosine_eps = c.num("dnc.cosine_eps");
-  if (!(dc.cosine_eps >= 0) || !std::isfinite(dc.cosine_eps))
-    throw Error(fmt::format("config: dnc.cosine_eps = {}: choose a finite value of at least 0 (0: the MatNTM's "
-                            "cosine similarity)", dc.cosine_eps));
+  dc.cosine_eps = cosine_eps(c, "dnc.cosine_eps");
   set_io(dc, t);
   return std::make_unique<MatDNC>(dc, dtype, seed);
 }

@@ -74,6 +74,8 @@ Var batch_norm(Var x, double eps = 1e-5);
 struct CosineEps {
   double product = 1e-8;  ///< added to the product of the norms (> 0)
   double norm = 0;        ///< added under each norm's root (≥ 0)
+  /// A model's one-number setting (`ntm.cosine_eps`, `dnc.cosine_eps`): ε > 0 gives {ε, ε}, 0 the defaults.
+  static CosineEps from_setting(double eps) { return eps > 0 ? CosineEps{eps, eps} : CosineEps{}; }
 };
 /// cos(K, M_i) = ⟨K, M_i⟩_F / (‖K‖_F ‖M_i‖_F + ε), ε = eps.product.  K:[B,r,c], M:[B,N,r,c] -> [B,N]
 /// (ops/cosine_similarity.cpp). With the exact norms (eps.norm = 0) the similarity has no derivative where a

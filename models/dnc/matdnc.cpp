@@ -93,7 +93,7 @@ void MatDNC::step(Step& s) {
 
   // 3–5. Usage, allocation and the write weighting, its content part on M_{t−1}.
   const Var m_prev = s.state("memory");
-  const CosineEps eps = c.cosine_eps > 0 ? CosineEps{c.cosine_eps, c.cosine_eps} : CosineEps{};
+  const CosineEps eps = CosineEps::from_setting(c.cosine_eps);
   const Var u_prev = s.state("usage"), w_write_prev = s.state("w/write");
   Var usage;
   if (c.usage_gradient == DNCConfig::UsageGradient::stop) {

@@ -123,7 +123,8 @@ void MatNTM::step(Step& s) {
       p[k].added = proj[n++];
     }
   }
-  const Var similarity = cosine_similarity(std::span<const Var>(keys.data(), H), m_prev);  // [B,H,N]
+  const Var similarity = cosine_similarity(std::span<const Var>(keys.data(), H), m_prev,
+                                           CosineEps::from_setting(config_.cosine_eps));  // [B,H,N]
   // w = sharpen(circular_shift(g softmax(β K_k) + (1 − g) w_{t−1}, s), γ), every head in one fused op (in
   // even groups where there are more heads than one call takes).
   std::array<Var, 16> beta, gate, shift, gamma, w_prev, w;

@@ -11,6 +11,10 @@
 //  4. read heads read R_t = Σ_i w_t(i) M_{t−1}(i); then write heads write M_t = write(M, w_t, E, A) in order;
 //  5. Y_t = mat(H_t, R_t^{(1..n_read)}) (logits), clipped to ±c too when `clip_logits` (DeepMind's DNC clips its
 //     output so: spec/dnc.md §8).
+// cos(K, M(i)) = ⟨K, M(i)⟩_F / (|K| |M(i)| + ε_p): by default exact norms and ε_p = 1e-8 (ops/ops.hpp,
+// CosineEps), so near a zero slot the memory's gradient grows as 1/‖M(i)‖_F (up to g K / 1e-8); with
+// `cosine_eps` ε > 0 the norms are |x| = √(‖x‖_F² + ε) and ε_p = ε, DeepMind's DNC form (spec/dnc.md), which
+// bounds it by g K / (‖K‖ √ε + ε).
 // Initial state: memory 1e-6 everywhere; R_0 learned (N(0, 0.01²)); controller states 0; w_0 focused on
 // the first slot (w_0 = δ_1), as in Collier & Beel's NTM implementation, which also starts the memory at
 // 1e-6. The memory's start is one of the three Collier & Beel compared (`memory_init`): constant (1e-6, the
@@ -47,6 +51,7 @@ struct NTMConfig {
   int shift = 1;  // S: shifts -S..S
   enum class Start { first_slot, zero } initial_weighting = Start::first_slot;
   enum class MemoryInit { constant, learned, random } memory_init = MemoryInit::constant;
+  double cosine_eps = 0;  // > 0: CosineEps{ε, ε} (DeepMind's DNC); 0: exact norms, 1e-8 on their product
   std::int64_t input_rows = 6, input_cols = 5, output_rows = 5, output_cols = 5;
   // Keep every time step's memory (1), or only every n-th, the others recomputed in backward (a recomputed
   // chain, Tape::chain); 0 (the default): n chosen from the memory's size (Step::auto_segment: 4 for the

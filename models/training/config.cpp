@@ -219,6 +219,9 @@ std::vector<ConfigKey>& all_keys() {
       {"ntm.initial_weighting", "\"first_slot\"", "first_slot (w0 = δ1) or zero (see models/ntm/matntm.hpp)"},
       {"ntm.memory_init", "\"constant\"",
        "the memory's start: constant (1e-6), learned, or random (fixed N(0, 0.5²) draw; see models/ntm/matntm.hpp)"},
+      {"ntm.cosine_eps", "0.0",
+       "matntm content addressing's epsilon, under each norm's root and on their product as DeepMind's DNC (0: exact "
+       "norms and 1e-8 on their product; > 0 bounds the memory's gradient at a near-empty slot)"},
       {"dnc.controller", "\"lstm\"",
        "matdnc controller: lstm, rnn (stacked MatLSTM or MatRNN layers, model.layers) or ff (feed-forward layers)"},
       {"dnc.slots", "16", "matdnc memory slots N (DeepMind's DNC trains with 16)"},

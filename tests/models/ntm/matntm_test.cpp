@@ -122,6 +122,26 @@ TEST_CASE("the vector MatNTM passes gradcheck unrolled 4 steps, every parameter 
   }
 }
 
+// ntm.cosine_eps: the content addressing's similarity with ε under each norm's root and on their product
+// (CosineEps{ε, ε}; its values are checked in tests/ops/cosine_similarity_test.cpp). The parameters start the
+// same whatever ε, so a loss equal to ε = 0's would mean the setting never reached the addressing.
+TEST_CASE("MatNTM with cosine_eps > 0 passes gradcheck, every parameter checked, and its loss is not ε = 0's",
+          "[models][ntm][gradcheck]") {
+  NTMConfig c = small(CellKind::lstm, 2, 2);
+  c.memory_init = NTMConfig::MemoryInit::learned;
+  double loss[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    c.cosine_eps = k == 0 ? 0.0 : 0.01;
+    MatNTM m(c, DType::f64, 9);
+    ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 3));
+    INFO("cosine_eps " << c.cosine_eps << "\n" << r.str());
+    CHECK(r.passed);
+    CHECK(r.elements_checked == m.params().element_count());
+    loss[k] = r.loss;
+  }
+  CHECK(std::abs(loss[1] - loss[0]) > 1e-6);
+}
+
 TEST_CASE("the memory's start: constant 1e-6, a fixed random draw within ±1, or learned", "[models][ntm]") {
   auto start = [](NTMConfig::MemoryInit init, std::uint64_t seed) {
     NTMConfig c = small(CellKind::rnn, 1, 1);
@@ -542,7 +562,7 @@ TEST_CASE("MatNTM's clipped logits stay within ±controller.clip, and an unclipp
   }
 }
 
-TEST_CASE("the controller keys reach the MatNTM and the recurrent models, and bad values are refused naming the key",
+TEST_CASE("the controller keys and ntm.cosine_eps reach the models, and bad values are refused naming the key",
           "[models][ntm][config][clip][ff]") {
   Config c = testing::small_config("matntm");
   const auto task = make_task(c);
@@ -566,4 +586,11 @@ TEST_CASE("the controller keys reach the MatNTM and the recurrent models, and ba
   c.set("ntm.controller", "gru", "test");
   CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("ntm.controller = gru") &&
                                                             Catch::Contains("rnn, lstm or ff"));
+  c.set("ntm.controller", "lstm", "test");
+  CHECK(dynamic_cast<const MatNTM&>(*make_model(c, *task, DType::f64)).config().cosine_eps == 0);
+  c.set("ntm.cosine_eps", "1e-6", "test");
+  CHECK(dynamic_cast<const MatNTM&>(*make_model(c, *task, DType::f64)).config().cosine_eps == 1e-6);
+  c.set("ntm.cosine_eps", "-1e-6", "test");
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("ntm.cosine_eps = -1e-06") &&
+                                                            Catch::Contains("at least 0"));
 }
