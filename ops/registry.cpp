@@ -89,15 +89,37 @@ void register_op(OpEntry entry) {
   entries().push_back(std::move(entry));
 }
 
-GradcheckReport gradcheck_op(const OpEntry& entry, SampleSize size, std::uint64_t seed) {
+GradcheckReport gradcheck_op(const OpEntry& entry, SampleSize size, std::uint64_t seed, Uses uses) {
   Rng rng(seed);
   OpSample sample = entry.sample(rng, size);
+  if (uses == Uses::twice) sample = applied_twice(std::move(sample));
   GradcheckOptions opt;
   opt.full_jacobian = size == SampleSize::small;
   if (entry.atol > 0) opt.atol = entry.atol;
   if (entry.rtol > 0) opt.rtol = entry.rtol;
   return gradcheck(sample.apply, sample.inputs, nullptr, opt);
 }
+
+const std::vector<OpCheck>& op_checks() {
+  static const std::vector<OpCheck> checks = {{SampleSize::small, Uses::once},
+                                              {SampleSize::large, Uses::once},
+                                              {SampleSize::lanes, Uses::once},
+                                              {SampleSize::small, Uses::twice},
+                                              {SampleSize::lanes, Uses::twice}};
+  return checks;
+}
+
+const char* name_of(SampleSize size) {
+  switch (size) {
+    case SampleSize::small: return "small";
+    case SampleSize::large: return "large";
+    case SampleSize::lanes: return "lanes";
+    case SampleSize::paper: return "paper";
+  }
+  return "?";
+}
+
+const char* name_of(Uses uses) { return uses == Uses::once ? "once" : "twice"; }
 
 OpSample applied_twice(OpSample sample) {
   sample.apply = [f = std::move(sample.apply)](Tape& tape, std::span<const Var> x) {

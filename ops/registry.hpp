@@ -35,8 +35,25 @@ struct OpEntry {
 
 /// Every registered op: the built-in ones, then those registered with register_op(), in order.
 const std::vector<OpEntry>& op_registry();
-/// gradcheck of one op on its sample inputs (full Jacobian at SampleSize::small), with the entry's tolerances.
-GradcheckReport gradcheck_op(const OpEntry& entry, SampleSize size = SampleSize::small, std::uint64_t seed = 1234);
+/// How often the sample's op is applied to its inputs: once, or twice (applied_twice: every input has two
+/// consumers, so a backward that assigns its gradient instead of adding to it fails).
+enum class Uses { once, twice };
+/// gradcheck of one op on its sample inputs (full Jacobian at SampleSize::small), with the entry's tolerances,
+/// applied once or twice.
+GradcheckReport gradcheck_op(const OpEntry& entry, SampleSize size = SampleSize::small, std::uint64_t seed = 1234,
+                             Uses uses = Uses::once);
+/// One check of an op: a sample size and how often the op is applied.
+struct OpCheck {
+  SampleSize size;  ///< the sample's sizes
+  Uses uses;        ///< applied once, or twice to the same inputs
+};
+/// Every check an op gets, in `matmem gradcheck` and the tests: once at the small, large and lanes sizes, and
+/// twice at small and lanes.
+const std::vector<OpCheck>& op_checks();
+/// "small", "large", "lanes" or "paper", as `matmem gradcheck --size` takes them.
+const char* name_of(SampleSize size);
+/// "once" or "twice", as `matmem gradcheck` prints them.
+const char* name_of(Uses uses);
 /// The entry's sample applied twice to the same inputs, y = f(x) + ½ f(x), so that every input has two
 /// consumers: the second application's backward runs first, and the first one's must then add into a
 /// gradient that already holds a value (the accumulate branch of an op that assigns a fresh gradient).

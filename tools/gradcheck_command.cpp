@@ -1,9 +1,11 @@
-// `matmem gradcheck`: every registered op (or one) through gradcheck in float64, as a table; or, with --model,
-// a whole model unrolled a few steps on a batch of its task, one row per parameter.
+// `matmem gradcheck`: every registered op (or one) through gradcheck in float64, as a table of the library's
+// checks (op_checks(): each size, and the op applied twice so that a backward that assigns instead of adding
+// fails); or, with --model, a whole model unrolled a few steps on a batch of its task, one row per parameter.
 #include <algorithm>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "matmem/models/core/model_gradcheck.hpp"
@@ -82,6 +84,23 @@ int run_model(const Options& o) {
                g.negligible ? " (negligible gradient)" : "", learned_start ? " (learned start)" : "");
   }
   if (!r.passed) fmt::print("{}\n", r.GradcheckReport::str());
+  // Each op kind on the tape alone, applied twice to its registry sample: an op whose backward assigns passes
+  // the model's check wherever its inputs have one use, and fails it where they have two.
+  int ops_failed = 0;
+  std::vector<std::string> unregistered;
+  for (const OpTwiceCheck& k : r.ops_applied_twice) {
+    if (!k.registered) {
+      unregistered.push_back(k.op);
+    } else if (!k.report.passed) {
+      ++ops_failed;
+      fmt::print("op {} FAILS applied twice to its sample, each input with two uses: its backward must add (+=) into "
+                 "each input's gradient, not assign it\n  {}\n", k.op, k.report.str());
+    }
+  }
+  fmt::print("{} op kinds on its tape, each applied twice to its registry sample: {} failed{}\n",
+             r.ops_applied_twice.size(), ops_failed,
+             unregistered.empty() ? "" : fmt::format(" ({} not registered, so not checked alone: {})", unregistered.size(),
+                                                     fmt::join(unregistered, ", ")));
   fmt::print("{} parameters, {} failed; loss {:.6g}", r.tensors.size(), failed, r.loss);
   if (negligible)
     fmt::print("; {} with a gradient below {:g} of the loss on this batch, whose check says little (another --seed or "
@@ -104,25 +123,32 @@ int run(const Options& o) {
   } else {
     for (const OpEntry& e : op_registry()) ops.push_back(&e);
   }
-  std::vector<std::pair<std::string, SampleSize>> sizes;
-  for (const auto& [label, size] : {std::pair{"small", SampleSize::small}, std::pair{"large", SampleSize::large},
-                                     std::pair{"lanes", SampleSize::lanes}})
-    if (o.size == "all" || o.size == label) sizes.push_back({label, size});
+  // Every check of the library's (op_checks(): three sizes once, two of them with the op applied twice), at the
+  // sizes asked for.
+  std::vector<OpCheck> checks;
+  for (const OpCheck& k : op_checks())
+    if (o.size == "all" || o.size == name_of(k.size)) checks.push_back(k);
 
-  fmt::print("{:<24} {:<6} {:>9} {:>13} {:>13}  {}\n", "op", "size", "elements", "max abs err", "max rel err", "result");
+  fmt::print("{:<24} {:<6} {:<6} {:>9} {:>13} {:>13}  {}\n", "op", "size", "uses", "elements", "max abs err",
+             "max rel err", "result");
   int failed = 0;
   for (const OpEntry* e : ops)
-    for (const auto& [label, size] : sizes) {
-      GradcheckReport r = gradcheck_op(*e, size, o.seed);
-      fmt::print("{:<24} {:<6} {:>9} {:>13.3e} {:>13.3e}  {}\n", e->name, label, r.elements_checked, r.max_abs_error,
-                 r.max_rel_error, r.passed ? "pass" : "FAIL");
+    for (const OpCheck& k : checks) {
+      GradcheckReport r = gradcheck_op(*e, k.size, o.seed, k.uses);
+      fmt::print("{:<24} {:<6} {:<6} {:>9} {:>13.3e} {:>13.3e}  {}\n", e->name, name_of(k.size), name_of(k.uses),
+                 r.elements_checked, r.max_abs_error, r.max_rel_error, r.passed ? "pass" : "FAIL");
       if (!r.passed) {
         ++failed;
         fmt::print("  {}\n", r.str());
+        if (k.uses == Uses::twice && gradcheck_op(*e, k.size, o.seed, Uses::once).passed)
+          fmt::print("  {} passes applied once and fails applied twice, each input feeding two uses: its backward "
+                     "must add (+=) into each input's gradient, not assign it (ops/README.md, \"Writing an op\")\n",
+                     e->name);
       }
     }
-  fmt::print("{} checks, {} failed (float64 central differences, random upstream gradient{})\n",
-             ops.size() * sizes.size(), failed,
+  fmt::print("{} checks, {} failed (float64 central differences, random upstream gradient{}; twice: the op applied "
+             "twice to its inputs, y = f(x) + f(x)/2, so every input has two uses)\n",
+             ops.size() * checks.size(), failed,
              o.size == "all" || o.size == "small" ? "; small sizes: full Jacobian" : "");
   return failed ? 1 : 0;
 }
@@ -136,7 +162,8 @@ void add_gradcheck_command(CLI::App& app) {
   CLI::Option* op = cmd->add_option("--op", o->op, "Check one op by name");
   CLI::Option* size = cmd->add_option("--size", o->size,
                   "Sample sizes: small (below any SIMD width), large (past several), lanes (batch 19: the memory "
-                  "ops' SIMD lanes over the batch, full and tail) or all")
+                  "ops' SIMD lanes over the batch, full and tail) or all; at small and lanes the op is also checked "
+                  "applied twice to its inputs (a backward that assigns its gradient instead of adding fails)")
       ->check(CLI::IsMember({"small", "large", "lanes", "all"}))
       ->capture_default_str();
   CLI::Option* model =

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "matmem/ops/registry.hpp"
 #include "matmem/runtime/error.hpp"
 
 namespace matmem {
@@ -23,6 +26,10 @@ std::string ModelGradcheckReport::str() const {
     if (g.negligible && !g.flat)
       s += fmt::format("\n  {}: negligible gradient, largest |dL/dθ| {:.3g} for loss {:.6g} (below {:g} of it)",
                        g.name, g.largest, loss, kNegligibleGradient);
+  for (const OpTwiceCheck& k : ops_applied_twice)
+    if (k.registered && !k.report.passed)
+      s += fmt::format("\n  op {} fails applied twice to its sample, each input with two uses (its backward must add "
+                       "into each input's gradient, not assign it): {}", k.op, k.report.str());
   return s;
 }
 
@@ -76,13 +83,36 @@ void perturb_parameters(Model& m, double sigma, std::uint64_t seed) {
 }
 
 namespace {
-// Every parameter's largest |dL/dθ| at the model's current point, one backward pass; L into `loss`.
-std::vector<ParameterGradient> gradient_sizes(Model& m, const Sequence& seq, double& loss) {
+// The registered op `name` checked applied twice at the small size, once a process (the check is
+// deterministic); unregistered (not checked) when no op of that name is in the registry.
+OpTwiceCheck applied_twice_check(const std::string& name) {
+  static std::mutex mutex;
+  static std::map<std::string, OpTwiceCheck> done;
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = done.find(name); it != done.end()) return it->second;
+  }
+  OpTwiceCheck k{name};
+  if (const OpEntry* entry = find_op(name)) {
+    k.registered = true;
+    k.report = gradcheck_op(*entry, SampleSize::small, 1234, Uses::twice);
+  }
+  std::lock_guard lock(mutex);
+  return done.emplace(name, std::move(k)).first->second;
+}
+
+// Every parameter's largest |dL/dθ| at the model's current point, one backward pass; L into `loss`, the op
+// kinds on the tape (in order of first use) into `ops`.
+std::vector<ParameterGradient> gradient_sizes(Model& m, const Sequence& seq, double& loss,
+                                              std::vector<std::string>& ops) {
   m.params().zero_grad();
   Tape tape(m.params().dtype());
   Unroller u(m, tape);
   Var l = u.run(seq).loss;
   loss = l.item();
+  for (std::uint32_t k = 0; k < tape.size(); ++k)
+    if (const OpDef* op = tape.node(k).op; op && std::find(ops.begin(), ops.end(), op->name) == ops.end())
+      ops.push_back(op->name);
   tape.backward(l);
   std::vector<ParameterGradient> sizes;
   for (const auto& p : m.params()) {
@@ -103,7 +133,8 @@ ModelGradcheckReport gradcheck_model(Model& m, const Sequence& seq, const ModelG
   if (!m.built()) m.build();
   if (o.sigma != 0) perturb_parameters(m, o.sigma, o.seed);
   ModelGradcheckReport r;
-  r.gradients = gradient_sizes(m, seq, r.loss);
+  std::vector<std::string> ops;
+  r.gradients = gradient_sizes(m, seq, r.loss, ops);
   for (const std::string& prefix : o.flat) {
     bool used = false;
     for (ParameterGradient& g : r.gradients)
@@ -117,6 +148,10 @@ ModelGradcheckReport gradcheck_model(Model& m, const Sequence& seq, const ModelG
   };
   static_cast<GradcheckReport&>(r) = gradcheck(f, none, &m.params(), o.gradcheck);
   if (o.require_gradient && !r.negligible().empty()) r.passed = false;
+  for (const std::string& op : ops) {
+    r.ops_applied_twice.push_back(applied_twice_check(op));
+    if (r.ops_applied_twice.back().registered && !r.ops_applied_twice.back().report.passed) r.passed = false;
+  }
   return r;
 }
 

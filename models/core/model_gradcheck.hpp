@@ -50,12 +50,23 @@ struct ParameterGradient {
   bool flat = false;  ///< named by ModelGradcheckOptions::flat
 };
 
+/// An op kind on the model's tape, checked alone with its registry sample applied twice (gradcheck_op with
+/// Uses::twice, ops/registry.hpp): a backward that assigns its gradient instead of adding to it passes
+/// alone, fails there, and fails the model wherever one of its inputs has two uses.
+struct OpTwiceCheck {
+  std::string op;           ///< the op's name
+  bool registered = false;  ///< false: not in the op registry (no sample inputs), so not checked alone
+  GradcheckReport report;   ///< when registered
+};
+
 /// What gradcheck_model() found: the gradcheck of every parameter (GradcheckReport::tensors, in the order
-/// of the model's ParameterStore), with the loss and each parameter's largest gradient. `passed` is false
-/// when a gradient disagrees, or, with `require_gradient`, when one outside `flat` is negligible.
+/// of the model's ParameterStore), with the loss and each parameter's largest gradient, and every op kind on
+/// its tape checked applied twice. `passed` is false when a gradient disagrees, when an op fails applied
+/// twice, or, with `require_gradient`, when a gradient outside `flat` is negligible.
 struct ModelGradcheckReport : GradcheckReport {
   double loss = 0;  ///< L at the checked point
   std::vector<ParameterGradient> gradients;  ///< per parameter, in the store's order
+  std::vector<OpTwiceCheck> ops_applied_twice;  ///< per op kind on the tape, in order of first use
   /// The parameters (outside `flat`) whose gradient is negligible.
   std::vector<std::string> negligible() const;
   /// GradcheckReport::str() and the negligible gradients.
@@ -78,8 +89,9 @@ void perturb_parameters(Model& model, double sigma, std::uint64_t seed);
 /// Gradient-checks `model` (float64 parameters, else Error) unrolled over `seq`, its loss the function
 /// checked: builds it if need be, moves its parameters off their values (ModelGradcheckOptions::sigma; they
 /// stay moved), measures each parameter's largest gradient, then runs gradcheck() over every parameter,
-/// naming the first op whose own gradient fails when one does (GradcheckOptions::locate_op).
-/// Costs two unrolls per parameter element.
+/// naming the first op whose own gradient fails when one does (GradcheckOptions::locate_op); and checks every
+/// op kind on the tape applied twice to its registry sample (each op once a process). Costs two unrolls per
+/// parameter element.
 ModelGradcheckReport gradcheck_model(Model& model, const Sequence& seq, const ModelGradcheckOptions& options = {});
 
 }  // namespace matmem

@@ -20,8 +20,8 @@ using namespace matmem;
 using matmem::testing::run_in;
 
 namespace {
-void check_op(const OpEntry& entry, SampleSize size) {
-  GradcheckReport report = gradcheck_op(entry, size);
+void check_op(const OpEntry& entry, SampleSize size, Uses uses = Uses::once) {
+  GradcheckReport report = gradcheck_op(entry, size, 1234, uses);
   INFO(entry.name << ": " << report.str());
   CHECK(report.passed);
   CHECK(report.elements_checked > 0);
@@ -104,12 +104,10 @@ TEST_CASE("every op passes gradcheck at a batch that fills the widest SIMD vecto
 }
 
 TEST_CASE("every op adds into a gradient another consumer of its input already wrote", "[ops][gradcheck]") {
-  for (const OpEntry& entry : op_registry()) {
-    OpEntry twice = entry;
-    twice.sample = [sample = entry.sample](Rng& rng, SampleSize size) { return applied_twice(sample(rng, size)); };
-    for (SampleSize size : {SampleSize::small, SampleSize::lanes})
-      SECTION(entry.name + (size == SampleSize::small ? " small" : " lanes")) { check_op(twice, size); }
-  }
+  for (const OpEntry& entry : op_registry())
+    for (const OpCheck& k : op_checks())
+      if (k.uses == Uses::twice)
+        SECTION(entry.name + " " + name_of(k.size)) { check_op(entry, k.size, Uses::twice); }
 }
 
 TEST_CASE("float32 kernels agree with float64 on the same inputs in vector bodies and tails", "[ops][precision]") {

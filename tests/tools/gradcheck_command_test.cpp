@@ -1,5 +1,6 @@
-// `matmem gradcheck`: the sample sizes a user asks for are the ones checked, and a failing op fails the command;
-// `gradcheck --model`: a whole model checked, one row per parameter, and a wrong backward named.
+// `matmem gradcheck`: the library's checks of an op (op_checks(): sizes, applied once and twice) at the sizes a
+// user asks for, and a failing op fails the command; `gradcheck --model`: a whole model checked, one row per
+// parameter, its op kinds applied twice, and a wrong backward named.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -17,48 +18,87 @@ using namespace matmem::testing;
 using Catch::Matchers::Contains;
 
 namespace {
-// The element counts of the passing table rows for `op` at `size` in the command's output (one per row).
-std::vector<long> rows(const std::string& output, const std::string& op, const std::string& size) {
+// The element counts of the table rows for `op` at `size` applied `uses` ("once", "twice") whose result is
+// `result`, in the command's output (one per row).
+std::vector<long> rows(const std::string& output, const std::string& op, const std::string& size,
+                       const std::string& uses = "once", const std::string& result = "pass") {
   std::vector<long> elements;
   std::istringstream lines(output);
   for (std::string line; std::getline(lines, line);) {
     std::istringstream row(line);
-    std::string name, label, result;
+    std::string name, label, applied, outcome;
     long n = 0;
     double abs_err = 0, rel_err = 0;
-    if (row >> name >> label >> n >> abs_err >> rel_err >> result && name == op && label == size && result == "pass")
+    if (row >> name >> label >> applied >> n >> abs_err >> rel_err >> outcome && name == op && label == size &&
+        applied == uses && outcome == result)
       elements.push_back(n);
   }
   return elements;
 }
 
 // What the library's gradcheck of `op` at `size` checks: the command must run these very samples.
-long library_elements(const std::string& op, matmem::SampleSize size) {
+long library_elements(const std::string& op, matmem::SampleSize size, matmem::Uses uses = matmem::Uses::once) {
   const matmem::OpEntry* entry = matmem::find_op(op);
   REQUIRE(entry);
-  return matmem::gradcheck_op(*entry, size).elements_checked;
+  return matmem::gradcheck_op(*entry, size, 1234, uses).elements_checked;
 }
 }  // namespace
 
-TEST_CASE("gradcheck checks one op at the small, large and lanes sizes by default", "[tools][gradcheck]") {
+TEST_CASE("gradcheck checks one op as the library's checks do: three sizes, and applied twice at two",
+          "[tools][gradcheck]") {
   const CommandResult r = run_matmem("gradcheck --op memory_read_write", fresh_dir("gradcheck"), 120);
   INFO(r.output);
   CHECK(r.status == 0);
-  using S = matmem::SampleSize;
-  CHECK(rows(r.output, "memory_read_write", "small") == std::vector{library_elements("memory_read_write", S::small)});
-  CHECK(rows(r.output, "memory_read_write", "large") == std::vector{library_elements("memory_read_write", S::large)});
-  CHECK(rows(r.output, "memory_read_write", "lanes") == std::vector{library_elements("memory_read_write", S::lanes)});
-  CHECK_THAT(r.output, Contains("3 checks, 0 failed"));
+  REQUIRE(matmem::op_checks().size() == 5);
+  for (const matmem::OpCheck& k : matmem::op_checks()) {
+    INFO(matmem::name_of(k.size) << " " << matmem::name_of(k.uses));
+    CHECK(rows(r.output, "memory_read_write", matmem::name_of(k.size), matmem::name_of(k.uses)) ==
+          std::vector{library_elements("memory_read_write", k.size, k.uses)});
+  }
+  CHECK_THAT(r.output, Contains("5 checks, 0 failed"));
 }
 
 TEST_CASE("gradcheck --size lanes checks the batch-19 samples only", "[tools][gradcheck]") {
   const CommandResult r = run_matmem("gradcheck --op cosine_similarity --size lanes", fresh_dir("gradcheck"), 120);
   INFO(r.output);
   CHECK(r.status == 0);
-  CHECK(rows(r.output, "cosine_similarity", "lanes") ==
-        std::vector{library_elements("cosine_similarity", matmem::SampleSize::lanes)});
+  using matmem::SampleSize, matmem::Uses;
+  CHECK(rows(r.output, "cosine_similarity", "lanes") == std::vector{library_elements("cosine_similarity", SampleSize::lanes)});
+  CHECK(rows(r.output, "cosine_similarity", "lanes", "twice") ==
+        std::vector{library_elements("cosine_similarity", SampleSize::lanes, Uses::twice)});
   CHECK(rows(r.output, "cosine_similarity", "small").empty());
-  CHECK_THAT(r.output, Contains("1 checks, 0 failed"));
+  CHECK_THAT(r.output, Contains("2 checks, 0 failed"));
+}
+
+// An op whose backward assigns its gradient (grad_x = …) instead of adding to it (+=) is right wherever its
+// input has one use: only the check applied twice sees it, in --op, --all and --model alike.
+TEST_CASE("gradcheck --op, --all and --model fail a plugin op whose backward assigns, naming the case",
+          "[tools][gradcheck]") {
+  const auto dir = fresh_dir("gradcheck");
+  const std::string plugin = "--plugin '" TEST_PLUGIN_GRADIENT "' ";
+  const CommandResult op = run_matmem(plugin + "gradcheck --op test_assigning_square", dir, 60);
+  INFO(op.output);
+  CHECK(op.status == 1);
+  CHECK(rows(op.output, "test_assigning_square", "small").size() == 1);
+  CHECK(rows(op.output, "test_assigning_square", "small", "twice", "FAIL").size() == 1);
+  CHECK(rows(op.output, "test_assigning_square", "lanes", "twice", "FAIL").size() == 1);
+  CHECK_THAT(op.output, Contains("test_assigning_square passes applied once and fails applied twice") &&
+                            Contains("must add (+=) into each input's gradient, not assign it") &&
+                            Contains("5 checks, 2 failed"));
+
+  const CommandResult all = run_matmem(plugin + "gradcheck --all --size small", dir, 300);
+  INFO(all.output);
+  CHECK(all.status == 1);
+  CHECK(rows(all.output, "test_assigning_square", "small", "twice", "FAIL").size() == 1);
+  CHECK(rows(all.output, "tanh", "small", "twice").size() == 1);
+  CHECK_THAT(all.output, Contains(", 1 failed"));
+
+  const std::string sets = " --set task.rows=2 --set task.cols=2";
+  const CommandResult model = run_matmem(plugin + "gradcheck --model test_assigning_square_rnn --task copy" + sets, dir, 60);
+  INFO(model.output);
+  CHECK(model.status == 1);
+  CHECK_THAT(model.output, Contains("op test_assigning_square FAILS applied twice to its sample") &&
+                               Contains("op kinds on its tape, each applied twice to its registry sample: 1 failed"));
 }
 
 TEST_CASE("gradcheck refuses an unknown op or size, naming it", "[tools][gradcheck]") {
@@ -156,6 +196,8 @@ TEST_CASE("gradcheck --model checks a plugin's model, and fails on a wrong backw
   CHECK(right.status == 0);
   CHECK(parameter_rows(right.output).at("square_rnn/init/h").starts_with("pass (learned start)"));
   CHECK_THAT(right.output, Contains("parameters, 0 failed"));
+  CHECK_THAT(right.output, Contains("each applied twice to its registry sample: 0 failed (1 not registered, so not "
+                                    "checked alone: test_square)"));
 
   // The same model with test_wrong_square's backward (3x for 2x): the parameters before the square fail, those
   // after it do not, and the first op whose own gradient fails is named.
@@ -167,7 +209,7 @@ TEST_CASE("gradcheck --model checks a plugin's model, and fails on a wrong backw
   CHECK(rows.at("square_rnn/init/h").starts_with("FAIL"));
   CHECK(rows.at("square_rnn/out/B").starts_with("pass"));
   CHECK_THAT(wrong.output, Contains("first op whose own gradient fails: op test_wrong_square (node "));
-  CHECK_THAT(wrong.output, !Contains(" 0 failed"));
+  CHECK_THAT(wrong.output, !Contains("parameters, 0 failed"));
 }
 
 TEST_CASE("gradcheck --model refuses a float32-only model, an unknown model and steps it cannot unroll",

@@ -28,9 +28,7 @@ int main() {
   const OpEntry entry = mine::matrix_square_entry();
   ok &= report("matrix_square (small, full Jacobian)", gradcheck_op(entry, SampleSize::small));
   ok &= report("matrix_square (large)", gradcheck_op(entry, SampleSize::large));
-  Rng rng(5);
-  OpSample twice = applied_twice(entry.sample(rng, SampleSize::small));
-  ok &= report("matrix_square (applied twice)", gradcheck(twice.apply, twice.inputs, nullptr));
+  ok &= report("matrix_square (applied twice)", gradcheck_op(entry, SampleSize::small, 1234, Uses::twice));
 
   // 2. A non-square matrix is refused, naming the op and the shape.
   Tape tape(DType::f64);
@@ -54,6 +52,7 @@ int main() {
   const auto task = make_task(config);
   mine::MemoryRNN model(*task, parameter(3, 3), memory(1, 4, 2, 3), DType::f64, 7);
   model.build();
+  Rng rng(5);
   const Sequence seq = task->sample(rng, DType::f64);
   std::vector<GradcheckInput> none;
   const auto loss = [&](Tape& t, std::span<const Var>) { return Unroller(model, t).run(seq).loss; };
