@@ -1,6 +1,7 @@
 // `matmem train`: trains a model on a task from a resolved config, with progress, metrics.csv,
 // atomic checkpoints and bit-for-bit resumption. With no arguments it is the main job: the MatNTM on
 // the matrix copy task with the paper's Table 1 settings.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -22,6 +23,7 @@
 #include "matmem/runtime/communicator.hpp"
 #include "matmem/runtime/files.hpp"
 #include "matmem/tools/commands.hpp"
+#include "matmem/tools/config_help.hpp"
 #include "matmem/tools/options.hpp"
 #include "matmem/tools/plot/commands.hpp"
 #include "matmem/tools/progress.hpp"
@@ -90,12 +92,7 @@ std::string run_directory(const Options& o, const Config& c) {
   }
 }
 
-void print_config_keys() {
-  fmt::print("{:<24} {:<16} {}\n", "key", "default", "meaning");
-  for (const ConfigKey& k : config_keys()) fmt::print("{:<24} {:<16} {}\n", k.key, k.default_json, k.doc);
-  fmt::print("\nPresets (applied before --config and --set):\n");
-  for (const Preset& p : presets()) fmt::print("  --model {} --task {}: {}\n", p.model, p.task, p.json);
-}
+void print_config_keys() { fmt::print("{}", config_help(output_width())); }
 
 Config resolve(const Options& o) {
   return Config::resolve([&](Config& c) {
@@ -118,9 +115,11 @@ Config resolve(const Options& o) {
 void show_example(Trainer& t) {
   Rng rng(12345);
   const Task& task = t.task();
-  const std::int64_t size = std::string(task.name()) == "copy" ? 6
-                            : std::string(task.size_name()) == "pairs" ? task.eval_sizes()[0]
-                                                                         : 3;
+  // A size within the trained ones (the task's size range), so that the example shows what training did.
+  std::int64_t size = std::string(task.name()) == "copy"            ? 6
+                      : std::string(task.size_name()) == "pairs" ? task.eval_sizes()[0]
+                                                                  : 3;
+  if (const auto [smallest, largest] = task.size_range(); largest >= 1) size = std::clamp(size, smallest, largest);
   // As many sequences as a training pass runs (a micro-batch; the whole batch with micro_batch = 0): a whole
   // large batch's pass would hold more memory than training did (batch 256 with 1024 slots: 0.8 GB against 0.2).
   const Sequence batch = task.sample_size(rng, size);

@@ -17,7 +17,7 @@ namespace {
 // The built-in keys, then those registered with register_config_key().
 std::vector<ConfigKey>& all_keys() {
   static std::vector<ConfigKey> keys = {
-      {"model", "\"matntm\"", "model: matntm (alias ntm), matrnn, matlstm, matgru, gamma, fastweights, irnn, ffn, "
+      {"model", "\"matntm\"", "model: matntm (alias ntm), matdnc, matrnn, matlstm, matgru, gamma, fastweights, irnn, ffn, "
        "autoencoder, cln (graph task), or one registered by the user"},
       {"task", "\"copy\"",
        "task: copy, recall, repeat_copy, priority_sort, ngrams (dynamic N-grams; Graves et al. 2014's tasks, "

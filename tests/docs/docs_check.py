@@ -158,16 +158,20 @@ def run(matmem, *args):
 
 
 def help_config_keys(matmem):
-    """The keys `matmem train --help-config` lists: after its header line `key  default  meaning`, a line a key
-    (the first word), up to the blank line before the presets."""
+    """The keys `matmem train --help-config` lists: after the index of its sections and its header line
+    `key  default  meaning`, a key at the start of each line not indented (an indented one continues a
+    meaning), up to the blank line before the presets."""
     lines = run(matmem, "train", "--help-config").splitlines()
-    if not lines or lines[0].split()[:3] != ["key", "default", "meaning"]:
-        raise SystemExit("`matmem train --help-config` does not start with its header line `key default meaning`")
+    header = next((k for k, line in enumerate(lines) if line.split()[:3] == ["key", "default", "meaning"]), None)
+    if header is None or not lines[0].startswith("sections"):
+        raise SystemExit("`matmem train --help-config` does not start with its index of sections and the header "
+                         "line `key default meaning`")
     keys = []
-    for line in lines[1:]:
+    for line in lines[header + 1:]:
         if not line.strip():
             break
-        keys.append(line.split()[0])
+        if not line.startswith(" "):
+            keys.append(line.split()[0])
     return keys
 
 

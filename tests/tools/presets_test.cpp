@@ -14,11 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "matmem/models/registry.hpp"
 #include "matmem/tests/models/data/small_data.hpp"
 #include "matmem/tests/tools/command.hpp"
 #include "matmem/tests/tools/run_files.hpp"
 
 using namespace matmem::testing;
+using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
@@ -26,13 +28,23 @@ struct Preset {
   std::string model, task, json;
 };
 
-// The presets as `matmem train --help-config` lists them: "  --model M --task T: {JSON}".
+// The presets as `matmem train --help-config` lists them: "  --model M --task T: {JSON}", the JSON wrapped
+// at spaces onto lines indented by four.
 std::vector<Preset> listed_presets(const std::string& help) {
   std::vector<Preset> out;
   const std::regex line(R"(^  --model (\S+) --task (\S+): (.*)$)");
   std::istringstream in(help);
-  for (std::string s; std::getline(in, s);)
-    if (std::smatch m; std::regex_match(s, m, line)) out.push_back({m[1], m[2], m[3]});
+  bool in_preset = false;
+  for (std::string s; std::getline(in, s);) {
+    if (std::smatch m; std::regex_match(s, m, line)) {
+      out.push_back({m[1], m[2], m[3]});
+      in_preset = true;
+    } else if (in_preset && s.starts_with("    ")) {
+      out.back().json += " " + s.substr(4);
+    } else {
+      in_preset = false;
+    }
+  }
   return out;
 }
 
@@ -164,4 +176,55 @@ TEST_CASE("presets: every MatDNC preset has no more parameters than the MatNTM p
     ++compared;
   }
   CHECK(compared >= 5);
+}
+
+namespace {
+// Display columns of a UTF-8 line.
+std::size_t columns(const std::string& s) {
+  return std::size_t(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+}  // namespace
+
+TEST_CASE("train --help-config: an index of its sections first, lines within the width, every bundled model named",
+          "[tools][presets][help]") {
+  const fs::path dir = fresh_dir("help_config");
+  const CommandResult help = run_matmem("train --help-config", dir, 60, "", "COLUMNS=80");
+  REQUIRE(help.status == 0);
+  std::vector<std::string> lines;
+  std::istringstream in(help.output);
+  for (std::string s; std::getline(in, s);) lines.push_back(s);
+  REQUIRE(lines.size() > 100);
+  // Every line within 80 columns, but one holding a single word longer than that.
+  for (const std::string& line : lines) {
+    INFO(line);
+    const std::size_t text = line.find_first_not_of(' ');
+    CHECK((columns(line) <= 80 || (text != std::string::npos && line.find(' ', text) == std::string::npos)));
+  }
+  // The index: "sections (by line): keys K (task.* T, …); presets P", each line number the line it names.
+  std::string index;
+  for (const std::string& line : lines) {
+    if (line.empty()) break;
+    index += line + " ";
+  }
+  INFO(index);
+  std::smatch m;
+  REQUIRE(std::regex_search(index, m, std::regex(R"(^sections \(by line\): keys (\d+) \((.*)\); presets (\d+))")));
+  const auto line_at = [&](const std::string& number) { return lines.at(std::stoul(number) - 1); };
+  CHECK(line_at(m[1]).starts_with("model "));
+  CHECK(line_at(m[3]).starts_with("Presets"));
+  const std::string groups = m[2];
+  CHECK_THAT(groups, Contains("task.* ") && Contains("ntm.* ") && Contains("dnc.* "));
+  const std::regex group(R"(([a-z_]+)\.\* (\d+))");
+  int found = 0;
+  for (std::sregex_iterator g(groups.begin(), groups.end(), group), end; g != end; ++g, ++found)
+    CHECK(line_at((*g)[2]).starts_with((*g)[1].str() + "."));
+  CHECK(found >= 5);
+  // The model key's list names every bundled model.
+  std::string model_doc;
+  for (std::size_t k = std::stoul(m[1]) - 1; k < lines.size() && (model_doc.empty() || lines[k].starts_with(" ")); ++k)
+    model_doc += lines[k] + " ";
+  for (const std::string& name : matmem::model_names()) {
+    INFO(model_doc << "\nmodel " << name);
+    CHECK(model_doc.find(" " + name) != std::string::npos);
+  }
 }

@@ -61,6 +61,13 @@ TEST_CASE("train: the directory named in the message is the one written", "[tool
   CHECK(fs::exists(dir / "runs/matrnn-copy-seed7-2/metrics.csv"));
 }
 
+TEST_CASE("train: the example printed at the end is of a trained size", "[tools][train]") {
+  const fs::path dir = fresh_dir("example_size");
+  const CommandResult r = run_matmem("train " + kSmall + " --model matrnn --steps 2", dir);  // lengths 1..3
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("example (length 3, first sequence of the batch)"));
+}
+
 TEST_CASE("train: --out onto a directory holding a run is refused, names what is there and loses nothing",
           "[tools][train]") {
   const fs::path dir = fresh_dir("out_refused");
