@@ -45,6 +45,7 @@ class RetrievalTask : public Task {
   void sample_into(Rng& rng, Sequence& out, DType dtype = DType::f32) const override;
   void sample_size_into(Rng& rng, std::int64_t pairs, Sequence& out, DType dtype = DType::f32) const override;
   const char* size_name() const override { return "pairs"; }
+  MemoryProbes memory_probes() const override { return {1, 3, o_.pairs}; }
   std::vector<std::int64_t> eval_sizes() const override { return {o_.pairs}; }
   std::int64_t input_rows() const override { return 1; }
   std::int64_t input_cols() const override { return kSymbols; }
@@ -78,6 +79,7 @@ class FixedRetrievalTask : public SplitTask {
   // (the memory estimate's probes).
   void sample_size_into(Rng& rng, std::int64_t pairs, Sequence& out, DType dtype = DType::f32) const override;
   const char* size_name() const override { return "pairs"; }
+  MemoryProbes memory_probes() const override { return {1, 3, o_.pairs}; }
   const char* example_name() const override { return "strings"; }
   std::vector<std::int64_t> eval_sizes() const override { return {o_.pairs}; }
   std::int64_t input_rows() const override { return 1; }
@@ -133,6 +135,7 @@ class MatrixRetrievalTask : public Task {
   void sample_into(Rng& rng, Sequence& out, DType dtype = DType::f32) const override;
   void sample_size_into(Rng& rng, std::int64_t pairs, Sequence& out, DType dtype = DType::f32) const override;
   const char* size_name() const override { return "pairs"; }
+  MemoryProbes memory_probes() const override { return {1, 3, o_.pairs}; }
   std::vector<std::int64_t> eval_sizes() const override { return {o_.pairs}; }
   std::int64_t input_rows() const override { return o_.rows + 2; }
   std::int64_t input_cols() const override { return o_.cols; }

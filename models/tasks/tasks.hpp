@@ -115,6 +115,17 @@ class Task {
   /// (repeat_copy's repeats, keep_discard's sub-sequence lengths); 0: every size has one length, which the
   /// memory estimate extrapolates from two (models/training/trainer.hpp).
   virtual std::int64_t longest_steps() const { return 0; }
+  /// The sizes the trainer's memory estimate measures a pass at (two, `first` and `second`) and the largest it
+  /// extrapolates to (models/training/memory_estimate.hpp).
+  struct MemoryProbes {
+    std::int64_t first = 1, second = 1, largest = 1;  ///< sizes as sample_size_into() takes them
+  };
+  /// By default size_range()'s smallest, two more, and its largest; {1, 1, 1} for a task without a range of
+  /// sizes (one frame layout whatever it draws).
+  virtual MemoryProbes memory_probes() const {
+    const auto [smallest, largest] = size_range();
+    return largest > 0 ? MemoryProbes{smallest, smallest + 2, largest} : MemoryProbes{};
+  }
   virtual std::vector<std::int64_t> eval_sizes() const = 0;  ///< the sizes `matmem eval` reports by default
   virtual std::int64_t input_rows() const = 0;   ///< rows of an input frame
   virtual std::int64_t input_cols() const = 0;   ///< columns of an input frame

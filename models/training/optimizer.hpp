@@ -4,13 +4,16 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "matmem/autodiff/parameters.hpp"
 
 namespace matmem {
 
-/// An optimiser (RMSprop, Adam, SGD: make_optimizer() in models/training/trainer.hpp) over a ParameterStore.
+class Config;
+
+/// An optimiser (RMSprop, Adam, SGD: make_optimizer() below) over a ParameterStore.
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -31,5 +34,8 @@ class Optimizer {
   std::int64_t steps_ = 0;  ///< steps taken
   double lr_scale_ = 1.0;   ///< the learning rate's factor
 };
+
+/// The optimiser the config names (key "optimizer": rmsprop, adam, sgd) with its settings, over `params`.
+std::unique_ptr<Optimizer> make_optimizer(const Config& config, ParameterStore& params);
 
 }  // namespace matmem

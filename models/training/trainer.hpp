@@ -92,15 +92,16 @@
 #include "matmem/autodiff/tape.hpp"
 #include "matmem/models/registry.hpp"
 #include "matmem/models/tasks/tasks.hpp"
+#include "matmem/models/training/evaluation.hpp"
+#include "matmem/models/training/memory_estimate.hpp"
 #include "matmem/models/training/optimizer.hpp"
 #include "matmem/models/training/rules/rule.hpp"
 #include "matmem/runtime/error.hpp"
 
 namespace matmem {
 
-class BatchCollective;
 class Communicator;
-class ThreadTeam;
+class DataParallel;
 
 /// A training step failed (a NaN or Inf under nonfinite = "stop", too many skipped steps); the message names
 /// the step and the op.
@@ -124,30 +125,6 @@ struct StepStats {
   bool lr_decayed = false;  ///< with lr.solved_below: this step ended the window that decayed the learning rate
   std::string nonfinite;    ///< what was not finite (empty when all was)
 };
-
-/// What a run will hold in memory at its longest sequence, estimated before training (see
-/// Trainer::memory_estimate). Bytes as doubles: an absurd configuration must not overflow its own estimate.
-struct MemoryEstimate {
-  double bytes = 0;                ///< the whole process: what it holds now, the tapes and the batch's data
-  double tape_bytes = 0;           ///< of which the tapes of a pass over the longest sequence
-  double tape_bytes_per_frame = 0; ///< one sequence's tape per time step
-  std::int64_t longest_frames = 0; ///< time steps of the longest sequence the task draws
-  std::int64_t batch = 0;          ///< B
-  std::int64_t micro_batch = 0;    ///< the sequences a pass runs (0: the whole batch), after micro_batch.state_kib
-  double state_bytes = 0;          ///< one sequence's largest recorded value (an NTM's memory state)
-  double available = 0;            ///< the machine's available memory (MemAvailable, or a cgroup's limit)
-  std::string str() const;         ///< "about X GiB for …; Y GiB available"
-};
-
-/// A model's loss and cost over a whole part of a SplitTask's data, in batches of `batch` (the last one smaller),
-/// without gradients: the mean loss per example, and the errors per example (for TargetKind::classes with one
-/// target row, the error rate; accuracy = 1 − error).
-struct SplitResult {
-  double loss = 0, error = 0;  ///< mean loss and errors per example
-  std::int64_t count = 0;      ///< examples evaluated
-};
-/// Evaluates `model` on part `split` of `task` (see SplitResult), on `tape`.
-SplitResult evaluate_split(Model& model, Tape& tape, const SplitTask& task, Split split, std::int64_t batch);
 
 /// The steps a run of this config trains: `steps`, or with `epochs` > 0 on a SplitTask, epochs × its steps
 /// per epoch.
@@ -215,20 +192,17 @@ class Trainer {
   int threads() const;  ///< the parts a step runs in: n' above (in this rank)
   int ranks() const;    ///< K above: 1 when not distributed
   /// The seconds the last step spent gathering and adding the ranks' gradients (0 when not distributed).
-  double reduce_seconds() const { return reduce_seconds_; }
+  double reduce_seconds() const;
   /// With threads > 1, the seconds each part of the last step took on its thread (forward and backward of
   /// its micro-batches), in part order; the step waits for the slowest. Empty with one thread.
-  const std::vector<double>& part_seconds() const { return part_seconds_; }
+  const std::vector<double>& part_seconds() const;
   /// The fewest sequences in a part. The memory ops' SIMD lanes run over the batch, and a part of 2 or 3
   /// sequences leaves most of them empty: the MatNTM copy step at batch 4 took 2.5 ms with one thread and
   /// 3.6 ms with two (parts of 2, then run as scalar passes; as the masked passes of ops::simd_loop since,
   /// a batch of 2 runs 0.975 of that), at batch 8 4.0 and 3.6 ms.
   static constexpr std::int64_t kMinPart = 4;
-  /// The run's memory estimate, measured before training by two short probe passes on a tape of their own
-  /// (batch min(B, 64), the task's two smallest sizes): a pass's arena bytes grow linearly with the
-  /// sequence's time steps and the batch, so the probes give bytes per time step and sequence, extrapolated
-  /// to the longest sequence (Task::longest_steps() where the task gives it) and the whole batch, plus the data and what the process holds already. A run whose estimate exceeds the
-  /// available memory is refused (config key memory.check) before it allocates.
+  /// The run's memory estimate (models/training/memory_estimate.hpp), measured before training; a run whose
+  /// estimate exceeds the available memory is refused (config key memory.check) before it allocates.
   const MemoryEstimate& memory_estimate() const { return memory_; }
   /// The FLOPs the last step's tapes recorded, forward and backward, over all parts and micro-batches.
   double step_flops() const;
@@ -256,33 +230,16 @@ class Trainer {
   // The model's buffers (batch norm's running statistics), which a step's forward updates, and their copies
   // from before it.
   std::vector<std::pair<Tensor*, Tensor>> buffers_;
-  std::unique_ptr<BatchCollective> collective_;  // threads > 1 or distributed: batch norm's sums over the parts
-  // threads > 1: the batch's parts (part 0 runs model_ on tape_) and the team that runs them; else empty.
-  struct Part;
-  std::vector<std::unique_ptr<Part>> parts_;
-  std::unique_ptr<ThreadTeam> team_;
-  // Distributed: the ranks, this rank's part of the batch and its seed, and the buffers of the gather.
-  const Communicator* ranks_ = nullptr;
-  Sequence rank_part_;
-  // A micro-batch of the model's part (micro_batch), and its backward seed.
-  Sequence chunk_;
-  Tensor seed_;
-  std::vector<float> gradients_, gathered_;
-  std::vector<double> sums_, gathered_sums_;
-  double reduce_seconds_ = 0;
-  std::vector<double> part_seconds_;
+  std::unique_ptr<DataParallel> parallel_;  // the batch's gradient over the threads and ranks
   double flops_ = 0;  // the last step's, over every part and micro-batch
 
-  // The gradients of `seq`, a part of `total` sequences of the whole batch, over this rank's threads.
-  void run_parallel(const Sequence& seq, std::int64_t total, StepStats& stats);
-  void reduce_over_ranks(StepStats& stats);
   void set_anomaly_mode(bool on);
   void sample_batch();
   StepStats not_finite(StepStats& stats, const std::string& what);
-  MemoryEstimate estimate_memory();
+  // The first tensor an update changes (updated_) that holds a NaN or an Inf, by name; nullptr when none does.
+  const std::string* nonfinite_update() const;
+  // Undoes a step's pass: the gradients zeroed, the buffers as they were before its forward.
+  void discard_step();
 };
-
-/// The optimiser the config names (key "optimizer": rmsprop, adam, sgd) with its settings, over `params`.
-std::unique_ptr<Optimizer> make_optimizer(const Config& config, ParameterStore& params);
 
 }  // namespace matmem

@@ -3,6 +3,7 @@
 # in them is relative to the prefix, so the installed tree can be moved.
 include(CMakePackageConfigHelpers)
 
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tools/package/public_headers.txt)
 file(STRINGS ${PROJECT_SOURCE_DIR}/tools/package/public_headers.txt MATMEM_PUBLIC_HEADERS REGEX "^[^#]")
 foreach(header ${MATMEM_PUBLIC_HEADERS})
   get_filename_component(dir ${header} DIRECTORY)

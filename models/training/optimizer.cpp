@@ -1,0 +1,27 @@
+#include "matmem/models/training/optimizer.hpp"
+
+#include <fmt/format.h>
+
+#include "matmem/models/training/adam.hpp"
+#include "matmem/models/training/config.hpp"
+#include "matmem/models/training/rmsprop.hpp"
+#include "matmem/models/training/sgd.hpp"
+#include "matmem/runtime/error.hpp"
+
+namespace matmem {
+
+std::unique_ptr<Optimizer> make_optimizer(const Config& c, ParameterStore& params) {
+  const std::string name = c.str("optimizer");
+  const double lr = c.num("lr"), wd = c.num("weight_decay");
+  if (!(lr > 0)) throw Error(fmt::format("config: lr = {} must be > 0", lr));
+  if (name == "rmsprop")
+    return std::make_unique<RMSprop>(params, RMSpropOptions{lr, c.num("rmsprop.alpha"), c.num("rmsprop.momentum"),
+                                                            c.num("rmsprop.eps"), wd, c.flag("rmsprop.centered"),
+                                                            c.flag("rmsprop.eps_inside")});
+  if (name == "adam")
+    return std::make_unique<Adam>(params, AdamOptions{lr, c.num("adam.beta1"), c.num("adam.beta2"), c.num("adam.eps"), wd});
+  if (name == "sgd") return std::make_unique<SGD>(params, SGDOptions{lr, c.num("sgd.momentum"), wd});
+  throw Error(fmt::format("config: unknown optimizer {} (rmsprop, adam or sgd)", name));
+}
+
+}  // namespace matmem
