@@ -13,7 +13,6 @@
 
 #include "matmem/models/registry.hpp"
 #include "matmem/models/training/config.hpp"
-#include "matmem/models/training/rules/early_stopping.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/runtime/error.hpp"
 #include "matmem/runtime/files.hpp"
@@ -204,11 +203,7 @@ RunState run_state(const PlannedRun& run) {
     if (ec != std::errc() || end != text.data() + text.size() || step < 0)
       throw Error(fmt::format("{}: step \"{}\" is not a whole number ≥ 0", ckpt.string(), text));
     if (step >= run.steps) return {State::complete, step};
-    if (const auto e = f.metadata.find("early_stopping"); e != f.metadata.end()) {
-      EarlyStopping rule;
-      rule.set_state(e->second);
-      if (rule.stopped()) return {State::stopped, step};
-    }
+    if (Trainer::stopped_in(f.metadata)) return {State::stopped, step};
     return {State::interrupted, step};
   }
   for (const char* f : {"metrics.csv", "config.json"})

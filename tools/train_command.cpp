@@ -16,9 +16,6 @@
 
 #include "matmem/models/plugin.hpp"
 #include "matmem/models/training/rules/best_parameters.hpp"
-#include "matmem/models/training/rules/curriculum.hpp"
-#include "matmem/models/training/rules/early_stopping.hpp"
-#include "matmem/models/training/rules/grad_outlier.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/runtime/communicator.hpp"
 #include "matmem/runtime/files.hpp"
@@ -273,14 +270,15 @@ void run(const Options& o) {
   double loss = 0, bits = 0, norm = 0, frames = 0, xent = 0, last_loss = 0, last_bits = 0, last_draw = 0;
   std::int64_t n = 0, done_here = 0;
   double reduce_seconds = 0;  // distributed: gathering and adding the ranks' gradients, waits included
-  // The rules the command reports on: the curriculum's level, the outlier skips, early stopping's best.
-  const Curriculum* curriculum = trainer->rule<Curriculum>();
-  const GradOutlier* outlier = trainer->rule<GradOutlier>();
-  auto outlier_skips = [&] { return outlier ? outlier->skips() : 0; };
-  std::int64_t level = curriculum ? curriculum->level() : 0;
-  if (level && !o.json)
-    fmt::print("curriculum: {} up to {} (of {})\n", trainer->task().size_name(), level,
-               trainer->task().size_range().second);
+  // What the rules say (a curriculum's level, a skipped update, a decay, a stop), printed as they say it.
+  auto print_messages = [&] {
+    for (const std::string& line : trainer->take_messages())
+      if (!o.json) {
+        progress.finish();
+        fmt::print("{}\n", line);
+      }
+  };
+  print_messages();
   // validation.csv, a row per evaluation of the held-out data (eval.interval): the validation part of a data set
   // or the graph task, a generated task's held-out batches (eval.batches, eval.seed).
   std::ofstream validation;
@@ -294,29 +292,13 @@ void run(const Options& o) {
   }
   while (trainer->steps_done() < total && !trainer->stopped()) {
     const StepStats s = trainer->step();
-    if (curriculum && curriculum->level() != level && !o.json) {
-      level = curriculum->level();
-      progress.finish();
-      fmt::print("curriculum: {} up to {} from step {}\n", trainer->task().size_name(), level, trainer->steps_done());
-    }
     ++done_here;
     reduce_seconds += trainer->reduce_seconds();
-    if (s.outlier) {  // a finite step: its loss and norm are measurements and go into the means
-      if (!o.json)
-        fmt::print(stderr, "step {}: update skipped: gradient norm {:.4g} > {} × the running mean {:.4g} "
-                   "(grad.outlier; {} so far)\n", trainer->steps_done(), s.grad_norm, c.num("grad.outlier"),
-                   s.norm_mean, outlier_skips());
-    } else if (s.skipped) {
+    if (s.skipped && !s.nonfinite.empty())
       fmt::print(stderr, "step {} skipped ({} of at most {}): {}\n", trainer->steps_done(), trainer->skipped(),
                  c.integer("nonfinite.max_skips"), s.nonfinite);
-    }
-    if (s.lr_decayed && !o.json) {
-      progress.finish();
-      fmt::print("step {}: the mean cost of the last {} steps is below {}: learning rate × {} from here on "
-                 "(lr.solved_below)\n", trainer->steps_done(), c.integer("lr.solved_window"),
-                 c.num("lr.solved_below"), c.num("lr.solved_factor"));
-    }
-    if (!s.skipped || s.outlier) {  // a non-finite step's NaN stays out of the means
+    print_messages();
+    if (s.nonfinite.empty()) {  // a non-finite step's NaN stays out of the means; a rule's skip is measured
       loss += s.loss;
       bits += s.bits;
       xent += s.xent_bits;
@@ -336,48 +318,45 @@ void run(const Options& o) {
       last_bits = n ? bits / n : nan;
       metrics << fmt::format("{},{:.3f},{:.6f},{:.4f},{:.4f},{:.1f}", step, secs, last_loss, last_bits,
                              n ? norm / n : nan, n ? frames / n : nan)
-              << (columns.skipped ? fmt::format(",{}", trainer->skipped() + outlier_skips()) : "")
+              << (columns.skipped ? fmt::format(",{}", trainer->skipped_updates()) : "")
               << (columns.xent_bits ? fmt::format(",{:.4f}\n", n ? xent / n : nan) : "\n");
       metrics.flush();
       progress.update(step, last_loss, last_bits, secs / double(done_here));
       loss = bits = norm = frames = xent = 0;
       n = 0;
     }
+    // The best evaluation so far, as the rules keep it.
+    const double best = trainer->figure("best", std::numeric_limits<double>::infinity());
+    const std::int64_t best_step = std::int64_t(trainer->figure("best_step", -1));
     if (trainer->evaluated() && !trainer->split_task()) {
       const SplitResult& v = trainer->last_validation();
-      const BestParameters& b = *trainer->rule<BestParameters>();
-      validation << fmt::format("{},{:.6f},{:.6f},{:.6f},{}\n", step, v.loss, v.error, b.best(), b.best_step());
+      validation << fmt::format("{},{:.6f},{:.6f},{:.6f},{}\n", step, v.loss, v.error, best, best_step);
       validation.flush();
       if (!o.json && !progress.terminal())
-        fmt::print("step {}: held-out loss {:.4f}, {} {:.4f} (best {} {:.4f} at step {}){}\n", step, v.loss,
-                   cost_name(trainer->task().target_kind()), v.error, trainer->config().str("eval.metric"), b.best(),
-                   b.best_step(),
-                   trainer->stopped()
-                       ? fmt::format("; no better for {} evaluations: stopping early", c.integer("eval.patience"))
-                       : "");
+        fmt::print("step {}: held-out loss {:.4f}, {} {:.4f} (best {} {:.4f} at step {})\n", step, v.loss,
+                   cost_name(trainer->task().target_kind()), v.error, trainer->config().str("eval.metric"), best,
+                   best_step);
     } else if (trainer->evaluated()) {
       const SplitResult& v = trainer->last_validation();
-      const EarlyStopping& e = trainer->rule<EarlyStoppingRule>()->rule();
       const double epoch = double(step) / double(trainer->split_task()->steps_per_epoch());
       validation << fmt::format("{},{:.3f},{:.6f},{:.6f},{:.6f},{:.6f},{}\n", step, epoch, v.loss, v.error, 1 - v.error,
-                                e.best(), e.best_step());
+                                best, best_step);
       validation.flush();
       const bool classes = trainer->task().target_kind() == TargetKind::classes;
       const bool by_loss = trainer->config().str("eval.metric") == "loss";
       if (!o.json && !progress.terminal())
-        fmt::print("step {} (epoch {:.2f}): validation loss {:.4f}, {} {:.4f} (best {} {:.4f} at step {}){}\n", step,
+        fmt::print("step {} (epoch {:.2f}): validation loss {:.4f}, {} {:.4f} (best {} {:.4f} at step {})\n", step,
                    epoch, v.loss, classes ? "accuracy" : cost_name(trainer->task().target_kind()),
                    classes ? 1 - v.error : v.error, by_loss ? "loss" : classes ? "accuracy" : "error",
-                   classes && !by_loss ? 1 - e.best() : e.best(), e.best_step(),
-                   trainer->stopped() ? fmt::format("; no better for {} evaluations: stopping early", e.patience())
-                                      : "");
+                   classes && !by_loss ? 1 - best : best, best_step);
     }
     if ((ckpt_every > 0 && step % ckpt_every == 0) || step == total || trainer->stopped()) trainer->save(out);
   }
   progress.finish();
   // A run with held-out parts: the best evaluation's parameters (the model keeps them from here on) on the
   // validation and test parts.
-  const EarlyStopping& best = trainer->rule<EarlyStoppingRule>()->rule();
+  const double best = trainer->figure("best", std::numeric_limits<double>::infinity());
+  const std::int64_t best_step = std::int64_t(trainer->figure("best_step", -1));
   std::string held_out_line;
   nlohmann::json held_out_json;
   if (trainer->split_task() && restore_best(*trainer)) {
@@ -389,18 +368,17 @@ void run(const Options& o) {
     held_out_line = fmt::format("{}parameters of step {} (best validation {} {:.4f}; {}/best.safetensors): "
                                 "validation {}, test {}\n",
                                 trainer->stopped() ? fmt::format("stopped early after step {}; ", trainer->steps_done()) : "",
-                                best.best_step(), trainer->config().str("eval.metric"), best.best(), out, score(v), score(t));
-    held_out_json = {{"best_step", best.best_step()}, {"stopped_early", trainer->stopped()},
+                                best_step, trainer->config().str("eval.metric"), best, out, score(v), score(t));
+    held_out_json = {{"best_step", best_step}, {"stopped_early", trainer->stopped()},
                      {"validation_loss", v.loss},     {"validation_error", v.error},
                      {"test_loss", t.loss},           {"test_error", t.error}};
-  } else if (const BestParameters& b = *trainer->rule<BestParameters>(); b.has()) {
+  } else if (best_step >= 0) {
     // A generated task's best parameters stay in best.safetensors; the model keeps its last.
     held_out_line = fmt::format("{}best parameters: step {} (held-out {} {:.4f} on {} batches; {}/best.safetensors, "
                                 "which `matmem eval` and `matmem inspect` use unless --last)\n",
                                 trainer->stopped() ? fmt::format("stopped early after step {}; ", trainer->steps_done()) : "",
-                                b.best_step(), trainer->config().str("eval.metric"), b.best(), c.integer("eval.batches"),
-                                out);
-    held_out_json = {{"best_step", b.best_step()}, {"stopped_early", trainer->stopped()}, {"held_out", b.best()}};
+                                best_step, trainer->config().str("eval.metric"), best, c.integer("eval.batches"), out);
+    held_out_json = {{"best_step", best_step}, {"stopped_early", trainer->stopped()}, {"held_out", best}};
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.json) {
@@ -411,7 +389,8 @@ void run(const Options& o) {
                         {"bits", last_bits},
                         {"params", trainer->model().params().element_count()},
                         {"skipped", trainer->skipped()},
-                        {"outlier_skips", outlier_skips()}};
+                        {"skipped_updates", trainer->skipped_updates()}};
+    for (const auto& [name, value] : trainer->figures()) j["rules"][name] = value;
     for (const auto& [name, value] : trainer->model().learned_scalars()) j["learned"][name] = value;
     if (!held_out_json.is_null()) j["best"] = held_out_json;
     if (trainer->ranks() > 1) {
@@ -426,9 +405,7 @@ void run(const Options& o) {
              trainer->task().target_kind() == TargetKind::bits ? "bits wrong per sequence"
                                                                 : cost_name(trainer->task().target_kind()),
              trainer->skipped() ? fmt::format("; {} steps skipped for a NaN/Inf", trainer->skipped()) : "",
-             outlier_skips() ? fmt::format("; {} updates skipped for an outlier gradient (grad.outlier)",
-                                           outlier_skips())
-                                      : "");
+             trainer->summary().empty() ? "" : "; " + trainer->summary());
   for (const auto& [name, value] : trainer->model().learned_scalars()) fmt::print("learned {} = {:.6g}\n", name, value);
   fmt::print("{}", held_out_line);
   fmt::print("checkpoint: {}/checkpoint.safetensors, learning curve: {}\n", out, metrics_path);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "matmem/models/plugin.hpp"
+#include "matmem/models/training/rules/early_stopping.hpp"
 #include "matmem/models/training/rules/registry.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/runtime/safetensors.hpp"
@@ -32,6 +33,7 @@ void Trainer::save(const std::string& dir) const {
                 {"rng", fmt::format("{} {} {} {}", s[0], s[1], s[2], s[3])},
                 {"nonfinite_skips", std::to_string(skipped_)},
                 {"config", config_.values().dump()}};
+  if (stopped()) f.metadata["stopped"] = "true";  // a rule ended the run (stopped_in)
   // The rules' files first: a checkpoint never names a file that is not on disk.
   for (const auto& r : rules_) {
     r->save_files(dir, *model_, config_);
@@ -137,7 +139,21 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
     }
     r->load_files(dir, *t->model_);
   }
+  for (const auto& r : t->rules_) {  // what they said of a fresh run's start is not this run's
+    r->take_messages();
+    r->begin(t->step_);
+  }
   return t;
+}
+
+bool Trainer::stopped_in(const std::map<std::string, std::string>& metadata) {
+  if (metadata.count("stopped")) return true;
+  // Written before "stopped": early stopping was the one rule that stopped a run, its state's last field.
+  const auto e = metadata.find("early_stopping");
+  if (e == metadata.end()) return false;
+  EarlyStopping rule;
+  rule.set_state(e->second);
+  return rule.stopped();
 }
 
 }  // namespace matmem

@@ -138,6 +138,7 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
   // What a step's forward changes (batch norm's running statistics), to undo a step that is not finite.
   for (auto& p : model_->params())
     if (p->buffer) buffers_.push_back({&p->value, p->value});
+  for (const auto& r : rules_) r->begin(0);
 }
 
 Trainer::~Trainer() = default;
@@ -175,6 +176,39 @@ void Trainer::sample_batch() {
                             DType::f32);
   else
     task_->sample_step_into(step_, data_rng_, sequence_, DType::f32);
+}
+
+std::vector<std::string> Trainer::take_messages() {
+  std::vector<std::string> lines;
+  for (const auto& r : rules_)
+    for (std::string& line : r->take_messages()) lines.push_back(std::move(line));
+  return lines;
+}
+
+std::vector<std::pair<std::string, double>> Trainer::figures() const {
+  std::vector<std::pair<std::string, double>> all;
+  for (const auto& r : rules_)
+    for (auto& f : r->figures()) all.push_back(std::move(f));
+  return all;
+}
+
+double Trainer::figure(std::string_view name, double otherwise) const {
+  for (const auto& [key, value] : figures())
+    if (key == name) return value;
+  return otherwise;
+}
+
+std::int64_t Trainer::skipped_updates() const {
+  std::int64_t n = skipped_;
+  for (const auto& r : rules_) n += r->skipped_updates();
+  return n;
+}
+
+std::string Trainer::summary() const {
+  std::string text;
+  for (const auto& r : rules_)
+    if (std::string s = r->summary(); !s.empty()) text += (text.empty() ? "" : "; ") + s;
+  return text;
 }
 
 bool Trainer::stopped() const {

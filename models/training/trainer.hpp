@@ -84,9 +84,12 @@
 /// resolved config and the rules' states. resume() restores all of it, so an interrupted and resumed
 /// run equals an uninterrupted one bit for bit.
 #pragma once
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "matmem/autodiff/tape.hpp"
@@ -118,11 +121,9 @@ struct StepStats {
   /// masked sequences, whose loss weights their sequences unequally.
   double xent_bits = 0;
   std::int64_t frames = 0;  ///< time steps of the sequence drawn
-  bool skipped = false;     ///< the step was not applied: `nonfinite` says why, or `outlier` is set
-  // Filled by the rules (models/training/rules/):
-  bool outlier = false;     ///< skipped for an outlier gradient norm (grad.outlier; rules/grad_outlier.hpp)
-  double norm_mean = 0;     ///< with grad.outlier: the running mean of the norms the step was compared with
-  bool lr_decayed = false;  ///< with lr.solved_below: this step ended the window that decayed the learning rate
+  /// The step was not applied: for a NaN/Inf (`nonfinite` says what), or a rule refused its update (`nonfinite`
+  /// empty; the rule says why, Trainer::take_messages).
+  bool skipped = false;
   std::string nonfinite;    ///< what was not finite (empty when all was)
 };
 
@@ -158,7 +159,21 @@ class Trainer {
   std::int64_t skipped() const { return skipped_; }  ///< steps skipped for a NaN/Inf, over the whole run
   /// The run's rules, in the order they run (see the file).
   const std::vector<std::unique_ptr<TrainingRule>>& rules() const { return rules_; }
-  /// The first of the run's rules of type R (Curriculum, GradOutlier, …), or nullptr when the run has none.
+  /// What the rules said since the last call (TrainingRule::take_messages), in rule order: whole log lines.
+  std::vector<std::string> take_messages();
+  /// Every rule's figures (TrainingRule::figures), in rule order: "best", "best_step", "outlier_skips", ….
+  std::vector<std::pair<std::string, double>> figures() const;
+  /// The figure `name` of a rule of the run, or `otherwise` when none gives it.
+  double figure(std::string_view name, double otherwise) const;
+  /// Updates not applied over the whole run: the steps skipped for a NaN/Inf and those the rules refused.
+  std::int64_t skipped_updates() const;
+  /// What the rules have to say at the end of the run (TrainingRule::summary), joined by "; "; empty: nothing.
+  std::string summary() const;
+  /// Whether the checkpoint whose metadata this is ended its run early (a rule's stop()), written by this
+  /// version or an earlier one.
+  static bool stopped_in(const std::map<std::string, std::string>& metadata);
+  /// The first of the run's rules of type R (Curriculum, GradOutlier, …), or nullptr when the run has none (for
+  /// tests of a rule; a caller that reports on rules uses the messages and figures above).
   template <class R>
   const R* rule() const {
     for (const auto& r : rules_)

@@ -35,7 +35,7 @@ def test_checkpoint_dict_resumes_bit_for_bit(extra):
     assert resumed.steps_done == 4
     assert head + run(resumed, 6) == whole
     if extra.get("curriculum.threshold"):
-        assert resumed.curriculum_level == matmem.Trainer.from_checkpoint(resumed.checkpoint()).curriculum_level
+        assert resumed.figures["curriculum_level"] == matmem.Trainer.from_checkpoint(resumed.checkpoint()).figures["curriculum_level"]
 
 
 def test_checkpoint_dict_of_a_python_model_resumes_bit_for_bit():

@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "matmem/models/training/config.hpp"
-#include "matmem/models/training/rules/curriculum.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/runtime/error.hpp"
 #include "matmem/runtime/safetensors.hpp"
@@ -60,8 +59,6 @@ py::dict stats_dict(const StepStats& s) {
   d["grad_norm"] = s.grad_norm;
   d["frames"] = s.frames;
   d["skipped"] = s.skipped;
-  d["outlier"] = s.outlier;
-  d["lr_decayed"] = s.lr_decayed;
   d["nonfinite"] = s.nonfinite;
   return d;
 }
@@ -140,7 +137,7 @@ arrays and strings, save(dir) / Trainer.resume(dir) through files.)")
             }
             return stats_dict(s);
           },
-          "One training step; returns its stats (loss, bits, grad_norm, frames, skipped, outlier, lr_decayed, nonfinite).")
+          "One training step; returns its stats (loss, bits, grad_norm, frames, skipped, nonfinite).")
       .def(
           "train",
           [](Trainer& t, std::int64_t steps, const py::object& callback, std::int64_t every) {
@@ -167,11 +164,17 @@ arrays and strings, save(dir) / Trainer.resume(dir) through files.)")
       .def_property_readonly("steps_done", &Trainer::steps_done)
       .def_property_readonly("steps_total", &Trainer::steps_total)
       .def_property_readonly("skipped", &Trainer::skipped)
-      .def_property_readonly("curriculum_level",
+      .def_property_readonly("figures",
                              [](const Trainer& t) {
-                               const Curriculum* c = t.rule<Curriculum>();
-                               return c ? c->level() : std::int64_t(0);
-                             })
+                               py::dict d;
+                               for (const auto& [name, value] : t.figures()) d[py::str(name)] = value;
+                               return d;
+                             },
+                             "What the run's rules keep, by name (TrainingRule::figures): \"best\", \"best_step\", "
+                             "\"curriculum_level\", \"outlier_skips\", …")
+      .def("take_messages", &Trainer::take_messages,
+           "The lines the run's rules said since the last call (a skipped update, a curriculum level, a stop)")
+      .def_property_readonly("skipped_updates", &Trainer::skipped_updates)
       .def_property_readonly("threads", &Trainer::threads)
       .def_property_readonly("stopped", &Trainer::stopped)
       .def_property_readonly("config", [](const Trainer& t) { return t.config(); })

@@ -39,6 +39,10 @@ class BestParameters : public TrainingRule {
   const std::vector<Tensor>& tensors() const { return best_; }
 
   const char* name() const override { return "best_parameters"; }  ///< its checkpoint key
+  /// "best" (the lowest score, infinity before any) and "best_step" (its step, −1 before any).
+  std::vector<std::pair<std::string, double>> figures() const override {
+    return {{"best", score_}, {"best_step", double(step_)}};
+  }
   /// Update() with the evaluation's score.
   void after_evaluation(const EvalReport& report, const Model& model) override;
   std::optional<std::string> state() const override;  ///< its checkpoint state (see the file)

@@ -23,15 +23,25 @@ std::unique_ptr<Curriculum> Curriculum::from_config(const Config& config, const 
   if (start != 0 && (start < lo || start > hi))
     throw Error(fmt::format("config: curriculum.start = {} must be a {} of task {} ({}..{}), or 0", start,
                             task.size_name(), task.name(), lo, hi));
-  return std::make_unique<Curriculum>(th, lo, hi, start ? start : lo, window);
+  return std::make_unique<Curriculum>(th, lo, hi, start ? start : lo, window, task.size_name());
 }
 
-Curriculum::Curriculum(double threshold, std::int64_t min, std::int64_t max, std::int64_t start, std::int64_t window)
-    : threshold_(threshold), min_(min), max_(max), level_(start), costs_{window, 0, 0.0} {}
+Curriculum::Curriculum(double threshold, std::int64_t min, std::int64_t max, std::int64_t start, std::int64_t window,
+                       const char* size_name)
+    : threshold_(threshold), min_(min), max_(max), level_(start), costs_{window, 0, 0.0}, size_name_(size_name) {}
 
-void Curriculum::after_step(std::int64_t, StepStats& stats) {
+void Curriculum::begin(std::int64_t) { say(fmt::format("curriculum: {} up to {} (of {})", size_name_, level_, max_)); }
+
+void Curriculum::after_step(std::int64_t step, StepStats& stats) {
   if (level_ >= max_) return;
-  if (double mean = 0; costs_.add(stats.bits, mean) && mean < threshold_) ++level_;
+  if (double mean = 0; costs_.add(stats.bits, mean) && mean < threshold_) {
+    ++level_;
+    say(fmt::format("curriculum: {} up to {} from step {}", size_name_, level_, step));
+  }
+}
+
+std::vector<std::pair<std::string, double>> Curriculum::figures() const {
+  return {{"curriculum_level", double(level_)}};
 }
 
 std::optional<std::string> Curriculum::state() const {  // the window's sum in hexadecimal: read back exactly

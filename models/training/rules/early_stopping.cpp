@@ -39,7 +39,9 @@ std::unique_ptr<EarlyStoppingRule> EarlyStoppingRule::from_config(const Config& 
 }
 
 void EarlyStoppingRule::after_evaluation(const EvalReport& report, const Model&) {
-  rule_.record(report.step, report.score);
+  if (rule_.record(report.step, report.score))
+    say(fmt::format("step {}: no better for {} evaluations: stopping early (eval.patience; best at step {})",
+                    report.step, rule_.patience(), rule_.best_step()));
 }
 
 void EarlyStoppingRule::set_state(const std::optional<std::string>& text, std::int64_t) {

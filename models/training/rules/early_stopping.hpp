@@ -8,8 +8,8 @@
 /// checkpoint ("early_stopping": "best best_step since_best stopped"), so a resumed run stops where an
 /// uninterrupted one would.
 ///
-/// EarlyStopping is the rule's arithmetic (`matmem sweep` reads a checkpoint's state with it);
-/// EarlyStoppingRule is it as a TrainingRule.
+/// EarlyStopping is the rule's arithmetic (Trainer::stopped_in reads an earlier version's checkpoint state with
+/// it); EarlyStoppingRule is it as a TrainingRule, which says when it stops the run.
 #pragma once
 #include <cstdint>
 #include <limits>

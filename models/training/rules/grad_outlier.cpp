@@ -23,17 +23,26 @@ GradOutlier::GradOutlier(double factor, std::int64_t window)
 
 double GradOutlier::mean() const { return count_ == 0 ? 0.0 : sum_ / (1.0 - std::pow(beta_, double(count_))); }
 
-bool GradOutlier::on_gradient(std::int64_t, StepStats& stats) {
+bool GradOutlier::on_gradient(std::int64_t step, StepStats& stats) {
   const double m = mean();
-  stats.norm_mean = m;
+  before_ = m;
   const bool outlier = count_ >= window_ && stats.grad_norm > factor_ * m;
   sum_ = beta_ * sum_ + (1 - beta_) * (outlier ? factor_ * m : stats.grad_norm);
   ++count_;
   if (outlier) {
     ++skips_;
-    stats.outlier = true;
+    say(fmt::format("step {}: update skipped: gradient norm {:.4g} > {} × the running mean {:.4g} (grad.outlier; {} "
+                    "so far)", step, stats.grad_norm, factor_, m, skips_));
   }
   return !outlier;
+}
+
+std::vector<std::pair<std::string, double>> GradOutlier::figures() const {
+  return {{"outlier_skips", double(skips_)}};
+}
+
+std::string GradOutlier::summary() const {
+  return skips_ ? fmt::format("{} updates skipped for an outlier gradient (grad.outlier)", skips_) : "";
 }
 
 std::optional<std::string> GradOutlier::state() const {  // the running sum in hexadecimal: read back exactly

@@ -1,6 +1,6 @@
 /// @file
 /// Outlier gradients (config key grad.outlier = F > 0): a finite step whose gradient norm n_t (before clipping)
-/// exceeds F times the running mean m of the norms before it is not applied (StepStats::outlier, skips()): a run
+/// exceeds F times the running mean m of the norms before it is not applied (skips(); it says so): a run
 /// that has learnt its task makes tiny gradients, RMSprop's and Adam's second moments shrink with them, and one
 /// rare large gradient — clipped or not — then moves the parameters by many times a usual step and can throw the
 /// solution away (models/README.md, "Stable training"). m is the bias-corrected exponential mean m = s/(1 − βᶜ)
@@ -28,10 +28,14 @@ class GradOutlier : public TrainingRule {
   GradOutlier(double factor, std::int64_t window);
 
   double mean() const;                           ///< m, 0 before the first step
+  double mean_before() const { return before_; }  ///< m as the last step's norm was compared with it
   std::int64_t skips() const { return skips_; }  ///< steps skipped so far
 
   const char* name() const override { return "grad_outlier"; }  ///< its checkpoint key
   bool on_gradient(std::int64_t step, StepStats& stats) override;  ///< false for an outlier norm
+  std::vector<std::pair<std::string, double>> figures() const override;  ///< "outlier_skips"
+  std::int64_t skipped_updates() const override { return skips_; }  ///< skips()
+  std::string summary() const override;  ///< the skips, if any
   std::optional<std::string> state() const override;  ///< its checkpoint state (see the file)
   /// Refuses a state that save() did not write.
   void set_state(const std::optional<std::string>& text, std::int64_t step) override;
@@ -40,6 +44,7 @@ class GradOutlier : public TrainingRule {
   double factor_, beta_;  // F, 1 − 1/W
   std::int64_t window_, count_ = 0, skips_ = 0;
   double sum_ = 0;  // s
+  double before_ = 0;  // m before the last step
 };
 
 }  // namespace matmem

@@ -29,7 +29,8 @@ void SolvedDecay::after_step(std::int64_t step, StepStats& stats) {
   double mean = 0;
   if (!costs_.add(stats.bits, mean) || !(mean < below_)) return;
   at_ = step;
-  stats.lr_decayed = true;
+  say(fmt::format("step {}: the mean cost of the last {} steps is below {}: learning rate × {} from here on "
+                  "(lr.solved_below)", step, costs_.window, below_, factor_));
 }
 
 std::optional<std::string> SolvedDecay::state() const {

@@ -2,7 +2,7 @@
 /// Learning-rate decay once solved (config key lr.solved_below = b > 0): the applied steps are counted in
 /// consecutive windows of W = lr.solved_window steps; at the end of the first window whose mean cost per
 /// sequence (StepStats::bits) is below b, the learning rate is multiplied by f = lr.solved_factor for every later
-/// step (StepStats::lr_decayed on the step that ends that window; decayed_at()), on top of lr.schedule, and
+/// step (it says so on the step that ends that window; decayed_at()), on top of lr.schedule, and
 /// stays so if the cost rises again. Its aim is the same as grad.outlier's: a run that has learnt its task takes
 /// smaller steps, so one rare large gradient moves it less. Skipped steps (non-finite, outlier) count in no
 /// window. Its checkpoint state ("lr_solved": "steps sum decayed_at") holds the window's count and sum and the

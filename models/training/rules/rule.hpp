@@ -9,14 +9,22 @@
 /// whether this step's update is applied, and whether the run stops. It owns its checkpoint state: one text
 /// in the checkpoint's metadata under its name, and files beside the checkpoint if it needs them.
 ///
+/// It speaks for itself: the lines it has to say (a skipped update, a new curriculum level, a decay, a stop) go
+/// to a list the caller drains after each step (take_messages()), and the numbers it wants kept (figures():
+/// the best evaluation, the updates it skipped) are named, so that the command, the sweep and the Python
+/// module print and record what rules say without knowing any of them.
+///
 /// The trainer holds the rules make_rules() returns (models/training/rules/registry.hpp) and runs them in that
-/// list's order at each point of a step; it knows none of them by name. Trainer::rule<R>() finds one by type.
+/// list's order at each point of a step; it knows none of them by name. Trainer::rule<R>() finds one by type
+/// (for tests of a rule).
 #pragma once
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
+#include <vector>
 
 #include "matmem/models/core/model.hpp"
 
@@ -50,6 +58,8 @@ class TrainingRule {
   virtual bool stop() const { return false; }
 
   // What it sees.
+  /// Before the first step this process runs, of a fresh run (`step` 0) or a resumed one (after set_state()).
+  virtual void begin(std::int64_t /*step*/) {}
   /// A step's finite gradient, before clipping (`stats` holds the loss, cost and gradient norm; a rule may fill
   /// its own fields): false to skip the update, the step counting as done. Every rule sees every such step.
   virtual bool on_gradient(std::int64_t /*step*/, StepStats& /*stats*/) { return true; }
@@ -69,6 +79,24 @@ class TrainingRule {
   virtual void save_files(const std::string& /*dir*/, const Model& /*model*/, const Config& /*config*/) const {}
   /// Reads them back after set_state(), on resume.
   virtual void load_files(const std::string& /*dir*/, const Model& /*model*/) {}
+
+  // What it says.
+  /// The lines it said since the last call, oldest first, each a whole log line; the list is emptied.
+  std::vector<std::string> take_messages() { return std::exchange(messages_, {}); }
+  /// Numbers it keeps over the run, by name, for files and summaries: "best" and "best_step" (the best
+  /// evaluation), "outlier_skips", "curriculum_level", …; a name is one rule's.
+  virtual std::vector<std::pair<std::string, double>> figures() const { return {}; }
+  /// Updates it refused over the whole run (on_gradient() false), counted with the trainer's skipped steps.
+  virtual std::int64_t skipped_updates() const { return 0; }
+  /// What it has to say at the end of a run, appended to the run's closing line ("; …"); empty: nothing.
+  virtual std::string summary() const { return {}; }
+
+ protected:
+  /// Says a line (see take_messages()).
+  void say(std::string line) { messages_.push_back(std::move(line)); }
+
+ private:
+  std::vector<std::string> messages_;
 };
 
 /// Parses a rule's state: whole numbers and sums (hexadecimal floating point, "%a", read back exactly)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "matmem/models/registry.hpp"
 #include "matmem/models/training/rules/early_stopping.hpp"
@@ -185,6 +186,8 @@ TEST_CASE("held-out batches: the best parameters are those of the step with the 
   CHECK(best.best_step() == std::int64_t(argmin + 1));
   CHECK(best.best() == costs[argmin]);
   CHECK(same(best.tensors(), kept[argmin]));
+  CHECK(t.figure("best_step", 0) == double(argmin + 1));  // what the command writes into validation.csv
+  CHECK(t.figure("best", 0) == costs[argmin]);
   REQUIRE(restore_best(t));
   CHECK(same(values(t.model()), kept[argmin]));
 }
@@ -221,4 +224,34 @@ TEST_CASE("held-out batches: eval.batches and eval.seed out of range are refused
   CHECK_THROWS_WITH(Trainer(copy_with_eval(1, 100001, 1)), Contains("eval.batches = 100001"));
   CHECK_THROWS_WITH(Trainer(copy_with_eval(1, 2, -1)), Contains("eval.seed = -1 must be ≥ 0"));
   CHECK(Config().integer("eval.seed") != 2024);  // not `matmem eval`'s default seed (tools/eval_command.cpp)
+}
+
+TEST_CASE("early stopping says when it stops a run, and the checkpoint says the run stopped, as earlier ones did",
+          "[training][rules][early]") {
+  Config c = copy_with_eval(1, 2, 9);
+  c.set("lr", "0.05", "test");
+  c.set("eval.patience", "1", "test");
+  Trainer t(c);
+  std::vector<std::string> said;
+  for (int k = 0; k < 200 && !t.stopped(); ++k) {
+    t.step();
+    for (std::string& line : t.take_messages()) said.push_back(line);
+  }
+  REQUIRE(t.stopped());
+  REQUIRE(said.size() == 1);
+  CHECK_THAT(said[0], Contains(fmt::format("step {}: no better for 1 evaluations: stopping early", t.steps_done())));
+  const std::string dir = testing::temp_dir("matmem_best_parameters_test", "stopped");
+  t.save(dir);
+  const TensorFile f = read_safetensors(dir + "/checkpoint.safetensors");
+  CHECK(Trainer::stopped_in(f.metadata));
+  // A checkpoint of an earlier version: no "stopped", early stopping's own state says it.
+  std::map<std::string, std::string> earlier = f.metadata;
+  earlier.erase("stopped");
+  CHECK(Trainer::stopped_in(earlier));
+  EarlyStopping going(5);
+  going.record(10, 1.0);
+  earlier["early_stopping"] = going.state();
+  CHECK_FALSE(Trainer::stopped_in(earlier));
+  earlier.erase("early_stopping");
+  CHECK_FALSE(Trainer::stopped_in(earlier));
 }

@@ -46,6 +46,23 @@ TEST_CASE("curriculum: the largest size grows by one per window below the thresh
   CHECK(levels == std::vector<std::int64_t>{1, 2, 2, 3, 3, 4, 4, 4});
 }
 
+TEST_CASE("curriculum: it says its level when a run begins and at each growth, and keeps it as a figure",
+          "[trainer][curriculum]") {
+  Trainer t(copy_with_curriculum("1e9", 2));
+  CHECK(t.take_messages() == std::vector<std::string>{"curriculum: length up to 1 (of 4)"});
+  std::vector<std::string> said;
+  for (int k = 0; k < 4; ++k) {
+    t.step();
+    for (std::string& line : t.take_messages()) said.push_back(line);
+  }
+  CHECK(said == std::vector<std::string>{"curriculum: length up to 2 from step 2", "curriculum: length up to 3 from step 4"});
+  CHECK(t.figure("curriculum_level", -1) == 3);
+  const std::string dir = temp_dir("said");
+  t.save(dir);
+  auto resumed = Trainer::resume(dir);  // a resumed run says where it begins, not where the first began
+  CHECK(resumed->take_messages() == std::vector<std::string>{"curriculum: length up to 3 (of 4)"});
+}
+
 TEST_CASE("curriculum: a window's mean cost must be strictly below the threshold, and only draws up to the level",
           "[trainer][curriculum]") {
   // The first window's two steps are the same in every run: its mean decides.
