@@ -347,6 +347,10 @@ std::unique_ptr<Model> make_model(const Config& config, const Task& task, DType 
     throw Error(fmt::format("config: unknown model {} (known: {})", name, known));
   }
   auto model = it->second(config, task, dtype, std::uint64_t(config.integer("seed")));
+  const double clip = config.num("clip.state_gradient");
+  if (!(clip >= 0) || !std::isfinite(clip))
+    throw Error(fmt::format("config: clip.state_gradient = {} must be ≥ 0 and finite (0: off)", clip));
+  model->set_state_gradient_clip(clip);
   model->build();
   return model;
 }

@@ -53,6 +53,9 @@ Var tanh(Var x);             ///< tanh x         (ops/tanh.cpp)
 Var relu(Var x);             ///< max(x, 0)      (ops/relu.cpp)
 /// min(max(x, −c), c) for c > 0 (finite; else an Error); its gradient passes for −c ≤ x ≤ c, zero outside  (ops/clip.cpp)
 Var clip(Var x, double c);
+/// x in the forward pass; backward passes the upstream gradient clipped to ±c element by element, c > 0 (finite;
+/// else an Error): Graves 2013's clipping of derivatives inside backpropagation through time  (ops/clip.cpp)
+Var clip_gradient(Var x, double c);
 Var softplus(Var x);         ///< log(1 + e^x), computed as max(x,0) + log1p(e^-|x|)  (ops/softplus.cpp)
 Var exp(Var x);              ///< e^x            (ops/exp.cpp)
 Var softmax(Var x);          ///< along the last axis (cols), max subtracted first  (ops/softmax.cpp)

@@ -20,6 +20,7 @@ OpEntry sigmoid_entry();
 OpEntry tanh_entry();
 OpEntry relu_entry();
 OpEntry clip_entry();
+OpEntry clip_gradient_entry();
 OpEntry softplus_entry();
 OpEntry exp_entry();
 OpEntry softmax_entry();
@@ -63,7 +64,7 @@ namespace {
 std::vector<OpEntry>& entries() {
   static std::vector<OpEntry> all = {
       bilinear_entry(),  mat_entry(),     add_entry(),     sub_entry(),          hadamard_entry(),
-      scale_entry(),     sigmoid_entry(), tanh_entry(),    relu_entry(),         clip_entry(),     softplus_entry(),
+      scale_entry(),     sigmoid_entry(), tanh_entry(),    relu_entry(),         clip_entry(),     clip_gradient_entry(),     softplus_entry(),
       exp_entry(),       softmax_entry(), sum_entry(),     layer_norm_entry(),     batch_norm_entry(),     cosine_similarity_entry(),
       row_entry(), stack_rows_entry(), stack_columns_entry(), circular_shift_entry(), sharpen_entry(), ntm_addressing_entry(), ntm_addressing_heads_entry(), memory_read_entry(),
       memory_write_entry(), memory_read_write_entry(), memory_writes_entry(), projections_entry(), stacked_projections_entry(),

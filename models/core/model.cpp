@@ -243,9 +243,13 @@ void Step::begin_step(std::int64_t t, Var input, bool output_needed) {
 }
 
 void Step::end_step() {
+  const double clip = model_.state_gradient_clip_;
   for (std::size_t k = 0; k < current_.size(); ++k)
     if (next_[k].valid()) {
-      current_[k] = next_[k];
+      // Model::set_state_gradient_clip: not on a chain's state, whose values a ring buffer holds.
+      current_[k] = clip > 0 && chains_[k] == ChainLink::kNone && next_[k].requires_grad()
+                        ? clip_gradient(next_[k], clip)
+                        : next_[k];
       next_[k] = {};
     }
 }

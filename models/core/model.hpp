@@ -105,6 +105,12 @@ class Model {
   /// Empty by default and before the parameters exist.
   virtual std::vector<std::pair<std::string, double>> learned_scalars() const { return {}; }
 
+  /// Clips the gradient each time step hands back to the one before through the states: every state the
+  /// model keeps in the arena (not one a recomputed chain holds, StateDecl::segment ≠ 1) passes from one step to
+  /// the next through clip_gradient(·, c) (ops/ops.hpp; config key clip.state_gradient). 0 (the default): off.
+  void set_state_gradient_clip(double c) { state_gradient_clip_ = c; }
+  double state_gradient_clip() const { return state_gradient_clip_; }  ///< c, 0: off
+
   /// Creates every parameter by running one step on a batch of one (called by run_sequence if needed).
   void build();
   bool built() const { return built_; }    ///< build() has run
@@ -127,6 +133,7 @@ class Model {
   std::int64_t input_rows_ = 0, input_cols_ = 0, output_rows_ = 0, output_cols_ = 0;
   Rng init_rng_;
   bool built_ = false;
+  double state_gradient_clip_ = 0;
 };
 
 /// One term of Step::mat: a name for the parameters and the matrix it multiplies.

@@ -56,6 +56,10 @@ std::vector<ConfigKey>& all_keys() {
        "models/training/trainer.hpp)"},
       {"clip.value", "10.0", "clip every gradient element to ±value (0: off)"},
       {"clip.norm", "0.0", "clip the global gradient norm to this (0: off)"},
+      {"clip.state_gradient", "0.0",
+       "clip every element of the gradient a time step hands back through the model's states to ±this, as Graves "
+       "2013 clips derivatives inside backpropagation through time (0: off; states a recomputed chain holds are "
+       "not clipped; models/core/model.hpp)"},
       {"grad.outlier", "0.0",
        "skip the update of a step whose gradient norm (before clipping) exceeds this many times the running mean of "
        "the norms before it (0: off; models/training/rules/grad_outlier.hpp)"},

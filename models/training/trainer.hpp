@@ -147,7 +147,7 @@ class Trainer {
                                          const Communicator* ranks = nullptr, std::span<const std::string> sets = {});
   /// The keys a resume may change.
   static constexpr const char* kResumeKeys[] = {"lr",         "lr.schedule", "lr.step_every", "lr.step_factor",
-                                                "lr.cosine_final", "clip.norm", "clip.value", "nonfinite",
+                                                "lr.cosine_final", "clip.norm", "clip.value", "clip.state_gradient", "nonfinite",
                                                 "nonfinite.max_skips", "grad.outlier", "grad.outlier_window",
                                                 "lr.solved_below", "lr.solved_factor", "lr.solved_window",
                                                 "log_every", "checkpoint_every"};

@@ -75,6 +75,7 @@ CASES = {
     "relu": (lambda t, x: ops.relu(x), [away_from_zero(B, R, C)], None, {}),
     "clip": (lambda t, x: ops.clip(x, 0.5), [np.sign(v) * np.where(np.abs(np.abs(v) - 0.5) < 0.05, np.abs(v) + 0.1, np.abs(v))
                                              for v in [u(B, R, C)]], None, {}),
+    "clip_gradient": (lambda t, x: ops.clip_gradient(x, 1e6), [u(B, R, C)], None, {}),
     "softplus": (lambda t, x: ops.softplus(x), [u(B, R, C, lo=-3, hi=3)], None, {}),
     "exp": (lambda t, x: ops.exp(x), [u(B, R, C)], None, {}),
     "softmax": (lambda t, x: ops.softmax(x), [u(B, R, C, lo=-2, hi=2)], None, {}),

@@ -112,6 +112,8 @@ void bind_ops(py::module_& m) {
   MATMEM_UNARY(relu, "max(x, 0)");
   ops.def("clip", [](V x, double c) { return wrap(tape_of("clip", x), clip(x.get(), c)); }, py::arg("x"),
           py::arg("c"), "min(max(x, −c), c); its gradient passes for −c ≤ x ≤ c, zero outside");
+  ops.def("clip_gradient", [](V x, double c) { return wrap(tape_of("clip_gradient", x), clip_gradient(x.get(), c)); },
+          py::arg("x"), py::arg("c"), "x; backward passes the upstream gradient clipped to ±c element by element");
   MATMEM_UNARY(softplus, "log(1 + e^x)");
   MATMEM_UNARY(exp, "e^x");
   MATMEM_UNARY(softmax, "softmax along the last axis");

@@ -594,3 +594,40 @@ TEST_CASE("the controller keys and ntm.cosine_eps reach the models, and bad valu
   CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("ntm.cosine_eps = -1e-06") &&
                                                             Catch::Contains("at least 0"));
 }
+
+// clip.state_gradient (Model::set_state_gradient_clip): every state passes to the next time step through
+// clip_gradient. A bound no gradient reaches changes nothing but the order of additions; a small one changes the
+// gradient of every parameter behind the recurrence and leaves the loss as it is.
+TEST_CASE("MatNTM with its states' gradient clipped: the same loss, the same gradient under a bound never reached, "
+          "another under a small one", "[models][ntm][clip]") {
+  NTMConfig c = small(CellKind::rnn, 1, 1);
+  c.memory_init = NTMConfig::MemoryInit::learned;
+  auto gradients = [&](double clip, double& loss) {
+    MatNTM m(c, DType::f64, 4);
+    m.set_state_gradient_clip(clip);
+    m.build();
+    perturb_parameters(m, 0.3, 5);
+    const Sequence seq = random_sequence(m, 2, 6);
+    Tape tape(DType::f64);
+    Unroller u(m, tape);
+    m.params().zero_grad();
+    const Var l = u.run(seq).loss;
+    loss = l.item();
+    tape.backward(l);
+    std::vector<Tensor> g;
+    for (const auto& p : m.params()) g.push_back(p->grad);
+    return g;
+  };
+  double l0 = 0, l1 = 0, l2 = 0;
+  const std::vector<Tensor> off = gradients(0, l0), far = gradients(1e6, l1), small_clip = gradients(1e-4, l2);
+  CHECK(l1 == l0);
+  CHECK(l2 == l0);
+  REQUIRE(off.size() == far.size());
+  int differ = 0;
+  for (std::size_t k = 0; k < off.size(); ++k)
+    for (std::int64_t e = 0; e < off[k].numel(); ++e) {
+      CHECK(far[k].get(e) == Approx(off[k].get(e)).epsilon(1e-12).margin(1e-15));
+      differ += std::abs(small_clip[k].get(e) - off[k].get(e)) > 1e-6 * (1 + std::abs(off[k].get(e)));
+    }
+  CHECK(differ > 0);
+}
