@@ -339,6 +339,7 @@ std::vector<std::string> model_names() {
 }
 
 std::unique_ptr<Model> make_model(const Config& config, const Task& task, DType dtype) {
+  check_config(config);
   const std::string name = config.str("model");
   auto it = factories().find(name);
   if (it == factories().end()) {
@@ -347,10 +348,7 @@ std::unique_ptr<Model> make_model(const Config& config, const Task& task, DType 
     throw Error(fmt::format("config: unknown model {} (known: {})", name, known));
   }
   auto model = it->second(config, task, dtype, std::uint64_t(config.integer("seed")));
-  const double clip = config.num("clip.state_gradient");
-  if (!(clip >= 0) || !std::isfinite(clip))
-    throw Error(fmt::format("config: clip.state_gradient = {} must be ≥ 0 and finite (0: off)", clip));
-  model->set_state_gradient_clip(clip);
+  model->set_state_gradient_clip(config.num("clip.state_gradient"));  // its range: check_config
   model->build();
   return model;
 }

@@ -1,5 +1,8 @@
 #include "matmem/models/training/config.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include <fstream>
 #include <sstream>
 
@@ -27,11 +30,15 @@ std::vector<ConfigKey>& all_keys() {
        "prediction; models/tasks/), fashion_mnist (image classification), fashion_mnist_ae (corrupted-image "
        "reconstruction; models/data/), data (the user's own sequences from files, task.data; models/data/user_data.hpp) or graph (node classification on a generated graph, the whole graph one "
        "batch: the key batch is not used, micro_batch must be 0 and threads 1)"},
-      {"seed", "1", "seed of the run: parameter initialisation and every sequence drawn"},
-      {"steps", "3000", "training steps (one batch each)"},
-      {"batch", "16", "sequences per batch"},
+      {"seed", "1", "seed of the run: parameter initialisation and every sequence drawn",
+       {.min = 0}},
+      {"steps", "3000", "training steps (one batch each)",
+       {.min = 1}},
+      {"batch", "16", "sequences per batch",
+       {.min = 1}},
       {"optimizer", "\"rmsprop\"", "rmsprop, adam or sgd"},
-      {"lr", "1e-4", "learning rate"},
+      {"lr", "1e-4", "learning rate",
+       {.min = 0, .above = true}},
       {"lr.schedule", "\"constant\"",
        "the learning rate over the run: constant, step (times lr.step_factor every lr.step_every steps) or cosine "
        "(from lr down to lr x lr.cosine_final at the last step; models/training/schedule.hpp)"},
@@ -53,13 +60,17 @@ std::vector<ConfigKey>& all_keys() {
       {"loss.reduction", "\"mean\"",
        "the gradient's scale: mean (of the loss per target element) or sequence (of the BCE summed over each "
        "sequence's target elements, batch mean: the cost Graves et al. report; "
-       "models/training/trainer.hpp)"},
-      {"clip.value", "10.0", "clip every gradient element to ±value (0: off)"},
-      {"clip.norm", "0.0", "clip the global gradient norm to this (0: off)"},
+       "models/training/trainer.hpp)",
+       {.choices = {"mean", "sequence"}}},
+      {"clip.value", "10.0", "clip every gradient element to ±value (0: off)",
+       {.min = 0}},
+      {"clip.norm", "0.0", "clip the global gradient norm to this (0: off)",
+       {.min = 0}},
       {"clip.state_gradient", "0.0",
        "clip every element of the gradient a time step hands back through the model's states to ±this, as Graves "
        "2013 clips derivatives inside backpropagation through time (0: off; states a recomputed chain holds are "
-       "not clipped; models/core/model.hpp)"},
+       "not clipped; models/core/model.hpp)",
+       {.min = 0}},
       {"grad.outlier", "0.0",
        "skip the update of a step whose gradient norm (before clipping) exceeds this many times the running mean of "
        "the norms before it (0: off; models/training/rules/grad_outlier.hpp)"},
@@ -144,23 +155,30 @@ std::vector<ConfigKey>& all_keys() {
        "data: bce (targets in [0,1], cost bit errors), mse (real targets, cost NMSE) or softmax_ce (integer class "
        "targets [N,T] or [N,T,r'], cost class errors)"},
       {"task.classes", "0", "data, task.loss = softmax_ce: the classes C (0: the largest class in the files + 1)"},
-      {"epochs", "0", "data sets: train this many epochs (replaces steps by epochs x floor(task.train / batch); --steps sets it to 0); 0: by steps"},
+      {"epochs", "0", "data sets: train this many epochs (replaces steps by epochs x floor(task.train / batch); --steps sets it to 0); 0: by steps",
+       {.min = 0, .note = "0: steps counts"}},
       {"eval.interval", "0",
        "evaluate the held-out data every this many steps (a data set's or the graph's validation part; a generated "
        "task's eval.batches held-out batches), keeping the parameters of the best evaluation in best.safetensors "
-       "(0: never; models/training/README.md)"},
+       "(0: never; models/training/README.md)",
+       {.min = 0, .note = "0: no evaluation"}},
       {"eval.patience", "0",
-       "stop after this many evaluations of the held-out data without a new best (0: never stop early)"},
+       "stop after this many evaluations of the held-out data without a new best (0: never stop early)",
+       {.min = 0, .note = "0: never stop early"}},
       {"eval.metric", "\"error\"",
        "what early stopping and the best parameters go by: error (the error rate, the NMSE, or a generated task's "
-       "cost per sequence) or loss, on the held-out data"},
-      {"eval.batch", "500", "data sets: images per batch when evaluating a whole part (a graph's parts are read whole)"},
+       "cost per sequence) or loss, on the held-out data",
+       {.choices = {"error", "loss"}}},
+      {"eval.batch", "500", "data sets: images per batch when evaluating a whole part (a graph's parts are read whole)",
+       {.min = 1}},
       {"eval.batches", "10",
        "generated tasks, eval.interval > 0: held-out batches of `batch` sequences at the task's own sizes, drawn once "
-       "at the start from eval.seed, the same at every evaluation (1 to 100000)"},
+       "at the start from eval.seed, the same at every evaluation (1 to 100000)",
+       {.min = 1, .max = 100000}},
       {"eval.seed", "1000",
        "generated tasks: seed of the held-out batches, apart from the run's seed and from `matmem eval`'s (2024), so "
-       "the best parameters are not chosen on the test draw"},
+       "the best parameters are not chosen on the test draw",
+       {.min = 0}},
       {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm, dense layers for gamma) as RxC, comma separated"},
       {"lstm.forget_bias", "1.0", "a matlstm's forget-gate bias at the start"},
       {"rnn.attention_heads", "0", "matrnn, matlstm, matgru: queries of an attention read over the last layer's states so "
@@ -241,17 +259,22 @@ std::vector<ConfigKey>& all_keys() {
       {"dnc.cosine_eps", "1e-6",
        "matdnc content weightings' epsilon, under each norm's root and on their product as DeepMind's DNC (0: the "
        "MatNTM's cosine similarity, exact norms and 1e-8 on their product)"},
-      {"log_every", "50", "steps between rows of metrics.csv and progress updates"},
-      {"checkpoint_every", "500", "steps between checkpoints (0: only at the end)"},
+      {"log_every", "50", "steps between rows of metrics.csv and progress updates",
+       {.min = 1}},
+      {"checkpoint_every", "500", "steps between checkpoints (0: only at the end)",
+       {.min = 0}},
       {"threads", "1",
        "threads a training step splits its batch over (at most one per 4 sequences; the sums then round "
-       "differently from one thread's; see models/training/trainer.hpp)"},
+       "differently from one thread's; see models/training/trainer.hpp)",
+       {.min = 1}},
       {"micro_batch", "16",
        "run a step's batch (each thread's part) as micro-batches of this many sequences, gradients added (0: all "
-       "at once; a batch of 256 ran 2.6x faster in micro-batches of 16; see models/training/trainer.hpp)"},
+       "at once; a batch of 256 ran 2.6x faster in micro-batches of 16; see models/training/trainer.hpp)",
+       {.min = 0, .note = "0: the whole batch at once"}},
       {"micro_batch.state_kib", "320",
        "halve micro_batch until a micro-batch's largest state (an NTM memory: slots x rows x cols floats per "
-       "sequence) takes at most this many KiB, so it stays in the core's L2 (0: no limit)"},
+       "sequence) takes at most this many KiB, so it stays in the core's L2 (0: no limit)",
+       {.min = 0, .note = "0: no limit"}},
       {"curriculum.threshold", "0.0",
        "curriculum: sizes (recall items, copy lengths) start at the smallest and the largest drawn grows by one each "
        "time a window's mean cost per sequence falls below this (0: no curriculum; models/training/rules/curriculum.hpp)"},
@@ -260,8 +283,10 @@ std::vector<ConfigKey>& all_keys() {
       {"anomaly", "false", "anomaly mode: check every op for NaN/Inf (slower)"},
       {"nonfinite", "\"stop\"",
        "a step whose loss, gradient or update is NaN/Inf changes nothing, then: stop (with an error naming the step "
-       "and the op) or skip (count it and go on)"},
-      {"nonfinite.max_skips", "10", "nonfinite = skip: stop once more than this many steps were skipped"},
+       "and the op) or skip (count it and go on)",
+       {.choices = {"stop", "skip"}}},
+      {"nonfinite.max_skips", "10", "nonfinite = skip: stop once more than this many steps were skipped",
+       {.min = 0}},
       {"memory.check", "true",
        "refuse a run whose estimated memory at its longest sequence exceeds the machine's available memory"},
       {"plugins", "\"\"",
@@ -271,6 +296,31 @@ std::vector<ConfigKey>& all_keys() {
   return keys;
 }
 }  // namespace
+
+void check_config(const Config& c) {
+  for (const ConfigKey& k : config_keys()) {
+    const KeyRange& r = k.range;
+    const std::string note = r.note.empty() ? "" : " (" + r.note + ")";
+    if (!r.choices.empty()) {
+      const std::string v = c.str(k.key);
+      if (std::find(r.choices.begin(), r.choices.end(), v) != r.choices.end()) continue;
+      std::string allowed;
+      for (std::size_t n = 0; n < r.choices.size(); ++n)
+        allowed += (n == 0 ? "" : n + 1 == r.choices.size() ? " or " : ", ") + ("\"" + r.choices[n] + "\"");
+      throw Error(fmt::format("config: {} = \"{}\" must be {}{}", k.key, v, allowed, note));
+    }
+    if (!r.min && !r.max) continue;
+    const bool integer = c.values().at(k.key).is_number_integer();
+    const double v = integer ? double(c.integer(k.key)) : c.num(k.key);
+    const std::string shown = integer ? std::to_string(c.integer(k.key)) : fmt::format("{}", v);
+    const bool low = r.min && (r.above ? !(v > *r.min) : !(v >= *r.min)), high = r.max && !(v <= *r.max);
+    if (!low && !high && std::isfinite(v)) continue;
+    if (r.min && r.max)
+      throw Error(fmt::format("config: {} = {} must be from {} to {}{}", k.key, shown, *r.min, *r.max, note));
+    if (r.min) throw Error(fmt::format("config: {} = {} must be {} {}{}", k.key, shown, r.above ? ">" : "≥", *r.min, note));
+    throw Error(fmt::format("config: {} = {} must be ≤ {}{}", k.key, shown, *r.max, note));
+  }
+}
 
 const std::vector<ConfigKey>& config_keys() { return all_keys(); }
 

@@ -8,6 +8,7 @@
 /// refused with a message naming the key and where it came from.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,11 +16,22 @@
 
 namespace matmem {
 
-/// A config key: its name, default and one line of documentation.
+/// The values a key takes beyond its JSON type (its default's: boolean, integer, number or string), checked by
+/// check_config(); an empty range takes every value of the type.
+struct KeyRange {
+  std::optional<double> min, max;    ///< a number's bounds, inclusive (min exclusive with `above`)
+  bool above = false;                ///< the value must be > min, not ≥ min
+  std::vector<std::string> choices;  ///< a string's values
+  std::string note;                  ///< said after a refusal, e.g. "0: no evaluation"
+};
+
+/// A config key: its name, default, one line of documentation and the values it takes, declared once; the
+/// help text, the check and the readers use it.
 struct ConfigKey {
   std::string key;           ///< flat and dotted: "lr", "model.layers"
   std::string default_json;  ///< the default, as JSON text
   std::string doc;           ///< what it means, one line
+  KeyRange range = {};       ///< the values it takes (check_config)
 };
 /// Every config key, as `matmem train --help-config` lists them.
 const std::vector<ConfigKey>& config_keys();
@@ -68,6 +80,10 @@ class Config {
   struct Impl;
   Impl* impl_;
 };
+
+/// Every key's value within its declared range (ConfigKey::range); else Error "config: KEY = VALUE must be …",
+/// naming the range and its note.
+void check_config(const Config& config);
 
 /// A bundled preset: (model, task) -> JSON object of keys, e.g. ("matntm", "copy").
 struct Preset {

@@ -12,8 +12,7 @@ namespace matmem {
 
 std::unique_ptr<Optimizer> make_optimizer(const Config& c, ParameterStore& params) {
   const std::string name = c.str("optimizer");
-  const double lr = c.num("lr"), wd = c.num("weight_decay");
-  if (!(lr > 0)) throw Error(fmt::format("config: lr = {} must be > 0", lr));
+  const double lr = c.num("lr"), wd = c.num("weight_decay");  // lr > 0: its range, check_config
   if (name == "rmsprop")
     return std::make_unique<RMSprop>(params, RMSpropOptions{lr, c.num("rmsprop.alpha"), c.num("rmsprop.momentum"),
                                                             c.num("rmsprop.eps"), wd, c.flag("rmsprop.centered"),

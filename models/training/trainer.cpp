@@ -17,49 +17,16 @@
 namespace matmem {
 
 namespace {
-constexpr std::int64_t kMaxHeldOutBatches = 100000;  // eval.batches: held in memory for the whole run
-
+// What the keys' declarations (ConfigKey::range) cannot say: a relation between keys.
 void validate(const Config& c) {
-  auto positive = [&](const char* key) {
-    if (c.integer(key) < 1) throw Error(fmt::format("config: {} = {} must be ≥ 1", key, c.integer(key)));
-  };
-  positive("steps");
-  positive("batch");
-  positive("log_every");
-  positive("threads");
-  if (c.integer("epochs") < 0) throw Error(fmt::format("config: epochs = {} must be ≥ 0 (0: steps counts)", c.integer("epochs")));
-  if (c.integer("eval.interval") < 0)
-    throw Error(fmt::format("config: eval.interval = {} must be ≥ 0 (0: no evaluation)", c.integer("eval.interval")));
-  if (c.integer("eval.patience") < 0)
-    throw Error(fmt::format("config: eval.patience = {} must be ≥ 0 (0: never stop early)", c.integer("eval.patience")));
+  check_config(c);
   check_lr_schedule(c);
-  if (c.str("eval.metric") != "error" && c.str("eval.metric") != "loss")
-    throw Error(fmt::format("config: eval.metric = \"{}\" must be \"error\" or \"loss\"", c.str("eval.metric")));
-  if (c.integer("eval.batch") < 1) throw Error(fmt::format("config: eval.batch = {} must be ≥ 1", c.integer("eval.batch")));
-  if (c.integer("eval.batches") < 1 || c.integer("eval.batches") > kMaxHeldOutBatches)
-    throw Error(fmt::format("config: eval.batches = {} must be from 1 to {}", c.integer("eval.batches"),
-                            kMaxHeldOutBatches));
-  if (c.integer("eval.seed") < 0) throw Error(fmt::format("config: eval.seed = {} must be ≥ 0", c.integer("eval.seed")));
-  if (c.integer("seed") < 0) throw Error(fmt::format("config: seed = {} must be ≥ 0", c.integer("seed")));
-  if (c.integer("checkpoint_every") < 0) throw Error("config: checkpoint_every must be ≥ 0");
-  if (c.integer("micro_batch") < 0)
-    throw Error(fmt::format("config: micro_batch = {} must be ≥ 0 (0: the whole batch at once)", c.integer("micro_batch")));
-  if (c.integer("micro_batch.state_kib") < 0)
-    throw Error(fmt::format("config: micro_batch.state_kib = {} must be ≥ 0 (0: no limit)",
-                            c.integer("micro_batch.state_kib")));
   // A micro-batch's statistics would not be the batch's (ops/batch_norm.hpp).
   if ((c.str("model") == "ffn" || c.str("model") == "autoencoder") && c.str("ffn.norm") == "batch" &&
       c.integer("micro_batch") > 0 && c.integer("micro_batch") < c.integer("batch"))
     throw Error(fmt::format("config: micro_batch = {} with ffn.norm = batch: batch norm takes the statistics of the "
                             "whole batch of {}, not of micro-batches (set micro_batch = 0)",
                             c.integer("micro_batch"), c.integer("batch")));
-  if (c.num("clip.value") < 0 || c.num("clip.norm") < 0) throw Error("config: clip.value and clip.norm must be ≥ 0");
-  if (c.str("loss.reduction") != "mean" && c.str("loss.reduction") != "sequence")
-    throw Error(fmt::format("config: loss.reduction = \"{}\" must be \"mean\" or \"sequence\"", c.str("loss.reduction")));
-  if (c.str("nonfinite") != "stop" && c.str("nonfinite") != "skip")
-    throw Error(fmt::format("config: nonfinite = \"{}\" must be \"stop\" or \"skip\"", c.str("nonfinite")));
-  if (c.integer("nonfinite.max_skips") < 0)
-    throw Error(fmt::format("config: nonfinite.max_skips = {} must be ≥ 0", c.integer("nonfinite.max_skips")));
 }
 // The data stream is its own Rng, derived from the seed, so it does not depend on how many parameters
 // the model initialised.

@@ -19,7 +19,11 @@ void register_test_names() {
     register_task("registration_test_copy", [](const Config& c) {
       return std::make_unique<CopyTask>(CopyTaskOptions{2, 2, 1, c.integer("registration_test.length"), 3});
     });
-    register_config_key({"registration_test.length", "5", "registration_test_copy: the longest sequence"});
+    register_config_key({"registration_test.length", "5", "registration_test_copy: the longest sequence",
+                         {.min = 1, .max = 40, .note = "a copy sequence's length"}});
+    register_config_key({"registration_test.mode", "\"fast\"", "registration_test_copy: a mode",
+                         {.choices = {"fast", "slow", "exact"}}});
+    register_config_key({"registration_test.rate", "0.5", "registration_test_copy: a rate", {.min = 0, .above = true}});
     return true;
   }();
   (void)registered;
@@ -55,6 +59,32 @@ TEST_CASE("register_config_key: a registered key has its default, is settable an
   CHECK_THROWS_WITH(c.assign("registration_test.length=x", "--set"), Contains("must be an integer"));
   const auto& keys = config_keys();
   CHECK(std::any_of(keys.begin(), keys.end(), [](const ConfigKey& k) { return k.key == "registration_test.length"; }));
+}
+
+// A key's range is declared with it (ConfigKey::range) and checked in one place, check_config(), which the
+// trainer and make_model run: a plugin's keys are checked as the built-in ones are.
+TEST_CASE("check_config: a value outside its key's declared range is refused, naming the key, the value and the range",
+          "[registry][config]") {
+  register_test_names();
+  Config c;
+  CHECK_NOTHROW(check_config(c));
+  c.set("registration_test.length", "41", "test");
+  CHECK_THROWS_WITH(check_config(c), Contains("config: registration_test.length = 41 must be from 1 to 40 (a copy "
+                                              "sequence's length)"));
+  c.set("registration_test.length", "40", "test");
+  CHECK_NOTHROW(check_config(c));
+  c.set("registration_test.mode", "quick", "test");
+  CHECK_THROWS_WITH(check_config(c), Contains("registration_test.mode = \"quick\" must be \"fast\", \"slow\" or \"exact\""));
+  c.set("registration_test.mode", "exact", "test");
+  c.set("registration_test.rate", "0", "test");
+  CHECK_THROWS_WITH(check_config(c), Contains("registration_test.rate = 0 must be > 0"));
+  c.set("registration_test.rate", "1e-9", "test");
+  CHECK_NOTHROW(check_config(c));
+  c.set("clip.state_gradient", "-1", "test");  // a built-in key, refused by the model's factory too
+  CHECK_THROWS_WITH(check_config(c), Contains("clip.state_gradient = -1 must be ≥ 0"));
+  c.set("task", "copy", "test");
+  const std::unique_ptr<Task> t = make_task(c);
+  CHECK_THROWS_WITH(make_model(c, *t, DType::f32), Contains("clip.state_gradient = -1 must be ≥ 0"));
 }
 
 TEST_CASE("registries refuse a name they hold already", "[registry]") {
