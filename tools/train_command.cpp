@@ -325,22 +325,26 @@ void run(const Options& o) {
       loss = bits = norm = frames = xent = 0;
       n = 0;
     }
-    // The best evaluation so far, as the rules keep it.
-    const double best = trainer->figure("best", std::numeric_limits<double>::infinity());
-    const std::int64_t best_step = std::int64_t(trainer->figure("best_step", -1));
+    // The best evaluation so far, as the rules keep it: asked for after an evaluation only.
+    const auto best = [&] { return trainer->figure("best", std::numeric_limits<double>::infinity()); };
+    const auto best_step = [&] { return std::int64_t(trainer->figure("best_step", -1)); };
     if (trainer->evaluated() && !trainer->split_task()) {
       const SplitResult& v = trainer->last_validation();
-      validation << fmt::format("{},{:.6f},{:.6f},{:.6f},{}\n", step, v.loss, v.error, best, best_step);
+      const double b = best();
+      const std::int64_t b_step = best_step();
+      validation << fmt::format("{},{:.6f},{:.6f},{:.6f},{}\n", step, v.loss, v.error, b, b_step);
       validation.flush();
       if (!o.json && !progress.terminal())
         fmt::print("step {}: held-out loss {:.4f}, {} {:.4f} (best {} {:.4f} at step {})\n", step, v.loss,
-                   cost_name(trainer->task().target_kind()), v.error, trainer->config().str("eval.metric"), best,
-                   best_step);
+                   cost_name(trainer->task().target_kind()), v.error, trainer->config().str("eval.metric"), b,
+                   b_step);
     } else if (trainer->evaluated()) {
       const SplitResult& v = trainer->last_validation();
+      const double b = best();
+      const std::int64_t b_step = best_step();
       const double epoch = double(step) / double(trainer->split_task()->steps_per_epoch());
       validation << fmt::format("{},{:.3f},{:.6f},{:.6f},{:.6f},{:.6f},{}\n", step, epoch, v.loss, v.error, 1 - v.error,
-                                best, best_step);
+                                b, b_step);
       validation.flush();
       const bool classes = trainer->task().target_kind() == TargetKind::classes;
       const bool by_loss = trainer->config().str("eval.metric") == "loss";
@@ -348,7 +352,7 @@ void run(const Options& o) {
         fmt::print("step {} (epoch {:.2f}): validation loss {:.4f}, {} {:.4f} (best {} {:.4f} at step {})\n", step,
                    epoch, v.loss, classes ? "accuracy" : cost_name(trainer->task().target_kind()),
                    classes ? 1 - v.error : v.error, by_loss ? "loss" : classes ? "accuracy" : "error",
-                   classes && !by_loss ? 1 - best : best, best_step);
+                   classes && !by_loss ? 1 - b : b, b_step);
     }
     if ((ckpt_every > 0 && step % ckpt_every == 0) || step == total || trainer->stopped()) trainer->save(out);
   }
