@@ -29,6 +29,140 @@
 
 namespace matmem {
 namespace {
+// --- Each built-in model's config keys, declared once: name, default, meaning and range (check_config()
+// checks the ranges before any factory runs; a factory checks only what joins two keys, or a key and the task).
+
+const std::vector<ConfigKey> kRecurrentKeys = {
+    {"lstm.forget_bias", "1.0", "a matlstm's forget-gate bias at the start"},
+    {"rnn.attention_heads", "0", "matrnn, matlstm, matgru: queries of an attention read over the last layer's states so "
+                                 "far, read into the output (with matlstm 1xn: Ba et al.'s A-LSTM; 0: none)",
+     {.min = 0, .max = 64, .note = "0: no attention"}},
+};
+
+const std::vector<ConfigKey> kFfnKeys = {
+    {"ffn.depth", "10", "ffn: hidden layers, each of the shape model.layers (one RxC; 1xn: a vector net); autoencoder: "
+                        "all its layers, encoder and decoder (even)",
+     {.min = 1, .max = 1000}},
+    {"ffn.norm", "\"none\"", "ffn: none, layer (layer norm of each layer's pre-activation, with gain and shift) or batch "
+                             "(batch norm of each element over the whole batch, with gain and shift; running averages, "
+                             "momentum 0.1, in evaluation); autoencoder: none or batch (every hidden layer, encoder and "
+                             "decoder)",
+     {.choices = {"none", "layer", "batch"}}},
+    {"ffn.residual", "false", "ffn: matrix ResNet blocks H_l = H_{l-1} + F(H_{l-1}) after the first layer (001 §2.2)"},
+    {"ffn.activation", "\"relu\"", "ffn: the hidden layers' nonlinearity: relu, tanh or sigmoid",
+     {.choices = {"relu", "tanh", "sigmoid"}}},
+};
+
+const std::vector<ConfigKey> kGammaKeys = {
+    {"gamma.kind", "\"gamma\"", "gamma model's memory: gamma, laguerre, gamma2 or delay (the tap delay line; see "
+                                "models/layers/gamma.hpp)",
+     {.choices = {"gamma", "laguerre", "gamma2", "delay"}}},
+    {"gamma.taps", "4", "gamma model's memory taps K (1: the context unit)", {.min = 1, .max = 64}},
+    {"gamma.mu", "0.5", "gamma model's initial μ, in (0, 2) (1: the tap delay line); learned",
+     {.min = 0, .max = 2, .above = true, .below = true, .note = "stability"}},
+    {"gamma.nu", "0.5", "gamma2 memory's initial ν, in (0, 2/μ − 1) (stable: μ(1 + ν) < 2); learned"},
+    {"gamma.placement", "\"input\"",
+     "gamma model's memory on the input (focused) or on the first dense layer's output (hidden: distributed)",
+     {.choices = {"input", "hidden"}}},
+};
+
+const std::vector<ConfigKey> kFastWeightsKeys = {
+    {"fw.lambda", "0.95", "fastweights: decay λ of the fast weights, in [0, 1]", {.min = 0, .max = 1}},
+    {"fw.eta", "0.5", "fastweights: fast learning rate η"},
+    {"fw.inner_steps", "1", "fastweights: inner-loop steps S per time step (1 to 64)", {.min = 1, .max = 64}},
+    {"fw.layer_norm", "\"sum\"",
+     "fastweights: layer norm over the sum (Ba et al.), over the slow part only (slow, 004 §7), or none",
+     {.choices = {"sum", "slow", "none"}}},
+    {"fw.init_scale", "0.05", "fastweights: the recurrence starts as this times the identity"},
+    {"fw.input_terms", "0",
+     "fastweights: bilinear terms of the input map Σ U_iᵀ X V_i (0: the state's rows, which reach any linear map "
+     "of the input; 1: every row of the state gets one code of the input, scaled)",
+     {.min = 0, .max = 64, .note = "0: the state's rows"}},
+    {"fw.output_terms", "1",
+     "fastweights: bilinear terms of the output map Σ U_iᵀ H V_i (1: one fixed combination of the state's rows "
+     "is read; the rows or more: any linear map of vec(H))",
+     {.min = 1, .max = 64}},
+    {"fw.layer_norm_over", "\"matrix\"", "fastweights: layer norm over the whole state (matrix) or each row (rows)",
+     {.choices = {"matrix", "rows"}}},
+    {"fw.learn_lambda", "false", "fastweights: learn λ = σ(θ), starting at fw.lambda (then in (0, 1))"},
+    {"fw.learn_eta", "false", "fastweights: learn η = softplus(θ), starting at fw.eta (then > 0)"},
+    {"fw.form", "\"auto\"",
+     "fastweights: A(H) from the past states (sum), from the n×n matrix A kept per sequence (matrix), or the cheaper by "
+     "the cost model (auto)",
+     {.choices = {"auto", "sum", "matrix"}}},
+    {"irnn.init_scale", "1", "irnn: the recurrence starts as this times the identity (Le et al.)"},
+};
+
+const std::vector<ConfigKey> kClnKeys = {
+    {"cln.height", "5", "cln: layers T, the hops a node's messages travel (models/graph/cln.hpp)", {.min = 1, .max = 64}},
+    {"cln.aggregate", "\"mean\"",
+     "cln: the neighbours' read: mean (CLN), attention (multi-attention CLN) or flatten (the neighbours side by "
+     "side, 001 §4.4's vector CLN)",
+     {.choices = {"mean", "attention", "flatten"}}},
+    {"cln.slots", "50", "cln: neighbours read side by side (aggregate = flatten), 1 to 4096", {.min = 1, .max = 4096}},
+    {"cln.heads", "10", "cln: attention heads (aggregate = attention), 1 to 64", {.min = 1, .max = 64}},
+    {"cln.highway", "true", "cln: highway gates between layers (Pham et al.'s CLN)"},
+    {"cln.embed", "\"dense\"",
+     "cln: the features into the first state: dense (every word to every unit, as a vector net) or matrix (one "
+     "bilinear map of the feature matrix); models/graph/cln.hpp",
+     {.choices = {"dense", "matrix"}}},
+};
+
+// The MatNTM's, with the controller clip it shares with the MatDNC and the recurrent models.
+const std::vector<ConfigKey> kNtmKeys = {
+    {"ntm.controller", "\"rnn\"",
+     "matntm controller: rnn, lstm (stacked MatRNN or MatLSTM layers) or ff (feed-forward layers, Graves et al. "
+     "2014's; models/layers/cells.hpp)",
+     {.choices = {"rnn", "lstm", "ff"}}},
+    {"controller.clip", "0.0",
+     "clip the controller's state to ±this in the forward pass: every layer's H, and a MatLSTM's C (matntm's "
+     "controller; matrnn, matlstm and matgru's layers; 0: off; DeepMind's DNC: 20)",
+     {.min = 0, .note = "0: off"}},
+    {"controller.clip_logits", "false", "clip the output logits to ±controller.clip too (DeepMind's DNC)"},
+    {"ntm.forget_bias", "-1.0", "an lstm controller's forget-gate bias at the start (a matlstm's is lstm.forget_bias, 1)"},
+    {"ntm.slots", "120", "ntm memory slots N", {.min = 2, .max = double(std::int64_t(1) << 24)}},
+    {"ntm.slot_rows", "6", "rows of one memory slot", {.min = 1, .max = 4096}},
+    {"ntm.slot_cols", "6", "columns of one memory slot", {.min = 1, .max = 4096}},
+    {"ntm.read_heads", "1", "read heads", {.min = 1, .max = 16, .note = "16 heads in all"}},
+    {"ntm.write_heads", "1", "write heads", {.min = 0, .max = 15, .note = "16 heads in all"}},
+    {"ntm.shift", "1", "shift range S (shifts −S..S)", {.min = 0, .note = "2S+1 ≤ ntm.slots"}},
+    {"ntm.memory_segment", "0",
+     "keep every n-th time step's memory, recompute the others in backward (1: keep all; 0: n from the memory's "
+     "size, 4 at the paper's sizes, 1 under 128 KiB)",
+     {.min = 0, .max = double(Tape::kMaxSegment), .note = "0: automatic"}},
+    {"ntm.initial_weighting", "\"first_slot\"", "first_slot (w0 = δ1) or zero (see models/ntm/matntm.hpp)",
+     {.choices = {"first_slot", "zero"}}},
+    {"ntm.memory_init", "\"constant\"",
+     "the memory's start: constant (1e-6), learned, or random (fixed N(0, 0.5²) draw; see models/ntm/matntm.hpp)",
+     {.choices = {"constant", "learned", "random"}}},
+    {"ntm.cosine_eps", "0.0",
+     "matntm content addressing's epsilon, under each norm's root and on their product as DeepMind's DNC (0: exact "
+     "norms and 1e-8 on their product; > 0 bounds the memory's gradient at a near-empty slot)",
+     {.min = 0}},
+};
+
+const std::vector<ConfigKey> kDncKeys = {
+    {"dnc.controller", "\"lstm\"",
+     "matdnc controller: lstm, rnn (stacked MatLSTM or MatRNN layers, model.layers) or ff (feed-forward layers)",
+     {.choices = {"lstm", "rnn", "ff"}}},
+    {"dnc.slots", "16", "matdnc memory slots N (DeepMind's DNC trains with 16)",
+     {.min = 2, .max = 4096, .note = "the links are N x N per sequence"}},
+    {"dnc.slot_rows", "6", "rows of one matdnc memory slot", {.min = 1, .max = 4096}},
+    {"dnc.slot_cols", "6", "columns of one matdnc memory slot", {.min = 1, .max = 4096}},
+    {"dnc.read_heads", "1", "matdnc read heads, 1 to 16 (one write head)", {.min = 1, .max = double(kDncMaxReadHeads)}},
+    {"dnc.usage_gradient", "\"stop\"",
+     "matdnc usage's gradient to the previous write weighting: stop (none, DeepMind's) or full (the paper's; what "
+     "a gradcheck of more than one step checks)",
+     {.choices = {"stop", "full"}}},
+    {"dnc.free_gates", "true",
+     "matdnc free gates: false holds every f at 0, so no slot is ever freed (the ablation that tells whether a task "
+     "needs freeing)"},
+    {"dnc.cosine_eps", "1e-6",
+     "matdnc content weightings' epsilon, under each norm's root and on their product as DeepMind's DNC (0: the "
+     "MatNTM's cosine similarity, exact norms and 1e-8 on their product)",
+     {.min = 0}},
+};
+
 // A model config's frame sizes: those of the task it trains on.
 template <class ModelConfig>
 void set_io(ModelConfig& m, const Task& t) {
@@ -38,24 +172,13 @@ void set_io(ModelConfig& m, const Task& t) {
   m.output_cols = t.output_cols();
 }
 
-// controller.clip and controller.clip_logits, checked.
+// controller.clip and controller.clip_logits (the bound's range: its key's).
 std::pair<double, bool> controller_clip(const Config& c) {
   const double clip = c.num("controller.clip");
   const bool logits = c.flag("controller.clip_logits");
-  if (!(clip >= 0) || !std::isfinite(clip))
-    throw Error(fmt::format("config: controller.clip = {}: give 0 (off) or a finite bound > 0", clip));
   if (logits && clip == 0)
     throw Error("config: controller.clip_logits = true needs a bound: set controller.clip > 0");
   return {clip, logits};
-}
-
-// A content addressing's cosine_eps key (ntm.cosine_eps, dnc.cosine_eps), checked: 0, or a finite ε > 0.
-double cosine_eps(const Config& c, const char* key) {
-  const double eps = c.num(key);
-  if (!(eps >= 0) || !std::isfinite(eps))
-    throw Error(fmt::format("config: {} = {}: choose a finite value of at least 0 (0: exact norms and 1e-8 on "
-                            "their product)", key, eps));
-  return eps;
 }
 
 std::unique_ptr<Model> recurrent(CellKind kind, const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
@@ -64,105 +187,74 @@ std::unique_ptr<Model> recurrent(CellKind kind, const Config& c, const Task& t, 
   rc.forget_bias = c.num("lstm.forget_bias");
   std::tie(rc.clip, rc.clip_logits) = controller_clip(c);
   rc.attention_heads = c.integer("rnn.attention_heads");
-  if (rc.attention_heads < 0 || rc.attention_heads > 64)
-    throw Error(fmt::format("config: rnn.attention_heads = {}: choose 0 (no attention) to 64", rc.attention_heads));
   rc.layers = c.sizes("model.layers");
   set_io(rc, t);
   return std::make_unique<RecurrentModel>(rc, dtype, seed);
 }
 
+// A model's constructor checks what joins its fields (heads in all, the shift against the slots); from a
+// config, its refusal names the keys' group.
+template <class M, class C>
+std::unique_ptr<Model> construct(const char* keys, const C& config, DType dtype, std::uint64_t seed) {
+  try {
+    return std::make_unique<M>(config, dtype, seed);
+  } catch (const Error& e) {
+    throw Error(fmt::format("config ({}): {}", keys, e.what()));
+  }
+}
+
 std::unique_ptr<Model> ntm(const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
   NTMConfig nc;
-  const std::string ctrl = c.str("ntm.controller");
-  if (ctrl != "rnn" && ctrl != "lstm" && ctrl != "ff")
-    throw Error(fmt::format("config: ntm.controller = {}: choose rnn, lstm or ff", ctrl));
-  nc.controller = cell_kind(ctrl);
+  nc.controller = cell_kind(c.str("ntm.controller"));
   nc.forget_bias = c.num("ntm.forget_bias");
   std::tie(nc.controller_clip, nc.clip_logits) = controller_clip(c);
   nc.layers = c.sizes("model.layers");
-  // The MatNTM checks these too; here each is refused naming its key.
-  auto in_range = [&](const char* key, std::int64_t lo, std::int64_t hi, const char* why) {
-    const std::int64_t v = c.integer(key);
-    if (v < lo || v > hi) throw Error(fmt::format("config: {} = {}: {}", key, v, why));
-    return v;
-  };
-  nc.slots = in_range("ntm.slots", 2, std::int64_t(1) << 24, "the memory needs at least 2 slots");
-  nc.slot_rows = in_range("ntm.slot_rows", 1, std::int64_t(1) << 12, "a slot needs at least one row");
-  nc.slot_cols = in_range("ntm.slot_cols", 1, std::int64_t(1) << 12, "a slot needs at least one column");
-  nc.read_heads = int(in_range("ntm.read_heads", 1, 16, "choose 1 to 16 read heads (16 heads in all)"));
-  nc.write_heads = int(in_range("ntm.write_heads", 0, 16 - nc.read_heads,
-                                fmt::format("choose 0 to {} write heads ({} read, 16 heads in all)", 16 - nc.read_heads,
-                                            nc.read_heads).c_str()));
-  nc.shift = int(in_range("ntm.shift", 0, (nc.slots - 1) / 2,
-                          fmt::format("shifts -S..S need 2S+1 ≤ ntm.slots ({})", nc.slots).c_str()));
-  const std::int64_t segment = c.integer("ntm.memory_segment");
-  if (segment < 0 || segment > Tape::kMaxSegment)
-    throw Error(fmt::format("config: ntm.memory_segment = {}: choose 0 (automatic) or 1..{}", segment,
-                            Tape::kMaxSegment));
-  nc.memory_segment = int(segment);
-  const std::string w0 = c.str("ntm.initial_weighting");
-  if (w0 != "first_slot" && w0 != "zero")
-    throw Error(fmt::format("config: ntm.initial_weighting = {}: choose first_slot or zero", w0));
-  nc.initial_weighting = w0 == "zero" ? NTMConfig::Start::zero : NTMConfig::Start::first_slot;
+  nc.slots = c.integer("ntm.slots");
+  nc.slot_rows = c.integer("ntm.slot_rows");
+  nc.slot_cols = c.integer("ntm.slot_cols");
+  nc.read_heads = int(c.integer("ntm.read_heads"));
+  nc.write_heads = int(c.integer("ntm.write_heads"));
+  nc.shift = int(c.integer("ntm.shift"));
+  nc.memory_segment = int(c.integer("ntm.memory_segment"));
+  nc.initial_weighting =
+      c.str("ntm.initial_weighting") == "zero" ? NTMConfig::Start::zero : NTMConfig::Start::first_slot;
   const std::string m0 = c.str("ntm.memory_init");
-  if (m0 == "constant") nc.memory_init = NTMConfig::MemoryInit::constant;
-  else if (m0 == "learned") nc.memory_init = NTMConfig::MemoryInit::learned;
-  else if (m0 == "random") nc.memory_init = NTMConfig::MemoryInit::random;
-  else throw Error(fmt::format("config: ntm.memory_init = {}: choose constant, learned or random", m0));
-  nc.cosine_eps = cosine_eps(c, "ntm.cosine_eps");
+  nc.memory_init = m0 == "learned"  ? NTMConfig::MemoryInit::learned
+                   : m0 == "random" ? NTMConfig::MemoryInit::random
+                                    : NTMConfig::MemoryInit::constant;
+  nc.cosine_eps = c.num("ntm.cosine_eps");
   set_io(nc, t);
-  return std::make_unique<MatNTM>(nc, dtype, seed);
+  return construct<MatNTM>("ntm.*", nc, dtype, seed);
 }
 
 std::unique_ptr<Model> dnc(const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
   DNCConfig dc;
-  const std::string ctrl = c.str("dnc.controller");
-  if (ctrl != "lstm" && ctrl != "rnn" && ctrl != "ff")
-    throw Error(fmt::format("config: dnc.controller = {}: choose lstm, rnn or ff", ctrl));
-  dc.controller = cell_kind(ctrl);
+  dc.controller = cell_kind(c.str("dnc.controller"));
   std::tie(dc.controller_clip, dc.clip_logits) = controller_clip(c);
   dc.layers = c.sizes("model.layers");
-  auto in_range = [&](const char* key, std::int64_t lo, std::int64_t hi, const char* why) {
-    const std::int64_t v = c.integer(key);
-    if (v < lo || v > hi) throw Error(fmt::format("config: {} = {}: {}", key, v, why));
-    return v;
-  };
-  dc.slots = in_range("dnc.slots", 2, 4096, "choose 2 to 4096 slots (the links are N x N per sequence)");
-  dc.slot_rows = in_range("dnc.slot_rows", 1, std::int64_t(1) << 12, "a slot needs at least one row");
-  dc.slot_cols = in_range("dnc.slot_cols", 1, std::int64_t(1) << 12, "a slot needs at least one column");
-  dc.read_heads = int(in_range("dnc.read_heads", 1, std::int64_t(kDncMaxReadHeads), "choose 1 to 16 read heads"));
-  const std::string usage = c.str("dnc.usage_gradient");
-  if (usage != "stop" && usage != "full")
-    throw Error(fmt::format("config: dnc.usage_gradient = {}: choose stop (DeepMind's) or full (the paper's)", usage));
-  dc.usage_gradient = usage == "full" ? DNCConfig::UsageGradient::full : DNCConfig::UsageGradient::stop;
+  dc.slots = c.integer("dnc.slots");
+  dc.slot_rows = c.integer("dnc.slot_rows");
+  dc.slot_cols = c.integer("dnc.slot_cols");
+  dc.read_heads = int(c.integer("dnc.read_heads"));
+  dc.usage_gradient =
+      c.str("dnc.usage_gradient") == "full" ? DNCConfig::UsageGradient::full : DNCConfig::UsageGradient::stop;
   dc.free_gates = c.flag("dnc.free_gates");
-  dc.cosine_eps = cosine_eps(c, "dnc.cosine_eps");
+  dc.cosine_eps = c.num("dnc.cosine_eps");
   set_io(dc, t);
-  return std::make_unique<MatDNC>(dc, dtype, seed);
+  return construct<MatDNC>("dnc.*", dc, dtype, seed);
 }
 
 std::unique_ptr<Model> gamma(const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
   GammaNetworkConfig gc;
-  const std::string kind = c.str("gamma.kind");
-  try {
-    gc.memory.kind = gamma_kind(kind);
-  } catch (const Error& e) {
-    throw Error(fmt::format("config: gamma.kind = {}: {}", kind, e.what()));
-  }
-  const std::int64_t taps = c.integer("gamma.taps");
-  if (taps < 1 || taps > 64) throw Error(fmt::format("config: gamma.taps = {}: choose 1 to 64 taps", taps));
-  gc.memory.taps = int(taps);
+  gc.memory.kind = gamma_kind(c.str("gamma.kind"));
+  gc.memory.taps = int(c.integer("gamma.taps"));
   const double mu = c.num("gamma.mu"), nu = c.num("gamma.nu");
-  if (!(mu > 0 && mu < 2)) throw Error(fmt::format("config: gamma.mu = {}: μ must be in (0, 2) (stability)", mu));
   gc.memory.mu = mu;
   if (gc.memory.kind == GammaKind::gamma2 && !(nu > 0 && nu < 2 / mu - 1))
     throw Error(fmt::format("config: gamma.nu = {}: ν must be in (0, 2/μ − 1) = (0, {}) for gamma.mu = {} (stability: "
                             "μ(1 + ν) < 2)", nu, 2 / mu - 1, mu));
   gc.memory.nu = nu;
-  const std::string placement = c.str("gamma.placement");
-  if (placement != "input" && placement != "hidden")
-    throw Error(fmt::format("config: gamma.placement = {}: choose input (focused) or hidden (distributed)", placement));
-  gc.placement = placement == "input" ? GammaNetworkConfig::Placement::input : GammaNetworkConfig::Placement::hidden;
+  gc.placement = c.str("gamma.placement") == "input" ? GammaNetworkConfig::Placement::input : GammaNetworkConfig::Placement::hidden;
   gc.layers = c.sizes("model.layers");
   set_io(gc, t);
   return std::make_unique<GammaNetwork>(gc, dtype, seed);
@@ -179,36 +271,22 @@ std::unique_ptr<Model> fast_weights(bool fast, const Config& c, const Task& t, D
   fc.init_scale = c.num(fast ? "fw.init_scale" : "irnn.init_scale");
   if (fast) {
     fc.lambda = c.num("fw.lambda"), fc.eta = c.num("fw.eta");
-    if (!(fc.lambda >= 0 && fc.lambda <= 1))
-      throw Error(fmt::format("config: fw.lambda = {}: the decay λ must be in [0, 1]", fc.lambda));
-    if (!std::isfinite(fc.eta)) throw Error(fmt::format("config: fw.eta = {}: η must be finite", fc.eta));
-    const std::int64_t inner = c.integer("fw.inner_steps");
-    if (inner < 1 || inner > 64) throw Error(fmt::format("config: fw.inner_steps = {}: choose 1 to 64", inner));
-    fc.inner_steps = int(inner);
+    fc.inner_steps = int(c.integer("fw.inner_steps"));
     const std::string norm = c.str("fw.layer_norm");
-    if (norm == "sum") fc.norm = FastWeightsConfig::Norm::sum;
-    else if (norm == "slow") fc.norm = FastWeightsConfig::Norm::slow;
-    else if (norm == "none") fc.norm = FastWeightsConfig::Norm::none;
-    else throw Error(fmt::format("config: fw.layer_norm = {}: choose sum (Ba et al.), slow (004 §7) or none", norm));
+    fc.norm = norm == "sum"    ? FastWeightsConfig::Norm::sum
+              : norm == "slow" ? FastWeightsConfig::Norm::slow
+                               : FastWeightsConfig::Norm::none;
     fc.learn_lambda = c.flag("fw.learn_lambda"), fc.learn_eta = c.flag("fw.learn_eta");
     if (fc.learn_lambda && !(fc.lambda > 0 && fc.lambda < 1))
       throw Error(fmt::format("config: fw.lambda = {}: a learned λ = σ(θ) must start in (0, 1)", fc.lambda));
     if (fc.learn_eta && !(fc.eta > 0))
       throw Error(fmt::format("config: fw.eta = {}: a learned η = softplus(θ) must start above 0", fc.eta));
     fc.input_terms = c.integer("fw.input_terms"), fc.output_terms = c.integer("fw.output_terms");
-    if (fc.input_terms < 0 || fc.input_terms > 64)
-      throw Error(fmt::format("config: fw.input_terms = {}: choose 1 to 64 terms, or 0 (the state's rows)", fc.input_terms));
-    if (fc.output_terms < 1 || fc.output_terms > 64)
-      throw Error(fmt::format("config: fw.output_terms = {}: choose 1 to 64 terms", fc.output_terms));
-    const std::string over = c.str("fw.layer_norm_over");
-    if (over != "matrix" && over != "rows")
-      throw Error(fmt::format("config: fw.layer_norm_over = {}: choose matrix or rows", over));
-    fc.norm_rows = over == "rows";
+    fc.norm_rows = c.str("fw.layer_norm_over") == "rows";
     const std::string form = c.str("fw.form");
-    if (form == "auto") fc.form = FastWeightsConfig::Form::automatic;
-    else if (form == "sum") fc.form = FastWeightsConfig::Form::sum;
-    else if (form == "matrix") fc.form = FastWeightsConfig::Form::matrix;
-    else throw Error(fmt::format("config: fw.form = {}: choose auto, sum (the past states) or matrix (A kept)", form));
+    fc.form = form == "sum"      ? FastWeightsConfig::Form::sum
+              : form == "matrix" ? FastWeightsConfig::Form::matrix
+                                 : FastWeightsConfig::Form::automatic;
     // The mean sequence length, for "auto": a few sequences from a stream of their own.
     Rng rng(0x5eed);
     std::int64_t steps = 0;
@@ -227,21 +305,14 @@ std::unique_ptr<Model> cln(const Config& c, const Task& t, DType dtype, std::uin
                             c.str("model.layers")));
   cc.rows = layers[0].first, cc.cols = layers[0].second;
   cc.height = c.integer("cln.height");
-  if (cc.height < 1 || cc.height > 64) throw Error(fmt::format("config: cln.height = {}: choose 1 to 64", cc.height));
   const std::string aggregate = c.str("cln.aggregate");
-  if (aggregate == "mean") cc.aggregate = CLNConfig::Aggregate::mean;
-  else if (aggregate == "attention") cc.aggregate = CLNConfig::Aggregate::attention;
-  else if (aggregate == "flatten") cc.aggregate = CLNConfig::Aggregate::flatten;
-  else throw Error(fmt::format("config: cln.aggregate = {}: choose mean, attention or flatten", aggregate));
+  cc.aggregate = aggregate == "attention" ? CLNConfig::Aggregate::attention
+                 : aggregate == "flatten" ? CLNConfig::Aggregate::flatten
+                                          : CLNConfig::Aggregate::mean;
   cc.slots = c.integer("cln.slots");
-  if (cc.slots < 1 || cc.slots > 4096) throw Error(fmt::format("config: cln.slots = {}: choose 1 to 4096", cc.slots));
   cc.heads = c.integer("cln.heads");
-  if (cc.heads < 1 || cc.heads > 64) throw Error(fmt::format("config: cln.heads = {}: choose 1 to 64", cc.heads));
   cc.highway = c.flag("cln.highway");
-  const std::string embed = c.str("cln.embed");
-  if (embed == "dense") cc.embed = CLNConfig::Embed::dense;
-  else if (embed == "matrix") cc.embed = CLNConfig::Embed::matrix;
-  else throw Error(fmt::format("config: cln.embed = {}: choose dense or matrix", embed));
+  cc.embed = c.str("cln.embed") == "matrix" ? CLNConfig::Embed::matrix : CLNConfig::Embed::dense;
   if (cc.embed == CLNConfig::Embed::dense && cc.rows > 21)
     throw Error(fmt::format("config: model.layers = {}: the dense embedding (cln.embed) takes at most 21 rows",
                             c.str("model.layers")));
@@ -249,13 +320,19 @@ std::unique_ptr<Model> cln(const Config& c, const Task& t, DType dtype, std::uin
   return std::make_unique<CLN>(cc, dtype, seed);
 }
 
+// Batch norm takes the statistics of the whole batch: a micro-batch's would not be the batch's
+// (ops/batch_norm.hpp).
+void batch_norm_needs_whole_batches(const Config& c) {
+  if (c.integer("micro_batch") > 0 && c.integer("micro_batch") < c.integer("batch"))
+    throw Error(fmt::format("config: micro_batch = {} with ffn.norm = batch: batch norm takes the statistics of the "
+                            "whole batch of {}, not of micro-batches (set micro_batch = 0)",
+                            c.integer("micro_batch"), c.integer("batch")));
+}
+
 // ffn.activation, shared by the feed-forward nets and the auto-encoders.
 Activation ffn_activation(const Config& c) {
   const std::string act = c.str("ffn.activation");
-  if (act == "relu") return Activation::relu;
-  if (act == "tanh") return Activation::tanh;
-  if (act == "sigmoid") return Activation::sigmoid;
-  throw Error(fmt::format("config: ffn.activation = {}: choose relu, tanh or sigmoid", act));
+  return act == "tanh" ? Activation::tanh : act == "sigmoid" ? Activation::sigmoid : Activation::relu;
 }
 
 std::unique_ptr<Model> ffn(const Config& c, const Task& t, DType dtype, std::uint64_t seed) {
@@ -265,19 +342,15 @@ std::unique_ptr<Model> ffn(const Config& c, const Task& t, DType dtype, std::uin
     throw Error(fmt::format("config: model.layers = {}: ffn's hidden layers share one shape RxC (1xn: a vector net); "
                             "their number is ffn.depth", c.str("model.layers")));
   fc.rows = layers[0].first, fc.cols = layers[0].second;
-  const std::int64_t depth = c.integer("ffn.depth");
-  if (depth < 1 || depth > 1000) throw Error(fmt::format("config: ffn.depth = {}: choose 1 to 1000 hidden layers", depth));
-  fc.depth = depth;
+  fc.depth = c.integer("ffn.depth");
   const std::string norm = c.str("ffn.norm");
-  if (norm == "none") fc.norm = FFNConfig::Norm::none;
-  else if (norm == "layer") fc.norm = FFNConfig::Norm::layer;
-  else if (norm == "batch") fc.norm = FFNConfig::Norm::batch;
-  else throw Error(fmt::format("config: ffn.norm = {}: choose none, layer or batch", norm));
+  fc.norm = norm == "layer" ? FFNConfig::Norm::layer : norm == "batch" ? FFNConfig::Norm::batch : FFNConfig::Norm::none;
   if (fc.norm == FFNConfig::Norm::layer && fc.rows * fc.cols < 2)
     throw Error(fmt::format("config: ffn.norm = layer over model.layers = {}: a layer needs 2 elements or more",
                             c.str("model.layers")));
   fc.residual = c.flag("ffn.residual");
   fc.activation = ffn_activation(c);
+  if (fc.norm == FFNConfig::Norm::batch) batch_norm_needs_whole_batches(c);
   set_io(fc, t);
   return std::make_unique<FFN>(fc, dtype, seed);
 }
@@ -290,11 +363,11 @@ std::unique_ptr<Model> autoencoder(const Config& c, const Task& t, DType dtype, 
                             "vector auto-encoder); their number is ffn.depth", c.str("model.layers")));
   ac.rows = layers[0].first, ac.cols = layers[0].second;
   const std::int64_t depth = c.integer("ffn.depth");
-  if (depth < 2 || depth > 1000 || depth % 2 != 0)
-    throw Error(fmt::format("config: ffn.depth = {}: the autoencoder has an even number of layers, 2 to 1000 (half "
-                            "encoder, half decoder)", depth));
+  if (depth % 2 != 0)  // its range, 1 to 1000: its key's
+    throw Error(fmt::format("config: ffn.depth = {}: the autoencoder has an even number of layers (half encoder, "
+                            "half decoder)", depth));
   ac.encoder_layers = depth / 2;
-  if (c.str("ffn.norm") == "batch") ac.batch_norm = true;
+  if (c.str("ffn.norm") == "batch") ac.batch_norm = true, batch_norm_needs_whole_batches(c);
   else if (c.str("ffn.norm") != "none")
     throw Error(fmt::format("config: ffn.norm = {}: the autoencoder has none or batch", c.str("ffn.norm")));
   if (c.flag("ffn.residual")) throw Error("config: ffn.residual = true: the autoencoder has no residual blocks");
@@ -324,6 +397,16 @@ std::map<std::string, ModelFactory>& factories() {
   return all;
 }
 }  // namespace
+
+const std::vector<ConfigKey>& builtin_model_keys() {
+  static const std::vector<ConfigKey> all = [] {
+    std::vector<ConfigKey> keys;
+    for (const auto* family : {&kRecurrentKeys, &kFfnKeys, &kGammaKeys, &kFastWeightsKeys, &kClnKeys, &kNtmKeys, &kDncKeys})
+      keys.insert(keys.end(), family->begin(), family->end());
+    return keys;
+  }();
+  return all;
+}
 
 void register_model(const std::string& name, ModelFactory factory) {
   if (factories().count(name) || canonical_model_name(name) != name) throw Error(fmt::format("a model named {} is already registered", name));
@@ -378,6 +461,7 @@ std::vector<std::string> task_names() {
 }
 
 std::unique_ptr<Task> make_task(const Config& c) {
+  check_config(c);
   const std::string name = c.str("task");
   for (const auto& [n, factory] : task_factories())
     if (n == name) return factory(c);
@@ -412,7 +496,6 @@ std::unique_ptr<Task> make_task(const Config& c) {
     return std::make_unique<NgramTask>(NgramOptions{c.integer("task.order"), c.integer("task.bits"), c.integer("batch")});
   if (name == "delay") {
     const std::int64_t d = c.integer("task.delay");
-    if (d < 1) throw Error(fmt::format("config: task.delay = {}: the delay must be ≥ 1 step", d));
     return std::make_unique<DelayedRecallTask>(DelayedRecallOptions{c.integer("task.rows"), c.integer("task.cols"), d,
                                                                     c.integer("task.min_length"),
                                                                     c.integer("task.max_length"), c.integer("batch")});
@@ -420,8 +503,6 @@ std::unique_ptr<Task> make_task(const Config& c) {
   if (name == "retrieval") {
     if (!c.flag("task.fixed"))
       return std::make_unique<RetrievalTask>(RetrievalOptions{c.integer("task.pairs"), c.integer("batch")});
-    for (const char* key : {"task.train_strings", "task.validation_strings", "task.test_strings", "task.data_seed"})
-      if (c.integer(key) < 0) throw Error(fmt::format("config: {} = {} must be ≥ 0", key, c.integer(key)));
     FixedRetrievalOptions o;
     o.pairs = c.integer("task.pairs"), o.batch = c.integer("batch");
     o.train = c.integer("task.train_strings"), o.validation = c.integer("task.validation_strings");
@@ -449,9 +530,7 @@ std::unique_ptr<Task> make_task(const Config& c) {
     g.words = c.integer("task.graph.words"), g.words_per_node = c.integer("task.graph.words_per_node");
     g.topic_words = c.integer("task.graph.topic_words"), g.feature_signal = c.num("task.graph.feature_signal");
     g.test = c.integer("task.graph.test"), g.validation = c.integer("task.graph.validation");
-    const std::int64_t seed = c.integer("task.graph.seed");
-    if (seed < 0) throw Error(fmt::format("config: task.graph.seed = {} must be ≥ 0", seed));
-    g.seed = std::uint64_t(seed);
+    g.seed = std::uint64_t(c.integer("task.graph.seed"));
     o.feature_rows = c.integer("task.graph.feature_rows"), o.sample = c.integer("task.graph.sample");
     return std::make_unique<GraphTask>(o);
   }
@@ -459,22 +538,16 @@ std::unique_ptr<Task> make_task(const Config& c) {
     FashionMnistOptions o;
     o.data_dir = c.str("task.data_dir");
     o.train = c.integer("task.train"), o.validation = c.integer("task.validation"), o.test = c.integer("task.test");
-    for (const char* key : {"task.train", "task.validation", "task.test", "task.split_seed"})
-      if (c.integer(key) < 0) throw Error(fmt::format("config: {} = {} must be ≥ 0", key, c.integer(key)));
-    if (o.train < 1) throw Error(fmt::format("config: task.train = {} must be ≥ 1", o.train));
     o.batch = c.integer("batch");
     o.split_seed = std::uint64_t(c.integer("task.split_seed"));
     o.seed = std::uint64_t(c.integer("seed"));
     o.flatten = c.flag("task.flatten");
     if (name == "fashion_mnist") return std::make_unique<FashionMnistTask>(o);
-    const double noise = c.num("task.noise");
-    if (!(noise >= 0 && noise < 1)) throw Error(fmt::format("config: task.noise = {} must be in [0, 1)", noise));
-    return std::make_unique<FashionMnistReconstructionTask>(o, noise);
+    return std::make_unique<FashionMnistReconstructionTask>(o, c.num("task.noise"));
   }
   if (name == "data") {
     UserDataOptions o;
     o.data = c.str("task.data"), o.loss = c.str("task.loss"), o.classes = c.integer("task.classes");
-    if (o.classes < 0) throw Error(fmt::format("config: task.classes = {} must be ≥ 0", o.classes));
     o.batch = c.integer("batch");
     o.seed = std::uint64_t(c.integer("seed"));
     return std::make_unique<UserDataTask>(o);

@@ -29,6 +29,11 @@ std::unique_ptr<Model> make_model(const Config& config, const Task& task, DType 
 /// The task the config's "task" key names, made from its task.* keys.
 std::unique_ptr<Task> make_task(const Config& config);
 
+/// The built-in models' config keys (lstm.*, rnn.*, ffn.*, gamma.*, fw.*, irnn.*, cln.*, ntm.*, controller.*,
+/// dnc.*), each declared once beside its model's factory; config_keys() lists them. A user's model declares its
+/// own with register_config_key().
+const std::vector<ConfigKey>& builtin_model_keys();
+
 /// Makes a task from the config's task.* keys (and batch); a user's own task joins with register_task().
 using TaskFactory = std::function<std::unique_ptr<Task>(const Config& config)>;
 

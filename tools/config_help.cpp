@@ -70,8 +70,10 @@ std::string config_help(int width_asked) {
     std::string lead = fmt::format("{:<{}} {}", k.key, kKey, k.default_json);
     const bool fits = columns(lead) < kMeaning;
     if (fits) lead += std::string(kMeaning - 1 - columns(lead), ' ');
-    const std::string text = fits ? wrap(lead, k.doc, kMeaning, width)
-                                  : lead + "\n" + wrap(std::string(kMeaning - 1, ' '), k.doc, kMeaning, width);
+    const std::string range = describe_range(k.range);  // the values check_config() takes
+    const std::string doc = range.empty() ? k.doc : k.doc + " [" + range + "]";
+    const std::string text = fits ? wrap(lead, doc, kMeaning, width)
+                                  : lead + "\n" + wrap(std::string(kMeaning - 1, ' '), doc, kMeaning, width);
     const std::string g = group_of(k.key);
     const auto n = std::count_if(config_keys().begin(), config_keys().end(),
                                  [&](const ConfigKey& o) { return group_of(o.key) == g; });

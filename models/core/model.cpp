@@ -255,6 +255,12 @@ void Step::end_step() {
 }
 
 // --- Unroller ------------------------------------------------------------------------------------------------
+double Unroller::NmseSums::nmse() const {
+  // Σ (t − t̄)² = Σ t² − (Σ t)² / n; a constant target: the mean squared error.
+  const double spread = target_squares - target_sum * target_sum / double(count);
+  return spread > 1e-12 * target_squares ? squared_error / spread : squared_error / double(count);
+}
+
 Unroller::Unroller(Model& model, Tape& tape) : model_(model), tape_(tape), step_(model, tape) {
   result_.logits.reserve(64);
   losses_.reserve(64);
@@ -267,9 +273,8 @@ Unroller::Unroller(Model& model, Tape& tape) : model_(model), tape_(tape), step_
 //            the target, and its gradient softmax(y) Σ t' − t' holds for any target sums)
 // The cost counts the lanes with m_b ≠ 0 only, divided by B' (`lanes`); reals add to the NMSE's sums.
 template <class T>
-void Unroller::run_masked_step(const Sequence& seq, std::size_t k, Var y, Var t_var, const T* x,
-                               double& squared_error, double& target_sum, double& target_squares,
-                               std::int64_t& target_count, std::int64_t lanes) {
+void Unroller::run_masked_step(const Sequence& seq, std::size_t k, Var y, Var t_var, const T* x, NmseSums& reals,
+                               std::int64_t lanes) {
   const Tensor& target = seq.targets[k];
   const Shape& s = target.shape();
   const std::int64_t B = s.batch, r = s.rows, c = s.cols;
@@ -298,9 +303,7 @@ void Unroller::run_masked_step(const Sequence& seq, std::size_t k, Var y, Var t_
               const double v = double(x[o]);
               nats += std::max(v, 0.0) + std::log1p(std::exp(-std::abs(v))) - v * double(t[o]);
             } else {
-              const double e = double(x[o]) - double(t[o]);
-              squared_error += e * e, target_sum += double(t[o]), target_squares += double(t[o]) * double(t[o]);
-              ++target_count;
+              reals.add(double(x[o]), double(t[o]));
             }
           }
       if (binary) {
@@ -348,8 +351,7 @@ const SequenceResult& Unroller::run(const Sequence& seq) {
   result_.bits = 0;
   losses_.clear();
   std::size_t next_target = 0;
-  double squared_error = 0, target_sum = 0, target_squares = 0;  // reals: the NMSE's sums
-  std::int64_t target_count = 0;
+  NmseSums reals;
   // A lane mask (Sequence::lane_mask): w_b = 1 / (n_b·B') for a sequence with n_b > 0 target steps, B' of them.
   const bool masked = !seq.lane_mask.empty();
   std::int64_t lanes_with_target = B;
@@ -378,8 +380,7 @@ const SequenceResult& Unroller::run(const Sequence& seq) {
         using T = decltype(z);
         const T* x = y.value<T>().data;
         if (masked) {
-          run_masked_step<T>(seq, next_target, y, t_var, x, squared_error, target_sum, target_squares, target_count,
-                             lanes_with_target);
+          run_masked_step<T>(seq, next_target, y, t_var, x, reals, lanes_with_target);
           return;
         }
         switch (seq.kind) {
@@ -407,11 +408,7 @@ const SequenceResult& Unroller::run(const Sequence& seq) {
           case TargetKind::reals: {
             losses_.push_back(mse(y, t_var));
             const T* t = t_var.value<T>().data;
-            for (std::int64_t k = 0; k < target.numel(); ++k) {
-              const double e = double(x[k]) - double(t[k]);
-              squared_error += e * e, target_sum += double(t[k]), target_squares += double(t[k]) * double(t[k]);
-            }
-            target_count += target.numel();
+            for (std::int64_t k = 0; k < target.numel(); ++k) reals.add(double(x[k]), double(t[k]));
             break;
           }
         }
@@ -421,11 +418,7 @@ const SequenceResult& Unroller::run(const Sequence& seq) {
     step_.end_step();
   }
   if (losses_.empty()) throw Error("run: the sequence has no targets");
-  if (seq.kind == TargetKind::reals) {
-    // Σ (t − t̄)² = Σ t² − (Σ t)² / n.
-    const double spread = target_squares - target_sum * target_sum / double(target_count);
-    result_.bits = spread > 1e-12 * target_squares ? squared_error / spread : squared_error / double(target_count);
-  }
+  if (seq.kind == TargetKind::reals) result_.bits = reals.nmse();
   Var total = losses_[0];
   for (std::size_t k = 1; k < losses_.size(); ++k) total = add(total, losses_[k]);
   // Masked: each step's loss already carries its lanes' weights 1/(n_b·B').

@@ -277,10 +277,18 @@ class Unroller {
   std::vector<Var> losses_;
   // Masked runs: each sequence's weight 1/(n_b·B'), or 0.
   std::vector<double> lane_weight_;
-  // Target step k of a masked run: appends its weighted loss to losses_ and adds its cost.
+  // Real targets: the sums of a sequence's NMSE, Σ (y − t)² / Σ (t − t̄)².
+  struct NmseSums {
+    double squared_error = 0, target_sum = 0, target_squares = 0;
+    std::int64_t count = 0;
+    void add(double y, double t) { squared_error += (y - t) * (y - t), target_sum += t, target_squares += t * t, ++count; }
+    double nmse() const;
+  };
+  // Target step k of a masked run: appends its weighted loss to losses_ and adds its cost. The unmasked step
+  // (in run()) takes each kind's loss op whole instead: the same value in exact arithmetic, other float sums.
   template <class T>
-  void run_masked_step(const Sequence& seq, std::size_t k, Var y, Var target, const T* x, double& squared_error,
-                       double& target_sum, double& target_squares, std::int64_t& target_count, std::int64_t lanes);
+  void run_masked_step(const Sequence& seq, std::size_t k, Var y, Var target, const T* x, NmseSums& reals,
+                       std::int64_t lanes);
 };
 
 }  // namespace matmem

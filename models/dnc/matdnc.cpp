@@ -11,27 +11,17 @@
 namespace matmem {
 
 MatDNC::MatDNC(const DNCConfig& c, DType dtype, std::uint64_t seed, std::string name)
-    : Model(std::move(name), dtype, seed), config_(c) {
+    : Model(std::move(name), dtype, seed),
+      config_(c),
+      controller_(this->name(), c.controller, c.layers, c.forget_bias, c.controller_clip, c.clip_logits) {
   const std::string& n = this->name();
-  if (c.controller == CellKind::gru) throw Error(fmt::format("model {}: the controller is lstm, rnn or ff", n));
-  if (!(c.controller_clip >= 0) || !std::isfinite(c.controller_clip) || (c.clip_logits && c.controller_clip == 0))
-    throw Error(fmt::format("model {}: controller clip {} (0: none, else > 0; clipping the logits needs a bound)", n,
-                            c.controller_clip));
-  if (c.layers.empty()) throw Error(fmt::format("model {}: the controller needs at least one layer", n));
   if (c.slots < 2 || c.slot_rows < 1 || c.slot_cols < 1)
     throw Error(fmt::format("model {}: memory of {} slots of {}x{} (at least 2 slots of at least 1x1)", n, c.slots,
                             c.slot_rows, c.slot_cols));
   if (c.read_heads < 1 || std::size_t(c.read_heads) > kDncMaxReadHeads)
     throw Error(fmt::format("model {}: {} read heads (1 to {})", n, c.read_heads, kDncMaxReadHeads));
   set_io(c.input_rows, c.input_cols, c.output_rows, c.output_cols);
-  for (std::size_t k = 0; k < c.layers.size(); ++k) {
-    const auto [r, cc] = c.layers[k];
-    cells_.emplace_back(c.controller, fmt::format("{}/ctrl/l{}", n, k + 1), r, cc, c.forget_bias, c.controller_clip);
-    h_.push_back(fmt::format("ctrl/l{}/h", k + 1));
-    if (cells_.back().recurrent()) declare_state({h_.back(), parameter(r, cc)});
-    c_.push_back(fmt::format("ctrl/l{}/c", k + 1));
-    if (cells_.back().has_cell_state()) declare_state({c_.back(), parameter(r, cc)});
-  }
+  for (const Controller::StateShape& st : controller_.states()) declare_state({st.name, parameter(st.rows, st.cols)});
   // Every state starts at zero, as [D]'s (matdnc.hpp: why a zero memory is safe here).
   declare_state({"memory", memory(1, c.slots, c.slot_rows, c.slot_cols)});
   declare_state({"usage", weighting(1, c.slots)});
@@ -57,7 +47,7 @@ void MatDNC::step(Step& s) {
   std::array<NamedTerm, 1 + kDncMaxReadHeads> terms;
   terms[0] = {"x", s.input()};
   for (std::size_t k = 0; k < R; ++k) terms[k + 1] = {reads_[k].term, s.state(reads_[k].read)};
-  const Var h = controller_step(s, cells_, h_, c_, std::span<const NamedTerm>(terms.data(), 1 + R));
+  const Var h = controller_.step(s, std::span<const NamedTerm>(terms.data(), 1 + R));
   // 2. The interface, every part a projection of H_t (one projections op: they share the GEMM Uᵀ H), in
   // [N]'s order of ξ: read keys, read strengths, write key, write strength, erase, write matrix, free gates,
   // allocation gate, write gate, read modes.

@@ -85,8 +85,7 @@ class MatDNC : public Model {
     std::string exposed;                       // read<i>: the prefix of its exposed tensors
   };
   DNCConfig config_;
-  std::vector<MatCell> cells_;
-  std::vector<std::string> h_, c_;
+  Controller controller_;
   std::vector<ReadHead> reads_;
   std::string write_key_, write_beta_, erase_, add_, allocation_gate_, write_gate_, out_;
 };

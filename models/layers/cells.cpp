@@ -125,6 +125,31 @@ MatCell::State MatCell::step(Step& s, std::span<const NamedTerm> terms, State pr
   return {};
 }
 
+Controller::Controller(const std::string& model, CellKind kind,
+                       std::span<const std::pair<std::int64_t, std::int64_t>> layers, double forget_bias, double clip,
+                       bool clip_logits) {
+  if (kind == CellKind::gru) throw Error(fmt::format("model {}: the controller is rnn, lstm or ff", model));
+  if (!(clip >= 0) || !std::isfinite(clip) || (clip_logits && clip == 0))
+    throw Error(fmt::format("model {}: controller clip {} (0: none, else > 0; clipping the logits needs a bound)", model,
+                            clip));
+  if (layers.empty()) throw Error(fmt::format("model {}: the controller needs at least one layer", model));
+  for (std::size_t k = 0; k < layers.size(); ++k) {
+    cells.emplace_back(kind, fmt::format("{}/ctrl/l{}", model, k + 1), layers[k].first, layers[k].second, forget_bias,
+                       clip);
+    h.push_back(fmt::format("ctrl/l{}/h", k + 1));
+    c.push_back(fmt::format("ctrl/l{}/c", k + 1));
+  }
+}
+
+std::vector<Controller::StateShape> Controller::states() const {
+  std::vector<StateShape> out;
+  for (std::size_t k = 0; k < cells.size(); ++k) {
+    if (cells[k].recurrent()) out.push_back({h[k], cells[k].rows(), cells[k].cols()});
+    if (cells[k].has_cell_state()) out.push_back({c[k], cells[k].rows(), cells[k].cols()});
+  }
+  return out;
+}
+
 Var controller_step(Step& s, std::span<const MatCell> cells, std::span<const std::string> h,
                     std::span<const std::string> c, std::span<const NamedTerm> first) {
   std::span<const NamedTerm> terms = first;

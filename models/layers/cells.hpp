@@ -114,4 +114,23 @@ class MatCell {
 Var controller_step(Step& s, std::span<const MatCell> cells, std::span<const std::string> h,
                     std::span<const std::string> c, std::span<const NamedTerm> first);
 
+/// A memory model's controller (the MatNTM's, the MatDNC's): cells of `kind`, one a layer (rows x cols), under
+/// `<model>/ctrl/l<k>`, and the states they keep: layer k's H as "ctrl/l<k>/h" when recurrent, an LSTM's C as
+/// "ctrl/l<k>/c". Refuses, naming the model, a GRU, no layers, and a clip < 0 or a logits clip without a bound.
+struct Controller {
+  struct StateShape {
+    std::string name;
+    std::int64_t rows, cols;
+  };
+  Controller(const std::string& model, CellKind kind, std::span<const std::pair<std::int64_t, std::int64_t>> layers,
+             double forget_bias, double clip, bool clip_logits);
+  /// The states its layers keep, for the model to declare (Model::declare_state).
+  std::vector<StateShape> states() const;
+  /// One time step (controller_step): layer 1 reads `first`; returns the top layer's H.
+  Var step(Step& s, std::span<const NamedTerm> first) const { return controller_step(s, cells, h, c, first); }
+
+  std::vector<MatCell> cells;
+  std::vector<std::string> h, c;  ///< each layer's state names (a name whether or not the layer keeps it)
+};
+
 }  // namespace matmem

@@ -12,30 +12,21 @@
 namespace matmem {
 
 MatNTM::MatNTM(const NTMConfig& c, DType dtype, std::uint64_t seed, std::string name)
-    : Model(std::move(name), dtype, seed), config_(c), out_(this->name() + "/out") {
+    : Model(std::move(name), dtype, seed),
+      config_(c),
+      controller_(this->name(), c.controller, c.layers, c.forget_bias, c.controller_clip, c.clip_logits),
+      out_(this->name() + "/out") {
   const std::string& n = this->name();
-  if (c.controller == CellKind::gru) throw Error(fmt::format("model {}: the controller is rnn, lstm or ff", n));
-  if (!(c.controller_clip >= 0) || !std::isfinite(c.controller_clip) || (c.clip_logits && c.controller_clip == 0))
-    throw Error(fmt::format("model {}: controller clip {} (0: none, else > 0; clipping the logits needs a bound)", n,
-                            c.controller_clip));
-  if (c.layers.empty()) throw Error(fmt::format("model {}: the controller needs at least one layer", n));
   if (c.slots < 2 || c.slot_rows < 1 || c.slot_cols < 1)
     throw Error(fmt::format("model {}: memory of {} slots of {}x{} (at least 2 slots of at least 1x1)", n, c.slots,
                             c.slot_rows, c.slot_cols));
   if (c.read_heads < 1 || c.write_heads < 0 || c.read_heads + c.write_heads > 16)
-    throw Error(fmt::format("model {}: {} read and {} write heads (need ≥ 1 read head, ≤ 16 in all)", n, c.read_heads,
-                            c.write_heads));
+    throw Error(fmt::format("model {}: read_heads {} and write_heads {} (at least 1 read head, at most 16 heads in all)",
+                            n, c.read_heads, c.write_heads));
   if (c.shift < 0 || 2 * c.shift + 1 > c.slots)
-    throw Error(fmt::format("model {}: shift range {} needs 2S+1 ≤ slots ({})", n, c.shift, c.slots));
+    throw Error(fmt::format("model {}: shift {} needs 2 shift + 1 ≤ slots ({})", n, c.shift, c.slots));
   set_io(c.input_rows, c.input_cols, c.output_rows, c.output_cols);
-  for (std::size_t k = 0; k < c.layers.size(); ++k) {
-    const auto [r, cc] = c.layers[k];
-    cells_.emplace_back(c.controller, fmt::format("{}/ctrl/l{}", n, k + 1), r, cc, c.forget_bias, c.controller_clip);
-    h_.push_back(fmt::format("ctrl/l{}/h", k + 1));
-    if (cells_.back().recurrent()) declare_state({h_.back(), parameter(r, cc)});
-    c_.push_back(fmt::format("ctrl/l{}/c", k + 1));
-    if (cells_.back().has_cell_state()) declare_state({c_.back(), parameter(r, cc)});
-  }
+  for (const Controller::StateShape& st : controller_.states()) declare_state({st.name, parameter(st.rows, st.cols)});
   StateDecl m{"memory", memory(1, c.slots, c.slot_rows, c.slot_cols), StateDecl::constant, 1e-6};
   if (c.memory_init == NTMConfig::MemoryInit::learned) {
     m.start = StateDecl::learned;
@@ -82,7 +73,7 @@ void MatNTM::step(Step& s) {
   std::array<NamedTerm, 17> terms;
   terms[0] = {"x", s.input()};
   for (int k = 0; k < c.read_heads; ++k) terms[k + 1] = {read_terms_[k], s.state(reads_[k])};
-  const Var h = controller_step(s, cells_, h_, c_, std::span<const NamedTerm>(terms.data(), 1 + c.read_heads));
+  const Var h = controller_.step(s, std::span<const NamedTerm>(terms.data(), 1 + c.read_heads));
   // 2–4. Heads address M_{t−1}; reads read it; writes then update it in order. Every head's projections
   // are made in head order (so parameters are created, and initialised, in that order), then one
   // cosine_similarity call compares all keys with M_{t−1} in a single pass over it.

@@ -74,8 +74,8 @@ class MatNTM : public Model {
     std::string exposed;    // name of its weighting for Step::expose: read<k>/weighting, write<k>/weighting
   };
   NTMConfig config_;
-  std::vector<MatCell> cells_;
-  std::vector<std::string> h_, c_, reads_, read_terms_;
+  Controller controller_;
+  std::vector<std::string> reads_, read_terms_;
   std::vector<Head> heads_;  // read heads first, then write heads
   std::string out_;
 };

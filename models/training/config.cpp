@@ -17,9 +17,11 @@ namespace matmem {
 using nlohmann::json;
 
 namespace {
-// The built-in keys, then those registered with register_config_key().
+// The built-in keys (the training's and the tasks', then the built-in models', then the run's), then those
+// registered with register_config_key().
 std::vector<ConfigKey>& all_keys() {
-  static std::vector<ConfigKey> keys = {
+  static std::vector<ConfigKey> keys = [] {
+  std::vector<ConfigKey> head = {
       {"model", "\"matntm\"", "model: matntm (alias ntm), matdnc, matrnn, matlstm, matgru, gamma, fastweights, irnn, ffn, "
        "autoencoder, cln (graph task), or one registered by the user"},
       {"task", "\"copy\"",
@@ -36,15 +38,20 @@ std::vector<ConfigKey>& all_keys() {
        {.min = 1}},
       {"batch", "16", "sequences per batch",
        {.min = 1}},
-      {"optimizer", "\"rmsprop\"", "rmsprop, adam or sgd"},
+      {"optimizer", "\"rmsprop\"", "rmsprop, adam or sgd",
+       {.choices = {"rmsprop", "adam", "sgd"}}},
       {"lr", "1e-4", "learning rate",
        {.min = 0, .above = true}},
       {"lr.schedule", "\"constant\"",
        "the learning rate over the run: constant, step (times lr.step_factor every lr.step_every steps) or cosine "
-       "(from lr down to lr x lr.cosine_final at the last step; models/training/schedule.hpp)"},
-      {"lr.step_every", "10000", "lr.schedule = step: steps between two decays"},
-      {"lr.step_factor", "0.5", "lr.schedule = step: the factor of each decay, in (0, 1]"},
-      {"lr.cosine_final", "0.0", "lr.schedule = cosine: the last steps' learning rate as a fraction of lr"},
+       "(from lr down to lr x lr.cosine_final at the last step; models/training/schedule.hpp)",
+       {.choices = {"constant", "step", "cosine"}}},
+      {"lr.step_every", "10000", "lr.schedule = step: steps between two decays",
+       {.min = 1}},
+      {"lr.step_factor", "0.5", "lr.schedule = step: the factor of each decay, in (0, 1]",
+       {.min = 0, .max = 1, .above = true}},
+      {"lr.cosine_final", "0.0", "lr.schedule = cosine: the last steps' learning rate as a fraction of lr",
+       {.min = 0, .max = 1}},
       {"rmsprop.alpha", "0.95", "RMSprop smoothing constant α"},
       {"rmsprop.momentum", "0.9", "RMSprop momentum μ"},
       {"rmsprop.eps", "1e-8", "RMSprop ε (added outside the square root, as PyTorch does)"},
@@ -75,12 +82,15 @@ std::vector<ConfigKey>& all_keys() {
        "skip the update of a step whose gradient norm (before clipping) exceeds this many times the running mean of "
        "the norms before it (0: off; models/training/rules/grad_outlier.hpp)"},
       {"grad.outlier_window", "100", "grad.outlier: the running mean's horizon W in steps (β = 1 − 1/W); the rule "
-       "acts after W steps"},
+       "acts after W steps",
+       {.min = 2}},
       {"lr.solved_below", "0.0",
        "once the mean cost per sequence over a window of lr.solved_window applied steps is below this, the "
        "learning rate is multiplied by lr.solved_factor for the rest of the run (0: off; models/training/rules/lr_solved.hpp)"},
-      {"lr.solved_factor", "0.1", "lr.solved_below: the factor, in (0, 1]"},
-      {"lr.solved_window", "1000", "lr.solved_below: the window's length in applied steps (windows do not overlap)"},
+      {"lr.solved_factor", "0.1", "lr.solved_below: the factor, in (0, 1]",
+       {.min = 0, .max = 1, .above = true}},
+      {"lr.solved_window", "1000", "lr.solved_below: the window's length in applied steps (windows do not overlap)",
+       {.min = 1}},
       {"task.rows", "5", "rows r of the task's matrices (1: the vector task)"},
       {"task.cols", "5", "columns c of the task's matrices"},
       {"task.min_length", "1", "copy, repeat_copy: shortest sequence; delay: fewest recalled frames"},
@@ -111,7 +121,8 @@ std::vector<ConfigKey>& all_keys() {
       {"task.outputs", "16", "priority_sort: the highest-priority matrices written, in descending order"},
       {"task.order", "6", "ngrams: the N-gram order N (contexts of N−1 bits)"},
       {"task.bits", "200", "ngrams: bits a sequence"},
-      {"task.delay", "5", "delay: the target is the input of this many steps ago"},
+      {"task.delay", "5", "delay: the target is the input of this many steps ago",
+       {.min = 1}},
       {"task.min_items", "2", "recall: fewest items"},
       {"task.max_items", "10", "recall: most items"},
       {"task.item_matrices", "2", "recall: matrices per item"},
@@ -119,12 +130,16 @@ std::vector<ConfigKey>& all_keys() {
       {"task.fixed", "false",
        "retrieval: a fixed data set in train/validation/test parts, read by epochs (Ba et al.'s protocol), instead "
        "of fresh strings every step"},
-      {"task.train_strings", "100000", "retrieval, task.fixed: training strings"},
-      {"task.validation_strings", "10000", "retrieval, task.fixed: validation strings (early stopping)"},
-      {"task.test_strings", "20000", "retrieval, task.fixed: test strings (the end report, `matmem eval`)"},
+      {"task.train_strings", "100000", "retrieval, task.fixed: training strings",
+       {.min = 0}},
+      {"task.validation_strings", "10000", "retrieval, task.fixed: validation strings (early stopping)",
+       {.min = 0}},
+      {"task.test_strings", "20000", "retrieval, task.fixed: test strings (the end report, `matmem eval`)",
+       {.min = 0}},
       {"task.data_seed", "1",
        "retrieval, task.fixed: seed of the data set, apart from the run's seed (which orders the epochs), so every "
-       "model seed sees the same strings"},
+       "model seed sees the same strings",
+       {.min = 0}},
       {"task.horizon", "1", "mackey_glass: predict the sample this many steps ahead"},
       {"task.graph.nodes", "2708", "graph: nodes of the generated citation-like graph (models/tasks/graph.hpp)"},
       {"task.graph.classes", "7", "graph: classes (blocks of the stochastic block model), equal sizes"},
@@ -136,17 +151,23 @@ std::vector<ConfigKey>& all_keys() {
       {"task.graph.feature_signal", "0.2", "graph: probability that a word is drawn from the node's class topic"},
       {"task.graph.test", "1000", "graph: test nodes"},
       {"task.graph.validation", "100", "graph: validation nodes (the rest train)"},
-      {"task.graph.seed", "1", "graph: seed of the generated graph, features and splits (apart from the run's seed)"},
+      {"task.graph.seed", "1", "graph: seed of the generated graph, features and splits (apart from the run's seed)",
+       {.min = 0}},
       {"task.graph.feature_rows", "1", "graph: a node's words as a matrix of this many rows, row-major (1: the vector)"},
       {"task.graph.sample", "50", "graph: neighbours sampled per node and training step (0: all)"},
       {"task.data_dir", "\"/usr/share/datasets/fashion-mnist\"",
        "fashion_mnist: directory of the IDX files (Debian's dataset-fashion-mnist installs them here)"},
-      {"task.train", "55000", "fashion_mnist: training images (of the 70,000, after a seeded shuffle)"},
-      {"task.validation", "5000", "fashion_mnist: validation images (early stopping)"},
-      {"task.test", "10000", "fashion_mnist: test images (`matmem eval`)"},
-      {"task.split_seed", "1", "fashion_mnist: seed of the train/validation/test split (the run's seed orders the epochs)"},
+      {"task.train", "55000", "fashion_mnist: training images (of the 70,000, after a seeded shuffle)",
+       {.min = 1}},
+      {"task.validation", "5000", "fashion_mnist: validation images (early stopping)",
+       {.min = 0}},
+      {"task.test", "10000", "fashion_mnist: test images (`matmem eval`)",
+       {.min = 0}},
+      {"task.split_seed", "1", "fashion_mnist: seed of the train/validation/test split (the run's seed orders the epochs)",
+       {.min = 0}},
       {"task.flatten", "false", "fashion_mnist: frames 1x784 (the vector nets' input) instead of the 28x28 image"},
-      {"task.noise", "0.2", "fashion_mnist_ae: training inputs have each pixel set to 0 with this probability"},
+      {"task.noise", "0.2", "fashion_mnist_ae: training inputs have each pixel set to 0 with this probability",
+       {.min = 0, .max = 1, .below = true}},
       {"task.data", "\"\"",
        "data: directory of the user's sequences: train.safetensors, validation.safetensors, test.safetensors "
        "(tensors inputs [N,T,r,c], targets, mask [N,T]), or train/, validation/, test/ holding inputs.npy, "
@@ -154,7 +175,8 @@ std::vector<ConfigKey>& all_keys() {
       {"task.loss", "\"bce\"",
        "data: bce (targets in [0,1], cost bit errors), mse (real targets, cost NMSE) or softmax_ce (integer class "
        "targets [N,T] or [N,T,r'], cost class errors)"},
-      {"task.classes", "0", "data, task.loss = softmax_ce: the classes C (0: the largest class in the files + 1)"},
+      {"task.classes", "0", "data, task.loss = softmax_ce: the classes C (0: the largest class in the files + 1)",
+       {.min = 0, .note = "0: from the files"}},
       {"epochs", "0", "data sets: train this many epochs (replaces steps by epochs x floor(task.train / batch); --steps sets it to 0); 0: by steps",
        {.min = 0, .note = "0: steps counts"}},
       {"eval.interval", "0",
@@ -180,85 +202,12 @@ std::vector<ConfigKey>& all_keys() {
        "the best parameters are not chosen on the test draw",
        {.min = 0}},
       {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm, dense layers for gamma) as RxC, comma separated"},
-      {"lstm.forget_bias", "1.0", "a matlstm's forget-gate bias at the start"},
-      {"rnn.attention_heads", "0", "matrnn, matlstm, matgru: queries of an attention read over the last layer's states so "
-                                   "far, read into the output (with matlstm 1xn: Ba et al.'s A-LSTM; 0: none)"},
-      {"ffn.depth", "10", "ffn: hidden layers, each of the shape model.layers (one RxC; 1xn: a vector net); autoencoder: all its layers, encoder and decoder (even)"},
-      {"ffn.norm", "\"none\"", "ffn: none, layer (layer norm of each layer's pre-activation, with gain and shift) or batch (batch norm of each element over the whole batch, with gain and shift; running averages, momentum 0.1, in evaluation); autoencoder: none or batch (every hidden layer, encoder and decoder)"},
-      {"ffn.residual", "false", "ffn: matrix ResNet blocks H_l = H_{l-1} + F(H_{l-1}) after the first layer (001 §2.2)"},
-      {"ffn.activation", "\"relu\"", "ffn: the hidden layers' nonlinearity: relu, tanh or sigmoid"},
-      {"gamma.kind", "\"gamma\"", "gamma model's memory: gamma, laguerre, gamma2 or delay (the tap delay line; see models/layers/gamma.hpp)"},
-      {"gamma.taps", "4", "gamma model's memory taps K (1: the context unit)"},
-      {"gamma.mu", "0.5", "gamma model's initial μ, in (0, 2) (1: the tap delay line); learned"},
-      {"gamma.nu", "0.5", "gamma2 memory's initial ν, in (0, 2/μ − 1) (stable: μ(1 + ν) < 2); learned"},
-      {"gamma.placement", "\"input\"",
-       "gamma model's memory on the input (focused) or on the first dense layer's output (hidden: distributed)"},
-      {"fw.lambda", "0.95", "fastweights: decay λ of the fast weights, in [0, 1]"},
-      {"fw.eta", "0.5", "fastweights: fast learning rate η"},
-      {"fw.inner_steps", "1", "fastweights: inner-loop steps S per time step (1 to 64)"},
-      {"fw.layer_norm", "\"sum\"", "fastweights: layer norm over the sum (Ba et al.), over the slow part only (slow, 004 §7), or none"},
-      {"fw.init_scale", "0.05", "fastweights: the recurrence starts as this times the identity"},
-      {"fw.input_terms", "0",
-       "fastweights: bilinear terms of the input map Σ U_iᵀ X V_i (0: the state's rows, which reach any linear map "
-       "of the input; 1: every row of the state gets one code of the input, scaled)"},
-      {"fw.output_terms", "1",
-       "fastweights: bilinear terms of the output map Σ U_iᵀ H V_i (1: one fixed combination of the state's rows "
-       "is read; the rows or more: any linear map of vec(H))"},
-      {"fw.layer_norm_over", "\"matrix\"", "fastweights: layer norm over the whole state (matrix) or each row (rows)"},
-      {"fw.learn_lambda", "false", "fastweights: learn λ = σ(θ), starting at fw.lambda (then in (0, 1))"},
-      {"fw.learn_eta", "false", "fastweights: learn η = softplus(θ), starting at fw.eta (then > 0)"},
-      {"fw.form", "\"auto\"",
-       "fastweights: A(H) from the past states (sum), from the n×n matrix A kept per sequence (matrix), or the cheaper by "
-       "the cost model (auto)"},
-      {"irnn.init_scale", "1", "irnn: the recurrence starts as this times the identity (Le et al.)"},
-      {"cln.height", "5", "cln: layers T, the hops a node's messages travel (models/graph/cln.hpp)"},
-      {"cln.aggregate", "\"mean\"",
-       "cln: the neighbours' read: mean (CLN), attention (multi-attention CLN) or flatten (the neighbours side by "
-       "side, 001 §4.4's vector CLN)"},
-      {"cln.slots", "50", "cln: neighbours read side by side (aggregate = flatten), 1 to 4096"},
-      {"cln.heads", "10", "cln: attention heads (aggregate = attention), 1 to 64"},
-      {"cln.highway", "true", "cln: highway gates between layers (Pham et al.'s CLN)"},
-      {"cln.embed", "\"dense\"",
-       "cln: the features into the first state: dense (every word to every unit, as a vector net) or matrix (one "
-       "bilinear map of the feature matrix); models/graph/cln.hpp"},
-      {"ntm.controller", "\"rnn\"",
-       "matntm controller: rnn, lstm (stacked MatRNN or MatLSTM layers) or ff (feed-forward layers, Graves et al. "
-       "2014's; models/layers/cells.hpp)"},
-      {"controller.clip", "0.0",
-       "clip the controller's state to ±this in the forward pass: every layer's H, and a MatLSTM's C (matntm's "
-       "controller; matrnn, matlstm and matgru's layers; 0: off; DeepMind's DNC: 20)"},
-      {"controller.clip_logits", "false", "clip the output logits to ±controller.clip too (DeepMind's DNC)"},
-      {"ntm.forget_bias", "-1.0", "an lstm controller's forget-gate bias at the start (a matlstm's is lstm.forget_bias, 1)"},
-      {"ntm.slots", "120", "ntm memory slots N"},
-      {"ntm.slot_rows", "6", "rows of one memory slot"},
-      {"ntm.slot_cols", "6", "columns of one memory slot"},
-      {"ntm.read_heads", "1", "read heads"},
-      {"ntm.write_heads", "1", "write heads"},
-      {"ntm.shift", "1", "shift range S (shifts −S..S)"},
-      {"ntm.memory_segment", "0",
-       "keep every n-th time step's memory, recompute the others in backward (1: keep all; 0: n from the memory's "
-       "size, 4 at the paper's sizes, 1 under 128 KiB)"},
-      {"ntm.initial_weighting", "\"first_slot\"", "first_slot (w0 = δ1) or zero (see models/ntm/matntm.hpp)"},
-      {"ntm.memory_init", "\"constant\"",
-       "the memory's start: constant (1e-6), learned, or random (fixed N(0, 0.5²) draw; see models/ntm/matntm.hpp)"},
-      {"ntm.cosine_eps", "0.0",
-       "matntm content addressing's epsilon, under each norm's root and on their product as DeepMind's DNC (0: exact "
-       "norms and 1e-8 on their product; > 0 bounds the memory's gradient at a near-empty slot)"},
-      {"dnc.controller", "\"lstm\"",
-       "matdnc controller: lstm, rnn (stacked MatLSTM or MatRNN layers, model.layers) or ff (feed-forward layers)"},
-      {"dnc.slots", "16", "matdnc memory slots N (DeepMind's DNC trains with 16)"},
-      {"dnc.slot_rows", "6", "rows of one matdnc memory slot"},
-      {"dnc.slot_cols", "6", "columns of one matdnc memory slot"},
-      {"dnc.read_heads", "1", "matdnc read heads, 1 to 16 (one write head)"},
-      {"dnc.usage_gradient", "\"stop\"",
-       "matdnc usage's gradient to the previous write weighting: stop (none, DeepMind's) or full (the paper's; what "
-       "a gradcheck of more than one step checks)"},
-      {"dnc.free_gates", "true",
-       "matdnc free gates: false holds every f at 0, so no slot is ever freed (the ablation that tells whether a task "
-       "needs freeing)"},
-      {"dnc.cosine_eps", "1e-6",
-       "matdnc content weightings' epsilon, under each norm's root and on their product as DeepMind's DNC (0: the "
-       "MatNTM's cosine similarity, exact norms and 1e-8 on their product)"},
+  };
+  // Each built-in model's keys (lstm.*, rnn.*, ffn.*, gamma.*, fw.*, irnn.*, cln.*, ntm.*, controller.*, dnc.*)
+  // are declared beside its factory, in models/registry.cpp.
+  const std::vector<ConfigKey>& models = builtin_model_keys();
+  head.insert(head.end(), models.begin(), models.end());
+  std::vector<ConfigKey> tail = {
       {"log_every", "50", "steps between rows of metrics.csv and progress updates",
        {.min = 1}},
       {"checkpoint_every", "500", "steps between checkpoints (0: only at the end)",
@@ -278,7 +227,8 @@ std::vector<ConfigKey>& all_keys() {
       {"curriculum.threshold", "0.0",
        "curriculum: sizes (recall items, copy lengths) start at the smallest and the largest drawn grows by one each "
        "time a window's mean cost per sequence falls below this (0: no curriculum; models/training/rules/curriculum.hpp)"},
-      {"curriculum.window", "1000", "curriculum: steps whose mean cost decides whether the largest size grows"},
+      {"curriculum.window", "1000", "curriculum: steps whose mean cost decides whether the largest size grows",
+       {.min = 1}},
       {"curriculum.start", "0", "curriculum: the largest size drawn at first (0: the task's smallest)"},
       {"anomaly", "false", "anomaly mode: check every op for NaN/Inf (slower)"},
       {"nonfinite", "\"stop\"",
@@ -293,32 +243,48 @@ std::vector<ConfigKey>& all_keys() {
        "the plugins the run was trained with, absolute paths separated by ':' (recorded by `matmem train` from "
        "--plugin and MATMEM_PLUGINS; a resume or eval needs them loaded)"},
   };
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+  }();
   return keys;
 }
 }  // namespace
 
+std::string describe_range(const KeyRange& r) {
+  std::string text;
+  if (!r.choices.empty()) {
+    for (std::size_t n = 0; n < r.choices.size(); ++n)
+      text += (n == 0 ? "" : n + 1 == r.choices.size() ? " or " : ", ") + ("\"" + r.choices[n] + "\"");
+  } else if (r.min && r.max && !r.above && !r.below) {
+    text = fmt::format("from {} to {}", *r.min, *r.max);
+  } else if (r.min && r.max) {
+    text = fmt::format("in {}{}, {}{}", r.above ? "(" : "[", *r.min, *r.max, r.below ? ")" : "]");
+  } else if (r.min) {
+    text = fmt::format("{} {}", r.above ? ">" : "≥", *r.min);
+  } else if (r.max) {
+    text = fmt::format("{} {}", r.below ? "<" : "≤", *r.max);
+  } else {
+    return "";
+  }
+  return r.note.empty() ? text : text + " (" + r.note + ")";
+}
+
 void check_config(const Config& c) {
   for (const ConfigKey& k : config_keys()) {
     const KeyRange& r = k.range;
-    const std::string note = r.note.empty() ? "" : " (" + r.note + ")";
     if (!r.choices.empty()) {
       const std::string v = c.str(k.key);
       if (std::find(r.choices.begin(), r.choices.end(), v) != r.choices.end()) continue;
-      std::string allowed;
-      for (std::size_t n = 0; n < r.choices.size(); ++n)
-        allowed += (n == 0 ? "" : n + 1 == r.choices.size() ? " or " : ", ") + ("\"" + r.choices[n] + "\"");
-      throw Error(fmt::format("config: {} = \"{}\" must be {}{}", k.key, v, allowed, note));
+      throw Error(fmt::format("config: {} = \"{}\" must be {}", k.key, v, describe_range(r)));
     }
     if (!r.min && !r.max) continue;
     const bool integer = c.values().at(k.key).is_number_integer();
     const double v = integer ? double(c.integer(k.key)) : c.num(k.key);
-    const std::string shown = integer ? std::to_string(c.integer(k.key)) : fmt::format("{}", v);
-    const bool low = r.min && (r.above ? !(v > *r.min) : !(v >= *r.min)), high = r.max && !(v <= *r.max);
+    const bool low = r.min && (r.above ? !(v > *r.min) : !(v >= *r.min)),
+               high = r.max && (r.below ? !(v < *r.max) : !(v <= *r.max));
     if (!low && !high && std::isfinite(v)) continue;
-    if (r.min && r.max)
-      throw Error(fmt::format("config: {} = {} must be from {} to {}{}", k.key, shown, *r.min, *r.max, note));
-    if (r.min) throw Error(fmt::format("config: {} = {} must be {} {}{}", k.key, shown, r.above ? ">" : "≥", *r.min, note));
-    throw Error(fmt::format("config: {} = {} must be ≤ {}{}", k.key, shown, *r.max, note));
+    throw Error(fmt::format("config: {} = {} must be {}", k.key,
+                            integer ? std::to_string(c.integer(k.key)) : fmt::format("{}", v), describe_range(r)));
   }
 }
 

@@ -19,11 +19,16 @@ namespace matmem {
 /// The values a key takes beyond its JSON type (its default's: boolean, integer, number or string), checked by
 /// check_config(); an empty range takes every value of the type.
 struct KeyRange {
-  std::optional<double> min, max;    ///< a number's bounds, inclusive (min exclusive with `above`)
+  std::optional<double> min, max;    ///< a number's bounds, inclusive (exclusive with `above`, `below`)
   bool above = false;                ///< the value must be > min, not ≥ min
+  bool below = false;                ///< the value must be < max, not ≤ max
   std::vector<std::string> choices;  ///< a string's values
   std::string note;                  ///< said after a refusal, e.g. "0: no evaluation"
 };
+
+/// The values `range` takes, as check_config() refuses others and `--help-config` shows them: "from 1 to 40",
+/// "in (0, 1]", "≥ 0", "\"stop\" or \"skip\"", each followed by its note in parentheses; "" for any value.
+std::string describe_range(const KeyRange& range);
 
 /// A config key: its name, default, one line of documentation and the values it takes, declared once; the
 /// help text, the check and the readers use it.

@@ -20,16 +20,4 @@ double lr_scale(const Config& c, std::int64_t step, std::int64_t total) {
   return 1.0;
 }
 
-void check_lr_schedule(const Config& c) {
-  const std::string& kind = c.str("lr.schedule");
-  if (kind != "constant" && kind != "step" && kind != "cosine")
-    throw Error(fmt::format("config: lr.schedule = \"{}\" must be \"constant\", \"step\" or \"cosine\"", kind));
-  if (c.integer("lr.step_every") < 1)
-    throw Error(fmt::format("config: lr.step_every = {} must be ≥ 1", c.integer("lr.step_every")));
-  if (!(c.num("lr.step_factor") > 0 && c.num("lr.step_factor") <= 1))
-    throw Error(fmt::format("config: lr.step_factor = {} must be in (0, 1]", c.num("lr.step_factor")));
-  if (!(c.num("lr.cosine_final") >= 0 && c.num("lr.cosine_final") <= 1))
-    throw Error(fmt::format("config: lr.cosine_final = {} must be in [0, 1]", c.num("lr.cosine_final")));
-}
-
 }  // namespace matmem

@@ -12,8 +12,7 @@ namespace matmem {
 
 class Config;
 
+// The keys' ranges are declared with them (config.cpp) and checked by check_config().
 double lr_scale(const Config& config, std::int64_t step, std::int64_t total);
-// Refuses an unknown schedule or a value out of range, naming the key.
-void check_lr_schedule(const Config& config);
 
 }  // namespace matmem

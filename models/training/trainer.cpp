@@ -17,17 +17,9 @@
 namespace matmem {
 
 namespace {
-// What the keys' declarations (ConfigKey::range) cannot say: a relation between keys.
-void validate(const Config& c) {
-  check_config(c);
-  check_lr_schedule(c);
-  // A micro-batch's statistics would not be the batch's (ops/batch_norm.hpp).
-  if ((c.str("model") == "ffn" || c.str("model") == "autoencoder") && c.str("ffn.norm") == "batch" &&
-      c.integer("micro_batch") > 0 && c.integer("micro_batch") < c.integer("batch"))
-    throw Error(fmt::format("config: micro_batch = {} with ffn.norm = batch: batch norm takes the statistics of the "
-                            "whole batch of {}, not of micro-batches (set micro_batch = 0)",
-                            c.integer("micro_batch"), c.integer("batch")));
-}
+// The keys' ranges (ConfigKey::range); a relation between a model's keys and the training's is the model's
+// factory's to check (models/registry.cpp).
+void validate(const Config& c) { check_config(c); }
 // The data stream is its own Rng, derived from the seed, so it does not depend on how many parameters
 // the model initialised.
 Rng data_rng_for(std::int64_t seed) { return Rng(std::uint64_t(seed) ^ 0x5eed5eed5eed5eedULL); }

@@ -227,4 +227,8 @@ TEST_CASE("train --help-config: an index of its sections first, lines within the
     INFO(model_doc << "\nmodel " << name);
     CHECK(model_doc.find(" " + name) != std::string::npos);
   }
+  // A key's declared range follows its meaning, as check_config() states it (wrapped: lines joined).
+  const std::string joined = std::regex_replace(help.output, std::regex(R"(\n +)"), " ");
+  CHECK_THAT(joined, Contains("[from 2 to 16777216]") && Contains("[\"stop\" or \"skip\"]") &&
+                              Contains("[in (0, 2) (stability)]"));
 }

@@ -257,7 +257,7 @@ TEST_CASE("sweep: a run that fails is named, the others still train, and a secon
   CHECK_THAT(r.output, Contains("bad seed 1: FAILED (exit status 1)") && Contains("o/bad/seed1/train.log"));
   CHECK_THAT(r.output, Contains("1 of its runs failed"));
   CHECK_THAT(read_file(dir / "o/results.md"), Contains("| bad | 1 | 0/5 |") && Contains("failed: ") &&
-                                                  Contains("ntm.shift") && Contains("| good | 1 | 5/5 |"));
+                                                  Contains("config (ntm.*)") && Contains("shift 2") && Contains("| good | 1 | 5/5 |"));
   // Another sweep holds the lock: refused, naming the directory.
   const int fd = ::open((dir / "o/.sweep.lock").c_str(), O_RDWR);
   REQUIRE(fd >= 0);

@@ -19,7 +19,6 @@ std::unique_ptr<Curriculum> Curriculum::from_config(const Config& config, const 
   if (hi < 1)
     throw Error(fmt::format("config: curriculum.threshold = {}: task {} has no sizes a curriculum can grow", th,
                             task.name()));
-  if (window < 1) throw Error(fmt::format("config: curriculum.window = {} must be ≥ 1", window));
   if (start != 0 && (start < lo || start > hi))
     throw Error(fmt::format("config: curriculum.start = {} must be a {} of task {} ({}..{}), or 0", start,
                             task.size_name(), task.name(), lo, hi));

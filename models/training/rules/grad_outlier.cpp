@@ -14,7 +14,6 @@ std::unique_ptr<GradOutlier> GradOutlier::from_config(const Config& config) {
   if (f == 0) return nullptr;
   const std::int64_t w = config.integer("grad.outlier_window");
   if (!(f > 1)) throw Error(fmt::format("config: grad.outlier = {} must be a factor > 1 (or 0: off)", f));
-  if (w < 2) throw Error(fmt::format("config: grad.outlier_window = {} must be ≥ 2 steps", w));
   return std::make_unique<GradOutlier>(f, w);
 }
 

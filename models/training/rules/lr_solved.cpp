@@ -16,8 +16,6 @@ std::unique_ptr<SolvedDecay> SolvedDecay::from_config(const Config& config) {
   const std::int64_t w = config.integer("lr.solved_window");
   if (!(b > 0) || !std::isfinite(b))
     throw Error(fmt::format("config: lr.solved_below = {} must be a cost > 0 (or 0: off)", b));
-  if (!(f > 0 && f <= 1)) throw Error(fmt::format("config: lr.solved_factor = {} must be in (0, 1]", f));
-  if (w < 1) throw Error(fmt::format("config: lr.solved_window = {} must be ≥ 1 step", w));
   return std::make_unique<SolvedDecay>(b, f, w);
 }
 

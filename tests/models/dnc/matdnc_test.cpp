@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "matmem/models/core/model_gradcheck.hpp"
+#include "../small_memory_model.hpp"
 #include "../training/small_config.hpp"
 #include "matmem/models/registry.hpp"
 
@@ -20,18 +21,8 @@ using namespace matmem;
 
 namespace {
 DNCConfig small(CellKind controller, int reads, DNCConfig::UsageGradient usage = DNCConfig::UsageGradient::full) {
-  DNCConfig c;
-  c.controller = controller;
-  c.layers = {{3, 4}, {3, 3}};
-  c.slots = 5;
-  c.slot_rows = 2;
-  c.slot_cols = 3;
-  c.read_heads = reads;
+  DNCConfig c = testing::small_memory_model<DNCConfig>(controller, reads);
   c.usage_gradient = usage;
-  c.input_rows = 3;
-  c.input_cols = 2;
-  c.output_rows = 2;
-  c.output_cols = 2;
   return c;
 }
 
@@ -377,10 +368,10 @@ TEST_CASE("the dnc keys reach the MatDNC, and bad values are refused naming the 
   CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("dnc.slots = 1"));
   c.set("dnc.slots", "4", "test");
   c.set("dnc.controller", "\"gru\"", "test");
-  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("dnc.controller = gru"));
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("dnc.controller = \"gru\""));
   c.set("dnc.controller", "\"lstm\"", "test");
   c.set("dnc.usage_gradient", "\"none\"", "test");
-  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("dnc.usage_gradient = none"));
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("dnc.usage_gradient = \"none\""));
   c.set("dnc.usage_gradient", "\"stop\"", "test");
   c.set("dnc.cosine_eps", "-1e-6", "test");
   CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("dnc.cosine_eps = -1e-06"));

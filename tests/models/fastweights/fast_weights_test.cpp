@@ -200,8 +200,10 @@ TEST_CASE("fastweights and irnn are registered, configured by fw.* and irnn.* ke
   CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Contains("fw.inner_steps = 0"));
   c.set("fw.inner_steps", "1", "--set");
   c.set("fw.layer_norm", "middle", "--set");
-  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Contains("fw.layer_norm = middle"));
-  c.set("model", "irnn", "test");
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Contains("fw.layer_norm = \"middle\""));
+  c.set("model", "irnn", "test");  // a key's range holds whichever model reads it
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Contains("fw.layer_norm = \"middle\""));
+  c.set("fw.layer_norm", "sum", "--set");
   auto irnn = make_model(c, *task, DType::f64);
   CHECK_FALSE(dynamic_cast<FastWeightsRNN&>(*irnn).config().fast);
   CHECK(dynamic_cast<FastWeightsRNN&>(*irnn).config().init_scale == 1.0);
@@ -231,7 +233,7 @@ TEST_CASE("fw.input_terms is the state's rows by default and fw.output_terms 1, 
   CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Contains("fw.output_terms = 0"));
   c.set("fw.output_terms", "1", "test");
   c.set("fw.layer_norm_over", "columns", "test");
-  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Contains("fw.layer_norm_over = columns"));
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Contains("fw.layer_norm_over = \"columns\""));
 }
 
 namespace {
@@ -381,7 +383,7 @@ TEST_CASE("fw.form, fw.learn_lambda and fw.learn_eta from the config, and auto f
   c.set("fw.form", "sum", "--set");
   CHECK_FALSE(fw()->matrix_form());
   c.set("fw.form", "dense", "--set");
-  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Contains("fw.form = dense"));
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Contains("fw.form = \"dense\""));
   c.set("fw.form", "auto", "--set");
   c.set("fw.learn_lambda", "true", "--set");
   c.set("fw.learn_eta", "true", "--set");

@@ -114,8 +114,8 @@ TEST_CASE("ffn's config keys: impossible values refused by key", "[models][ffn]"
     CHECK_THROWS_WITH(make_model(d, *task), Contains(message));
   };
   refused("ffn.depth=0", "ffn.depth = 0");
-  refused("ffn.norm=group", "ffn.norm = group");
-  refused("ffn.activation=gelu", "ffn.activation = gelu");
+  refused("ffn.norm=group", "ffn.norm = \"group\"");
+  refused("ffn.activation=gelu", "ffn.activation = \"gelu\"");
   refused("model.layers=5x4,5x4", "ffn's hidden layers share one shape");
   Config d = c;
   d.assign("model.layers=1x1", "--set");

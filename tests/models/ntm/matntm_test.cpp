@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "matmem/models/core/model_gradcheck.hpp"
+#include "../small_memory_model.hpp"
 #include "../training/small_config.hpp"
 #include "matmem/models/registry.hpp"
 #include "matmem/models/rnn/recurrent.hpp"
@@ -21,19 +22,9 @@ using namespace matmem;
 
 namespace {
 NTMConfig small(CellKind controller, int reads, int writes) {
-  NTMConfig c;
-  c.controller = controller;
-  c.layers = {{3, 4}, {3, 3}};
-  c.slots = 5;
-  c.slot_rows = 2;
-  c.slot_cols = 3;
-  c.read_heads = reads;
+  NTMConfig c = testing::small_memory_model<NTMConfig>(controller, reads);
   c.write_heads = writes;
   c.shift = 1;
-  c.input_rows = 3;
-  c.input_cols = 2;
-  c.output_rows = 2;
-  c.output_cols = 2;
   return c;
 }
 }  // namespace
@@ -584,15 +575,15 @@ TEST_CASE("the controller keys and ntm.cosine_eps reach the models, and bad valu
   c.set("model", "matntm", "test");
   c.set("controller.clip_logits", "false", "test");
   c.set("ntm.controller", "gru", "test");
-  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("ntm.controller = gru") &&
-                                                            Catch::Contains("rnn, lstm or ff"));
+  CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("ntm.controller = \"gru\"") &&
+                                                            Catch::Contains("\"rnn\", \"lstm\" or \"ff\""));
   c.set("ntm.controller", "lstm", "test");
   CHECK(dynamic_cast<const MatNTM&>(*make_model(c, *task, DType::f64)).config().cosine_eps == 0);
   c.set("ntm.cosine_eps", "1e-6", "test");
   CHECK(dynamic_cast<const MatNTM&>(*make_model(c, *task, DType::f64)).config().cosine_eps == 1e-6);
   c.set("ntm.cosine_eps", "-1e-6", "test");
   CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("ntm.cosine_eps = -1e-06") &&
-                                                            Catch::Contains("at least 0"));
+                                                            Catch::Contains("must be ≥ 0"));
 }
 
 // clip.state_gradient (Model::set_state_gradient_clip): every state passes to the next time step through

@@ -9,22 +9,13 @@
 #include "matmem/models/tasks/keep_discard.hpp"
 #include "matmem/models/training/config.hpp"
 #include "matmem/runtime/error.hpp"
+#include "frame_check.hpp"
 
 using namespace matmem;
 
 namespace {
-using Frame = std::vector<std::vector<double>>;
-// Frame `f`'s matrix of sequence b equals `want`, element by element.
-void check_frame(const Tensor& f, std::int64_t b, const Frame& want, const std::string& what) {
-  REQUIRE(f.shape().rows == std::int64_t(want.size()));
-  for (std::int64_t i = 0; i < f.shape().rows; ++i) {
-    REQUIRE(f.shape().cols == std::int64_t(want[std::size_t(i)].size()));
-    for (std::int64_t j = 0; j < f.shape().cols; ++j) {
-      INFO(what << ", sequence " << b << ", (" << i << "," << j << ")");
-      CHECK(f.at(b, i, j) == Approx(want[std::size_t(i)][std::size_t(j)]).margin(1e-6));
-    }
-  }
-}
+using testing::check_frame;
+using testing::Frame;
 Tensor matrix(std::initializer_list<double> v) {  // one 2×2 matrix, row-major, a batch of 1
   Tensor m(DType::f32, matrices(1, 2, 2));
   std::int64_t k = 0;

@@ -80,11 +80,35 @@ TEST_CASE("check_config: a value outside its key's declared range is refused, na
   CHECK_THROWS_WITH(check_config(c), Contains("registration_test.rate = 0 must be > 0"));
   c.set("registration_test.rate", "1e-9", "test");
   CHECK_NOTHROW(check_config(c));
-  c.set("clip.state_gradient", "-1", "test");  // a built-in key, refused by the model's factory too
-  CHECK_THROWS_WITH(check_config(c), Contains("clip.state_gradient = -1 must be ≥ 0"));
   c.set("task", "copy", "test");
   const std::unique_ptr<Task> t = make_task(c);
+  c.set("clip.state_gradient", "-1", "test");  // a built-in key, refused by make_task and make_model too
+  CHECK_THROWS_WITH(check_config(c), Contains("clip.state_gradient = -1 must be ≥ 0"));
+  CHECK_THROWS_WITH(make_task(c), Contains("clip.state_gradient = -1 must be ≥ 0"));
   CHECK_THROWS_WITH(make_model(c, *t, DType::f32), Contains("clip.state_gradient = -1 must be ≥ 0"));
+}
+
+TEST_CASE("check_config: open and closed ends of a range, and the built-in models' keys, refused by their declarations",
+          "[registry][config]") {
+  Config c;
+  const std::pair<const char*, const char*> cases[] = {
+      {"gamma.mu=2", "gamma.mu = 2 must be in (0, 2) (stability)"},  // both ends open
+      {"gamma.mu=0", "gamma.mu = 0 must be in (0, 2)"},
+      {"lr.step_factor=0", "lr.step_factor = 0 must be in (0, 1]"},
+      {"lr.cosine_final=1.5", "lr.cosine_final = 1.5 must be from 0 to 1"},
+      {"ntm.write_heads=16", "ntm.write_heads = 16 must be from 0 to 15 (16 heads in all)"},
+      {"dnc.slots=5000", "dnc.slots = 5000 must be from 2 to 4096 (the links are N x N per sequence)"},
+      {"cln.aggregate=max", "cln.aggregate = \"max\" must be \"mean\", \"attention\" or \"flatten\""},
+  };
+  for (const auto& [set, message] : cases) {
+    INFO(set);
+    Config bad = c;
+    bad.assign(set, "--set");
+    CHECK_THROWS_WITH(check_config(bad), Contains(message));
+  }
+  c.assign("gamma.mu=1.99", "--set");
+  c.assign("lr.step_factor=1", "--set");
+  CHECK_NOTHROW(check_config(c));
 }
 
 TEST_CASE("registries refuse a name they hold already", "[registry]") {

@@ -39,7 +39,7 @@ TEST_CASE("lr schedules: constant, step and cosine factors by hand", "[training]
     Config b;
     b.assign(bad, "test");
     const std::string key = std::string(bad).substr(0, std::string(bad).find('='));
-    CHECK_THROWS_WITH(check_lr_schedule(b), Contains(key));
+    CHECK_THROWS_WITH(check_config(b), Contains(key));
   }
 }
 
