@@ -1,6 +1,6 @@
 #include "matmem/models/training/rules/early_stopping.hpp"
 
-#include <sstream>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -20,18 +20,18 @@ bool EarlyStopping::record(std::int64_t step, double error) {
   return stopped_;
 }
 
-std::string EarlyStopping::state() const {
-  return fmt::format("{} {} {} {}", best_, best_step_, bad_, stopped_ ? 1 : 0);
+std::string EarlyStopping::state() const {  // the best score in hexadecimal: read back exactly
+  return fmt::format("{:a} {} {} {}", best_, best_step_, bad_, stopped_ ? 1 : 0);
 }
 
 void EarlyStopping::set_state(const std::string& text) {
-  std::istringstream in(text);
-  std::string best;
+  // parse_state_fields reads the decimal best ("inf" before any) of checkpoints written before too.
+  double best = 0;
   std::int64_t step = 0, bad = 0, stopped = 0;
-  if (!(in >> best >> step >> bad >> stopped) || bad < 0 || step < -1 || (stopped != 0 && stopped != 1))
+  if (!parse_state_fields(text, {&best, &step, &bad, &stopped}) || std::isnan(best) || bad < 0 || step < -1 ||
+      (stopped != 0 && stopped != 1))
     throw Error(fmt::format("early stopping state \"{}\" is not \"best best_step since_best stopped\"", text));
-  best_ = best == "inf" ? std::numeric_limits<double>::infinity() : std::stod(best);
-  best_step_ = step, bad_ = bad, stopped_ = stopped == 1;
+  best_ = best, best_step_ = step, bad_ = bad, stopped_ = stopped == 1;
 }
 
 std::unique_ptr<EarlyStoppingRule> EarlyStoppingRule::from_config(const Config& config) {

@@ -55,6 +55,18 @@ TEST_CASE("early stopping keeps the best error and its step, and round-trips its
   CHECK(std::isinf(fresh.best()));
   CHECK_THROWS_AS(fresh.set_state("0.1 20"), Error);
   CHECK_THROWS_AS(fresh.set_state("0.1 20 -1 0"), Error);
+  CHECK_THROWS_AS(fresh.set_state("0.1 20 1 0 x"), Error);
+  // The best in hexadecimal, as every rule writes its sums: a score no short decimal holds comes back exactly.
+  EarlyStopping third(3);
+  third.record(10, 1.0 / 3.0);
+  CHECK(third.state() == "0x1.5555555555555p-2 10 0 0");
+  fresh.set_state(third.state());
+  CHECK(fresh.best() == 1.0 / 3.0);
+  // The decimal state of checkpoints written before reads too, "inf" before any evaluation.
+  fresh.set_state("inf -1 0 0");
+  CHECK(std::isinf(fresh.best()));
+  fresh.set_state("0.125 20 2 1");
+  CHECK((fresh.best() == 0.125 && fresh.best_step() == 20 && fresh.since_best() == 2 && fresh.stopped()));
 }
 
 TEST_CASE("best parameters: the copy of the best evaluation's step, put back in place", "[training][early]") {
