@@ -135,6 +135,8 @@ const std::vector<ConfigKey> kNtmKeys = {
     {"ntm.memory_init", "\"constant\"",
      "the memory's start: constant (1e-6), learned, or random (fixed N(0, 0.5²) draw; see models/ntm/matntm.hpp)",
      {.choices = {"constant", "learned", "random"}}},
+    {"ntm.memory_init_std", "0.01", "ntm.memory_init = learned: the memory starts at N(0, σ²), σ this",
+     {.min = 0, .above = true}},
     {"ntm.cosine_eps", "0.0",
      "matntm content addressing's epsilon, under each norm's root and on their product as DeepMind's DNC (0: exact "
      "norms and 1e-8 on their product; > 0 bounds the memory's gradient at a near-empty slot)",
@@ -222,6 +224,7 @@ std::unique_ptr<Model> ntm(const Config& c, const Task& t, DType dtype, std::uin
   nc.memory_init = m0 == "learned"  ? NTMConfig::MemoryInit::learned
                    : m0 == "random" ? NTMConfig::MemoryInit::random
                                     : NTMConfig::MemoryInit::constant;
+  nc.memory_init_std = c.num("ntm.memory_init_std");
   nc.cosine_eps = c.num("ntm.cosine_eps");
   set_io(nc, t);
   return construct<MatNTM>("ntm.*", nc, dtype, seed);

@@ -23,6 +23,9 @@ MatNTM::MatNTM(const NTMConfig& c, DType dtype, std::uint64_t seed, std::string 
   if (c.read_heads < 1 || c.write_heads < 0 || c.read_heads + c.write_heads > 16)
     throw Error(fmt::format("model {}: read_heads {} and write_heads {} (at least 1 read head, at most 16 heads in all)",
                             n, c.read_heads, c.write_heads));
+  if (!(c.memory_init_std > 0) || !std::isfinite(c.memory_init_std))
+    throw Error(fmt::format("model {}: memory_init_std {} (a learned memory starts at N(0, σ²), σ > 0)", n,
+                            c.memory_init_std));
   if (c.shift < 0 || 2 * c.shift + 1 > c.slots)
     throw Error(fmt::format("model {}: shift {} needs 2 shift + 1 ≤ slots ({})", n, c.shift, c.slots));
   set_io(c.input_rows, c.input_cols, c.output_rows, c.output_cols);
@@ -30,7 +33,7 @@ MatNTM::MatNTM(const NTMConfig& c, DType dtype, std::uint64_t seed, std::string 
   StateDecl m{"memory", memory(1, c.slots, c.slot_rows, c.slot_cols), StateDecl::constant, 1e-6};
   if (c.memory_init == NTMConfig::MemoryInit::learned) {
     m.start = StateDecl::learned;
-    m.learned_init = Init::Normal(0, 0.01);
+    m.learned_init = Init::Normal(0, c.memory_init_std);
   } else if (c.memory_init == NTMConfig::MemoryInit::random) {
     // A stream of its own, so the parameters draw the same values as with a constant memory.
     Rng rng = Rng(seed).split(0x6d656d6f7279);  // "memory"

@@ -18,7 +18,8 @@
 // Initial state: memory 1e-6 everywhere; R_0 learned (N(0, 0.01²)); controller states 0; w_0 focused on
 // the first slot (w_0 = δ_1), as in Collier & Beel's NTM implementation, which also starts the memory at
 // 1e-6. The memory's start is one of the three Collier & Beel compared (`memory_init`): constant (1e-6, the
-// default), learned (a parameter ntm/init/memory, N(0, 0.01²) at first), or random (N(0, 0.5²) truncated at
+// default), learned (a parameter ntm/init/memory, N(0, σ²) at first, σ = `memory_init_std`, 0.01 by default;
+// fumin/ntm's NTM, which learns N-grams one sequence an update, starts its memory at U(−0.5, 0.5), σ ≈ 0.29), or random (N(0, 0.5²) truncated at
 // ±1, drawn once from the model's seed and the same for every sequence: unlike a draw per batch it keeps
 // the loss a function of the parameters alone, so gradcheck and bit-for-bit resume hold; the other
 // parameters start exactly as with a constant memory). With w_0 = 0 (`initial_weighting = zero`, spec/models.md's literal reading) and a memory equal in
@@ -51,6 +52,7 @@ struct NTMConfig {
   int shift = 1;  // S: shifts -S..S
   enum class Start { first_slot, zero } initial_weighting = Start::first_slot;
   enum class MemoryInit { constant, learned, random } memory_init = MemoryInit::constant;
+  double memory_init_std = 0.01;  // a learned memory's start: N(0, memory_init_std²), > 0
   double cosine_eps = 0;  // > 0: CosineEps{ε, ε} (DeepMind's DNC); 0: exact norms, 1e-8 on their product
   std::int64_t input_rows = 6, input_cols = 5, output_rows = 5, output_cols = 5;
   // Keep every time step's memory (1), or only every n-th, the others recomputed in backward (a recomputed

@@ -81,12 +81,44 @@ TEST_CASE("MatNTM with a learned initial memory passes gradcheck, the memory's s
           "[models][ntm][gradcheck]") {
   NTMConfig c = small(CellKind::rnn, 1, 1);
   c.memory_init = NTMConfig::MemoryInit::learned;
-  MatNTM m(c, DType::f64, 6);
-  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 3));
-  INFO(r.str());
-  CHECK(r.passed);
-  CHECK(m.params().contains("ntm/init/memory"));
-  CHECK(r.elements_checked == m.params().element_count());
+  for (double std : {0.01, 0.3}) {  // the default start, and fumin/ntm's scale (memory_init_std)
+    c.memory_init_std = std;
+    MatNTM m(c, DType::f64, 6);
+    ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, 3));
+    INFO("memory_init_std " << std << "\n" << r.str());
+    CHECK(r.passed);
+    CHECK(m.params().contains("ntm/init/memory"));
+    CHECK(r.elements_checked == m.params().element_count());
+  }
+}
+
+// ntm.memory_init_std: the learned memory's start is σ times the default's draw (the same stream), and only the
+// memory's: every other parameter starts as at σ = 0.01.
+TEST_CASE("the learned memory starts at N(0, σ²) with σ = memory_init_std, the other parameters unchanged",
+          "[models][ntm]") {
+  auto params = [](double std) {
+    NTMConfig c = small(CellKind::rnn, 1, 1);
+    c.memory_init = NTMConfig::MemoryInit::learned;
+    c.memory_init_std = std;
+    auto m = std::make_unique<MatNTM>(c, DType::f64, 4);
+    m->build();
+    return m;
+  };
+  const auto a = params(0.01), b = params(0.3);
+  for (const auto& p : a->params()) {
+    const Tensor& x = p->value;
+    const Tensor& y = b->params().at(p->name).value;
+    INFO(p->name);
+    for (std::int64_t k = 0; k < x.numel(); ++k)
+      CHECK(y.get(k) == (p->name == "ntm/init/memory" ? Approx(30 * x.get(k)).epsilon(1e-12) : Approx(x.get(k)).margin(0)));
+  }
+  double sq = 0;
+  const Tensor& mem = b->params().at("ntm/init/memory").value;
+  for (std::int64_t k = 0; k < mem.numel(); ++k) sq += mem.get(k) * mem.get(k);
+  CHECK(std::sqrt(sq / double(mem.numel())) == Approx(0.3).epsilon(0.35));  // 30 draws
+  NTMConfig bad = small(CellKind::rnn, 1, 1);
+  bad.memory_init_std = 0;
+  CHECK_THROWS_WITH(MatNTM(bad, DType::f64, 1), Catch::Contains("memory_init_std 0"));
 }
 
 // The vector NTM (a 1 x n controller, slots of 1 x c): every head's projections are the vector form, V stacked
