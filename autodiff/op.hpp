@@ -36,6 +36,22 @@ struct OpAttrs {
   std::int64_t i[2] = {0, 0};  ///< integer constants, as the op defines them
 };
 
+/// Where backward may leave a product aᵀ b that belongs to an input's gradient: the tape adds every such
+/// product of that input in one GEMM over their rows stacked, Σ_t a_tᵀ b_t = [a_1; …; a_T]ᵀ [b_1; …; b_T], just
+/// before anything reads the gradient (after the last op that uses the input, or at the end of the pass for a
+/// parameter). A weight used at every time step then has its gradient read and written once a backward pass
+/// instead of once a time step (at batch 1 each step's term is an outer product as large as the weight).
+template <class T>
+class GradientDeferral {
+ public:
+  /// Takes grad_x[input] (k x n) += aᵀ b, a: rows x k, b: rows x n, row-major (copied now). False: not taken
+  /// (anomaly mode, which names the op of a non-finite gradient), and the caller adds the product itself.
+  virtual bool defer(int input, const T* a, const T* b, std::int64_t rows, std::int64_t k, std::int64_t n) = 0;
+
+ protected:
+  ~GradientDeferral() = default;
+};
+
 /// What a kernel gets: its inputs and output, their gradients and its buffers, for one node (see the file).
 template <class T>
 struct OpCall {
@@ -55,6 +71,7 @@ struct OpCall {
   T* const* ys = nullptr;             ///< output values
   const Shape* y_shapes = nullptr;    ///< output shapes
   const T* const* grad_ys = nullptr;  ///< upstream gradients of the outputs, backward only
+  GradientDeferral<T>* deferral = nullptr;  ///< backward only, on a tape: takes products for later (nullptr: none)
 
   /// True when grad_x[k] is uninitialised and backward must assign (=) it.
   bool fresh(int k) const { return (fresh_mask >> k) & 1; }

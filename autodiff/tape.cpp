@@ -11,6 +11,7 @@
 
 #include "matmem/autodiff/parameters.hpp"
 #include "matmem/autodiff/profile.hpp"
+#include "matmem/runtime/blas.hpp"
 #include "matmem/runtime/error.hpp"
 
 namespace matmem {
@@ -22,6 +23,7 @@ double ns_since(Clock::time_point t0) { return std::chrono::duration<double, std
 // (taken from the free lists and zeroed where the op accumulates into them), and the gradients of outputs
 // nothing consumed. It has no kernel of its own.
 constexpr OpDef kBackwardSetup{"(backward set-up)", nullptr, nullptr, nullptr, nullptr};
+constexpr OpDef kDeferredProducts{"(deferred gradients)", nullptr, nullptr, nullptr, nullptr};
 // And for the forward re-runs of recomputed chains' segments (Tape::chain).
 constexpr OpDef kRecompute{"(recompute)", nullptr, nullptr, nullptr, nullptr};
 std::atomic<std::uint64_t> next_epoch{1};
@@ -399,8 +401,55 @@ void Tape::release_grad(Node& n) {
   n.grad_released = true;
 }
 
+// The GradientDeferral of a backward pass: `ids` are the inputs of the op node being run.
+template <class T>
+class Tape::Deferral final : public GradientDeferral<T> {
+ public:
+  explicit Deferral(Tape& tape) : tape_(tape) {}
+  const std::uint32_t* ids = nullptr;
+
+  bool defer(int input, const T* a, const T* b, std::int64_t rows, std::int64_t k, std::int64_t n) override {
+    if (tape_.anomaly_ || !tape_.defer_) return false;
+    Node& in = tape_.nodes_[ids[input]];
+    if (in.deferred < 0) {
+      if (tape_.deferred_count_ == tape_.deferred_.size()) tape_.deferred_.emplace_back();
+      Deferred& d = tape_.deferred_[tape_.deferred_count_];
+      d.node = ids[input], d.rows = 0, d.k = k, d.n = n;
+      in.deferred = std::int32_t(tape_.deferred_count_++);
+    }
+    Deferred& d = tape_.deferred_[std::size_t(in.deferred)];
+    if (d.k != k || d.n != n) return false;  // another shape of product into the same gradient: added now
+    auto append = [&](std::vector<unsigned char>& buf, const T* src, std::int64_t cols) {
+      const std::size_t used = std::size_t(d.rows * cols) * sizeof(T), more = std::size_t(rows * cols) * sizeof(T);
+      if (buf.size() < used + more) buf.resize(2 * (used + more));  // grows in the first passes only
+      std::memcpy(buf.data() + used, src, more);
+    };
+    append(d.a, a, k);
+    append(d.b, b, n);
+    d.rows += rows;
+    ++tape_.deferred_products_;
+    return true;
+  }
+
+ private:
+  Tape& tape_;
+};
+
+template <class T>
+void Tape::flush_deferred(Node& n) {
+  Deferred& d = deferred_[std::size_t(n.deferred)];
+  n.deferred = -1;
+  if (d.rows == 0) return;
+  const auto t0 = profile_ ? Clock::now() : Clock::time_point{};
+  blas::gemm<T>(true, false, d.k, d.n, d.rows, T(1), reinterpret_cast<const T*>(d.a.data()), d.k,
+                reinterpret_cast<const T*>(d.b.data()), d.n, T(1), static_cast<T*>(ensure_grad(n)), d.n);
+  d.rows = 0;
+  if (profile_) profile_->add_backward(kDeferredProducts, ns_since(t0));
+}
+
 template <class T>
 void Tape::run_backward(std::uint32_t top) {
+  Deferral<T> deferral(*this);
   auto xv = reinterpret_cast<const T**>(call_values_.data());
   auto gx = reinterpret_cast<T**>(call_grads_.data());
   Shape* xs = call_shapes_.data();
@@ -410,6 +459,8 @@ void Tape::run_backward(std::uint32_t top) {
     bool live = n.grad_live;
     for (std::uint32_t o = 1; o < n.outputs; ++o) live = live || nodes_[k + o].grad_live;
     if (!live) continue;
+    for (std::uint32_t o = 0; o < n.outputs; ++o)  // its gradients complete before its backward reads them
+      if (nodes_[k + o].deferred >= 0) flush_deferred<T>(nodes_[k + o]);
     if (n.ring_io) restore_ring_io(std::uint32_t(k));  // before the call buffers below are filled
     const auto t0 = profile_ ? Clock::now() : Clock::time_point{};
     std::uint64_t fresh = 0;
@@ -443,6 +494,8 @@ void Tape::run_backward(std::uint32_t top) {
     c.scratch = n.scratch_count > 0 ? static_cast<T*>(scratch(n.scratch_count)) : nullptr;
     c.attrs = n.attrs;
     c.fresh_mask = fresh;
+    deferral.ids = inputs_.data() + n.first_input;
+    c.deferral = &deferral;
     if (n.outputs > 1) {  // every output's gradient, zeros for one nothing consumed
       for (std::uint32_t o = 0; o < n.outputs; ++o) {
         Node& out = nodes_[k + o];
@@ -477,6 +530,12 @@ void Tape::run_backward(std::uint32_t top) {
       for (std::uint32_t o = 0; o < n.outputs; ++o)
         if (std::uint32_t(k) + o != top) release_grad(nodes_[k + o]);
   }
+  // The leaves' (parameters'): nothing in this pass reads them.
+  for (std::size_t e = 0; e < deferred_count_; ++e) {
+    Node& leaf = nodes_[deferred_[e].node];
+    if (leaf.deferred >= 0) flush_deferred<T>(leaf);
+  }
+  deferred_count_ = 0;
 }
 
 void Tape::backward(Var y) {
@@ -503,7 +562,10 @@ void Tape::backward(Var y, const Tensor& seed) {
     if (n.grad && n.grad_released) n.grad = nullptr;
     n.grad_live = false;
     n.grad_released = false;
+    n.deferred = -1;  // of a pass an exception ended
   }
+  deferred_count_ = 0;
+  deferred_products_ = 0;
   std::memcpy(ensure_grad(nodes_[y.id]), seed.raw(), seed.bytes());
   dispatch(dtype_, [&](auto z) { run_backward<decltype(z)>(y.id); });
 }

@@ -159,6 +159,13 @@ class Tape {
   void set_retain_grads(bool on) { retain_grads_ = on; }
   /// Turns anomaly_mode() on or off.
   void set_anomaly_mode(bool on) { anomaly_ = on; }
+  /// Deferred products (GradientDeferral, autodiff/op.hpp), on by default: an op's backward may leave a term
+  /// aᵀ b of an input's gradient to the tape, which adds all of that input's in one GEMM before the gradient is
+  /// read. Off (or in anomaly mode), every term is added by its op at once: the per-step form, equal up to the
+  /// order of the float sums.
+  void set_deferred_products(bool on) { defer_ = on; }
+  /// Products deferred in the last backward pass (each added later, in one GEMM per input).
+  std::int64_t deferred_products() const { return deferred_products_; }
   /// Times every kernel into `profile` (nullptr detaches); see autodiff/profile.hpp.
   void set_profile(OpProfile* profile) { profile_ = profile; }
 
@@ -182,6 +189,7 @@ class Tape {
     bool ring_io = false;        ///< op node: an input or its output 0 lives in a chain's ring buffer
     std::uint32_t chain = 0;     ///< 1 + the chain whose ring buffer holds this value (0: arena or caller's)
     std::uint32_t link = 0;      ///< with chain: its link index in the chain
+    std::int32_t deferred = -1;  ///< backward: its deferred products (GradientDeferral), an index; -1: none
   };
   /// Nodes recorded since clear().
   std::size_t size() const { return nodes_.size(); }
@@ -221,6 +229,10 @@ class Tape {
   void run_backward(std::uint32_t top);
   template <class T>
   void check_finite(const T* data, const Shape& shape, std::uint32_t id, const char* what) const;
+  template <class T>
+  class Deferral;  // the GradientDeferral of a backward pass
+  template <class T>
+  void flush_deferred(Node& n);  // adds n's deferred products into its gradient, in one GEMM
 
   DType dtype_;
   std::vector<Node> nodes_;
@@ -258,6 +270,17 @@ class Tape {
   std::vector<void*> call_ys_;           // an op call's outputs
   std::vector<const void*> call_grad_ys_;  // and their gradients
   std::vector<Shape> call_y_shapes_;
+  // Deferred products (GradientDeferral), one entry per input node that has some in this pass; the first
+  // deferred_count_ are in use, the others kept with their capacity (no allocation once a pass has grown them).
+  struct Deferred {
+    std::uint32_t node = 0;
+    std::int64_t rows = 0, k = 0, n = 0;
+    std::vector<unsigned char> a, b;  // rows x k and rows x n elements of the tape's type
+  };
+  std::vector<Deferred> deferred_;
+  std::size_t deferred_count_ = 0;
+  bool defer_ = true;
+  std::int64_t deferred_products_ = 0;
   Tensor unit_seed_;             // the seed of backward(y) for a one-element y
   std::vector<double> scratch_;  // grows to the largest request, never shrinks (double: aligned for both dtypes)
 };

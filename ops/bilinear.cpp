@@ -241,7 +241,7 @@ struct BilinearKernel {
       T *gp = c.grad_x[3 * t], *gv = c.grad_x[3 * t + 2];
       if (gp)  // Ĥ_t Vᵀ_t with β = 0 (NN through a transposed copy of a small V), into a fresh grad_P̂_t or added
         add_product(gp, c.fresh(3 * t), r * B * cc, tmp, [&](T* out) { ops::times_vt(r * B, h, v, cc, cp, vt, out); });
-      if (gv) blas::gemm<T>(true, false, cc, cp, r * B, T(1), p, cc, h, cp, T(1), gv, cp);
+      if (gv) ops::add_at_b(c, 3 * t + 2, gv, p, h, r * B, cc, cp);
       h += r * B * cp;
     }
   }
@@ -273,7 +273,7 @@ struct BilinearKernel {
         if (gv) {
           const T* tq = saved ? saved : qs;
           if (!saved) blas::gemm<T>(true, false, rp, B * cc, r, T(1), u, rp, p, B * cc, T(0), qs, B * cc);  // T̂
-          blas::gemm<T>(true, false, cc, cp, rp * B, T(1), tq, cc, g, cp, T(1), gv, cp);
+          ops::add_at_b(c, 3 * t + 2, gv, tq, g, rp * B, cc, cp);
         }
         if (gu || gp) ops::times_vt(rp * B, g, v, cc, cp, vt, h);
         if (gu) blas::gemm<T>(false, true, r, rp, B * cc, T(1), p, B * cc, h, B * cc, T(1), gu, rp);
@@ -291,7 +291,7 @@ struct BilinearKernel {
         if (gp || gv) blas::gemm<T>(false, false, r, B * cp, rp, T(1), u, rp, g, B * cp, T(0), h, B * cp);
         if (gp)
           add_product(gp, fresh_p, r * B * cc, tmp, [&](T* out) { ops::times_vt(r * B, h, v, cc, cp, vt, out); });
-        if (gv) blas::gemm<T>(true, false, cc, cp, r * B, T(1), p, cc, h, cp, T(1), gv, cp);
+        if (gv) ops::add_at_b(c, 3 * t + 2, gv, p, h, r * B, cc, cp);
       }
       if (saved) saved += term_saved(ps, c.y_shape);
     }

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "matmem/autodiff/op.hpp"
 #include "matmem/ops/fixed.hpp"
 #include "matmem/runtime/blas.hpp"
 
@@ -48,6 +49,17 @@ void times_vt(std::int64_t m, const T* a, const T* v, std::int64_t c, std::int64
   } else {
     blas::gemm<T>(false, true, m, c, cp, T(1), a, cp, v, cp, T(0), out, c);
   }
+}
+
+// grad (k x n) += aᵀ b (a: rows x k, b: rows x n; the weight V's term of a product X V). Left to the tape
+// (OpCall::deferral: one GEMM over every time step's rows, before the gradient is read) when copying the rows
+// costs less than a pass over the gradient, rows (k + n) < k n: a vector model's weights at batch 1, where each
+// step's term is an outer product as large as the weight; else added now.
+template <class T>
+void add_at_b(const OpCall<T>& c, int input, T* grad, const T* a, const T* b, std::int64_t rows, std::int64_t k,
+              std::int64_t n) {
+  if (c.deferral && rows * (k + n) < k * n && c.deferral->defer(input, a, b, rows, k, n)) return;
+  blas::gemm<T>(true, false, k, n, rows, T(1), a, k, b, n, T(1), grad, n);
 }
 
 // grad_X̂ (n values) += the product gemm(out) writes with β = 0: OpenBLAS 0.3.21's small-matrix kernels run

@@ -185,10 +185,15 @@ struct StackedProjectionsKernel {
       if (T* gb = c.grad_x[3 + 2 * k]) ops::add_bias_grad(gb, g, B, 1, ck);
       off += ck;
     }
-    if (T* gvs = c.grad_x[1]) {  // grad_V_s += X̂ᵀ G̃
-      ops::add_product(gvs, c.fresh(1), d.c * C, tmp, [&](T* out) {
-        blas::gemm<T>(true, false, d.c, C, B, T(1), c.x[0], d.c, gt, C, T(0), out, C);
-      });
+    if (T* gvs = c.grad_x[1]) {  // grad_V_s += X̂ᵀ G̃: at batch 1 left to the tape, one product over the unroll
+      if (c.deferral && B * (d.c + C) < d.c * C) {
+        if (c.fresh(1)) std::fill_n(gvs, d.c * C, T(0));
+        ops::add_at_b(c, 1, gvs, c.x[0], gt, B, d.c, C);
+      } else {
+        ops::add_product(gvs, c.fresh(1), d.c * C, tmp, [&](T* out) {
+          blas::gemm<T>(true, false, d.c, C, B, T(1), c.x[0], d.c, gt, C, T(0), out, C);
+        });
+      }
     }
     if (T* gx = c.grad_x[0]) {  // grad_X̂ += G̃ V_sᵀ
       ops::add_product(gx, c.fresh(0), B * d.c, tmp, [&](T* out) {

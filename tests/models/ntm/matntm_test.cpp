@@ -479,8 +479,10 @@ RowRun row_projections_run(bool per_step, bool recompute_saved) {
 }
 }  // namespace
 
+// Stacked once, V_s's gradient is one deferred product over the unroll (Tape::set_deferred_products); stacked
+// at every step, one product a step: the same sums in another order.
 TEST_CASE("a row state's projections stack each group's V once a pass, with the loss and gradients of stacking "
-          "at every time step, bit for bit",
+          "at every time step",
           "[models][ntm]") {
   for (bool recompute : {false, true}) {
     INFO((recompute ? "Ẑ recomputed" : "Ẑ saved"));
@@ -491,7 +493,8 @@ TEST_CASE("a row state's projections stack each group's V once a pass, with the 
     REQUIRE(once.values.size() > 19 * 10);
     for (std::size_t k = 0; k < once.values.size(); ++k) {
       INFO((k == 0 ? "loss" : "gradient value ") << k);
-      CHECK(once.values[k] == every.values[k]);
+      if (k == 0) CHECK(once.values[k] == every.values[k]);  // forward is the same
+      else CHECK(once.values[k] == Approx(every.values[k]).epsilon(1e-5).margin(1e-7));
     }
   }
 }
