@@ -138,6 +138,18 @@ std::int64_t scratch_size(const Shape* x, int arity, const Shape& y) {
 
 template <class T>
 struct BilinearKernel {
+  // out = U x for a U-first term's products with U (r x r'): Uᵀ P̂ forward (U transposed), U Ĥ backward. With
+  // r = r' = 1 (a vector map, U one number u) a scaling: at batch 1 a GEMM call costs more than its c multiplies.
+  static void times_u(bool transposed, const T* u, std::int64_t r, std::int64_t rp, const T* x, std::int64_t n, T* out) {
+    if (r == 1 && rp == 1) {
+      for (std::int64_t k = 0; k < n; ++k) out[k] = u[0] * x[k];
+    } else if (transposed) {
+      blas::gemm<T>(true, false, rp, n, r, T(1), u, rp, x, n, T(0), out, n);
+    } else {
+      blas::gemm<T>(false, false, r, n, rp, T(1), u, rp, x, n, T(0), out, n);
+    }
+  }
+
   static void forward(const OpCall<T>& c) {
     const std::int64_t B = c.y_shape.batch, rp = c.y_shape.rows, cp = c.y_shape.cols;
     const int terms = c.arity / 3;
@@ -155,7 +167,7 @@ struct BilinearKernel {
       const T beta = t == 0 ? T(0) : T(1);
       T* q = saved ? saved : qs;
       if (u_first(r, cc, rp, cp)) {
-        blas::gemm<T>(true, false, rp, B * cc, r, T(1), u, rp, p, B * cc, T(0), q, B * cc);
+        times_u(true, u, r, rp, p, B * cc, q);
         T* yt = t == 0 ? c.y : c.scratch;
         blas::gemm<T>(false, false, rp * B, cp, cc, T(1), q, cc, v, cp, T(0), yt, cp);
         if (t > 0)
@@ -272,15 +284,18 @@ struct BilinearKernel {
         T *h = c.scratch, *vt = h + rp * B * cc, *tmp = vt + (small_v ? cc * cp : 0);
         if (gv) {
           const T* tq = saved ? saved : qs;
-          if (!saved) blas::gemm<T>(true, false, rp, B * cc, r, T(1), u, rp, p, B * cc, T(0), qs, B * cc);  // T̂
+          if (!saved) times_u(true, u, r, rp, p, B * cc, qs);  // T̂
           ops::add_at_b(c, 3 * t + 2, gv, tq, g, rp * B, cc, cp);
         }
         if (gu || gp) ops::times_vt(rp * B, g, v, cc, cp, vt, h);
-        if (gu) blas::gemm<T>(false, true, r, rp, B * cc, T(1), p, B * cc, h, B * cc, T(1), gu, rp);
-        if (gp)
-          add_product(gp, fresh_p, r * B * cc, tmp, [&](T* out) {
-            blas::gemm<T>(false, false, r, B * cc, rp, T(1), u, rp, h, B * cc, T(0), out, B * cc);
-          });
+        if (gu && r == 1 && rp == 1) {  // <P̂, Ĥ>
+          T dot = 0;
+          for (std::int64_t k = 0; k < B * cc; ++k) dot += p[k] * h[k];
+          gu[0] += dot;
+        } else if (gu) {
+          blas::gemm<T>(false, true, r, rp, B * cc, T(1), p, B * cc, h, B * cc, T(1), gu, rp);
+        }
+        if (gp) add_product(gp, fresh_p, r * B * cc, tmp, [&](T* out) { times_u(false, u, r, rp, h, B * cc, out); });
       } else {
         T *h = c.scratch, *vt = h + r * B * cp, *tmp = vt + (small_v ? cc * cp : 0);
         if (gu) {

@@ -17,6 +17,7 @@
 
 #include <cblas.h>
 #include <libxsmm.h>
+#include <xsimd/xsimd.hpp>
 
 namespace matmem::blas {
 namespace {
@@ -52,6 +53,39 @@ libxsmm_smmfunction xsmm_kernel(const XsmmKey& key) {
   return e.kernel;
 }
 
+// y_j = alpha <a, row j of B> + beta y_j for n rows of k values (row stride ldb), four rows at a time with a SIMD
+// accumulator each: a row-major product x Bᵀ with one row x (a batch-1 step's Ĝ Vᵀ through a 100 x 400 V).
+// OpenBLAS's gemv took a fifth of that step here, its generic kernel for a CPU it does not know.
+void rows_dot(std::int64_t n, std::int64_t k, float alpha, const float* b, std::int64_t ldb, const float* a,
+              float beta, float* y) {
+  using V = xsimd::batch<float>;
+  constexpr std::int64_t W = V::size;
+  const std::int64_t body = k / W * W;
+  auto finish = [&](std::int64_t j, V acc) {
+    float s = xsimd::hadd(acc);
+    for (std::int64_t q = body; q < k; ++q) s += a[q] * b[j * ldb + q];
+    y[j] = alpha * s + (beta == 0.0f ? 0.0f : beta * y[j]);
+  };
+  std::int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const float *r0 = b + j * ldb, *r1 = r0 + ldb, *r2 = r1 + ldb, *r3 = r2 + ldb;
+    V s0(0.0f), s1(0.0f), s2(0.0f), s3(0.0f);
+    for (std::int64_t q = 0; q < body; q += W) {
+      const V x = V::load_unaligned(a + q);
+      s0 = xsimd::fma(x, V::load_unaligned(r0 + q), s0);
+      s1 = xsimd::fma(x, V::load_unaligned(r1 + q), s1);
+      s2 = xsimd::fma(x, V::load_unaligned(r2 + q), s2);
+      s3 = xsimd::fma(x, V::load_unaligned(r3 + q), s3);
+    }
+    finish(j, s0), finish(j + 1, s1), finish(j + 2, s2), finish(j + 3, s3);
+  }
+  for (; j < n; ++j) {
+    V s(0.0f);
+    for (std::int64_t q = 0; q < body; q += W) s = xsimd::fma(V::load_unaligned(a + q), V::load_unaligned(b + j * ldb + q), s);
+    finish(j, s);
+  }
+}
+
 // A row-major NT product with k below this goes to LIBXSMM with B transposed first (scratch, k x n).
 // OpenBLAS 0.3 takes its small-matrix kernel for such a product only from k = 32 on, and below it packs
 // both operands for its general kernel: per call, hot, 30x15x15 (the U gradients of a batch-1 step) took
@@ -80,6 +114,20 @@ void gemm<float>(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t 
         for (std::int64_t q = 0; q < k; ++q) bt[std::size_t(q * n + j)] = b[j * ldb + q];
       if (xsmm_gemm(false, m, n, k, a, lda, bt.data(), n, beta, c, ldc)) return;
     }
+  }
+  // A product with one row or one column left to OpenBLAS is a matrix-vector product: sgemv reads the matrix
+  // once where sgemm packs it first (a batch-1 step's Ĝ Vᵀ through a 100 x 400 V: its packing was a fifth of
+  // the step).
+  if (m == 1 && tb && !ta) return rows_dot(n, k, alpha, b, ldb, a, beta, c);
+  if (m == 1) {  // cᵀ = op(B)ᵀ op(A)ᵀ: B (n x k when transposed, else k x n) times a's k values
+    cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, int(tb ? n : k), int(tb ? k : n), alpha, b, int(ldb),
+                a, ta ? int(lda) : 1, beta, c, 1);
+    return;
+  }
+  if (n == 1) {  // c = op(A) op(B): A (k x m when transposed, else m x k) times b's k values
+    cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, int(ta ? k : m), int(ta ? m : k), alpha, a, int(lda),
+                b, tb ? 1 : int(ldb), beta, c, int(ldc));
+    return;
   }
   cblas_sgemm(CblasRowMajor, tr(ta), tr(tb), int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta, c,
               int(ldc));

@@ -54,7 +54,9 @@ TEST_CASE("gemm matches a reference for every transposition, alpha, beta and pad
   struct Shape3 { std::int64_t m, n, k; };
   for (Shape3 s : {Shape3{240, 15, 15}, Shape3{15, 15, 240}, Shape3{96, 6, 15}, Shape3{16, 1, 15}, Shape3{3, 5, 7},
                    Shape3{1, 1, 1}, Shape3{33, 17, 65}, Shape3{70, 65, 66}, Shape3{30, 15, 15},
-                   Shape3{15, 32, 30}, Shape3{6, 5, 31}})
+                   Shape3{15, 32, 30}, Shape3{6, 5, 31},
+                   // one row or one column past LIBXSMM's cases: OpenBLAS's gemv (blas.cpp)
+                   Shape3{1, 100, 400}, Shape3{1, 65, 70}, Shape3{90, 1, 70}, Shape3{1, 1, 300}})
     for (bool ta : {false, true})
       for (bool tb : {false, true})
         for (float alpha : {1.0f, 2.0f})
