@@ -159,6 +159,11 @@ const std::vector<ConfigKey> kDncKeys = {
     {"dnc.free_gates", "true",
      "matdnc free gates: false holds every f at 0, so no slot is ever freed (the ablation that tells whether a task "
      "needs freeing)"},
+    {"dnc.masked_lookup", "false",
+     "matdnc masked content lookup (Csordás & Schmidhuber 2019): every head compares its key and each slot through a "
+     "mask of its own, dnc.mask_floor + (1 − dnc.mask_floor) σ(mat(H)) (models/dnc/matdnc.hpp)"},
+    {"dnc.mask_floor", "0.1", "dnc.masked_lookup: the masks' floor m₀ (Csordás & Schmidhuber's recall: 0.1)",
+     {.min = 0, .max = 1}},
     {"dnc.cosine_eps", "1e-6",
      "matdnc content weightings' epsilon, under each norm's root and on their product as DeepMind's DNC (0: the "
      "MatNTM's cosine similarity, exact norms and 1e-8 on their product)",
@@ -243,6 +248,8 @@ std::unique_ptr<Model> dnc(const Config& c, const Task& t, DType dtype, std::uin
       c.str("dnc.usage_gradient") == "full" ? DNCConfig::UsageGradient::full : DNCConfig::UsageGradient::stop;
   dc.free_gates = c.flag("dnc.free_gates");
   dc.cosine_eps = c.num("dnc.cosine_eps");
+  dc.masked_lookup = c.flag("dnc.masked_lookup");
+  dc.mask_floor = c.num("dnc.mask_floor");
   set_io(dc, t);
   return construct<MatDNC>("dnc.*", dc, dtype, seed);
 }

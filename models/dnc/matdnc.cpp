@@ -20,6 +20,8 @@ MatDNC::MatDNC(const DNCConfig& c, DType dtype, std::uint64_t seed, std::string 
                             c.slot_rows, c.slot_cols));
   if (c.read_heads < 1 || std::size_t(c.read_heads) > kDncMaxReadHeads)
     throw Error(fmt::format("model {}: {} read heads (1 to {})", n, c.read_heads, kDncMaxReadHeads));
+  if (!(c.mask_floor >= 0 && c.mask_floor <= 1))
+    throw Error(fmt::format("model {}: mask_floor {} (the masks' floor m₀ is in [0, 1])", n, c.mask_floor));
   set_io(c.input_rows, c.input_cols, c.output_rows, c.output_cols);
   for (const Controller::StateShape& st : controller_.states()) declare_state({st.name, parameter(st.rows, st.cols)});
   // Every state starts at zero, as [D]'s (matdnc.hpp: why a zero memory is safe here).
@@ -31,12 +33,13 @@ MatDNC::MatDNC(const DNCConfig& c, DType dtype, std::uint64_t seed, std::string 
   for (int k = 1; k <= c.read_heads; ++k) {
     const std::string p = fmt::format("{}/read{}", n, k);
     reads_.push_back({fmt::format("w/read{}", k), fmt::format("read{}", k), fmt::format("r{}", k), p + "/key",
-                      p + "/beta", p + "/free", p + "/modes", fmt::format("read{}", k)});
+                      p + "/beta", p + "/free", p + "/modes", p + "/mask", fmt::format("read{}", k)});
     declare_state({reads_.back().weighting, weighting(1, c.slots)});
     declare_state({reads_.back().read, parameter(c.slot_rows, c.slot_cols)});
   }
   write_key_ = n + "/write/key", write_beta_ = n + "/write/beta", erase_ = n + "/write/erase";
   add_ = n + "/write/add", allocation_gate_ = n + "/write/allocation", write_gate_ = n + "/write/gate";
+  write_mask_ = n + "/write/mask";
   out_ = n + "/out";
 }
 
@@ -52,7 +55,7 @@ void MatDNC::step(Step& s) {
   // [N]'s order of ξ: read keys, read strengths, write key, write strength, erase, write matrix, free gates,
   // allocation gate, write gate, read modes.
   const std::int64_t rows = c.slot_rows, cols = c.slot_cols;
-  std::array<ProjectionSpec, 6 + 4 * kDncMaxReadHeads> spec;
+  std::array<ProjectionSpec, 7 + 5 * kDncMaxReadHeads> spec;
   std::size_t n = 0;
   for (std::size_t k = 0; k < R; ++k) spec[n++] = {reads_[k].key, rows, cols};
   for (std::size_t k = 0; k < R; ++k) spec[n++] = {reads_[k].beta, 1, 1};
@@ -64,7 +67,11 @@ void MatDNC::step(Step& s) {
   spec[n++] = {allocation_gate_, 1, 1};
   spec[n++] = {write_gate_, 1, 1};
   for (std::size_t k = 0; k < R; ++k) spec[n++] = {reads_[k].modes, 1, 3};
-  std::array<Var, 6 + 4 * kDncMaxReadHeads> proj;
+  if (c.masked_lookup) {
+    for (std::size_t k = 0; k < R; ++k) spec[n++] = {reads_[k].mask, rows, cols};
+    spec[n++] = {write_mask_, rows, cols};
+  }
+  std::array<Var, 7 + 5 * kDncMaxReadHeads> proj;
   s.projections({"h", h}, std::span<const ProjectionSpec>(spec.data(), n), std::span<Var>(proj.data(), n));
   std::array<Var, kDncMaxReadHeads> read_key, read_beta, free_gates, modes, w_read_prev;
   n = 0;
@@ -80,10 +87,22 @@ void MatDNC::step(Step& s) {
   const Var write_gate = sigmoid(proj[n++]);
   for (std::size_t k = 0; k < R; ++k) modes[k] = softmax(proj[n++]);
   for (std::size_t k = 0; k < R; ++k) w_read_prev[k] = s.state(reads_[k].weighting);
+  // Masks μ = m₀ + (1 − m₀) σ(p) = 1 − (1 − m₀)(1 − σ(p)); a head's content weighting through its mask.
+  std::array<Var, kDncMaxReadHeads> read_mask;
+  Var write_mask;
+  if (c.masked_lookup) {
+    auto mask = [&](Var p) { return one_minus(scale(one_minus(sigmoid(p)), 1 - c.mask_floor)); };
+    for (std::size_t k = 0; k < R; ++k) read_mask[k] = mask(proj[n++]);
+    write_mask = mask(proj[n++]);
+  }
+  const CosineEps eps = CosineEps::from_setting(c.cosine_eps);
+  auto content = [&](Var key, Var beta, Var memory, Var mask) {
+    if (mask.valid()) key = hadamard(key, mask), memory = hadamard(memory, mask);
+    return softmax(hadamard(beta, cosine_similarity(key, memory, eps)));
+  };
 
   // 3–5. Usage, allocation and the write weighting, its content part on M_{t−1}.
   const Var m_prev = s.state("memory");
-  const CosineEps eps = CosineEps::from_setting(c.cosine_eps);
   const Var u_prev = s.state("usage"), w_write_prev = s.state("w/write");
   Var usage;
   if (c.usage_gradient == DNCConfig::UsageGradient::stop) {
@@ -95,7 +114,7 @@ void MatDNC::step(Step& s) {
     usage = hadamard(add(u_prev, hadamard(w_write_prev, one_minus(u_prev))), retention);
   }
   const Var allocation = dnc_allocation(usage);
-  const Var content_write = softmax(hadamard(write_beta, cosine_similarity(write_key, m_prev, eps)));
+  const Var content_write = content(write_key, write_beta, m_prev, write_mask);
   const Var w_write = dnc_write_weighting(write_gate, allocation_gate, allocation, content_write);
   // 6. Erase and add.
   const Var m = memory_write(m_prev, w_write, erase, added);
@@ -104,10 +123,10 @@ void MatDNC::step(Step& s) {
   // 8–9. Read weightings (content on M_t, directions through L_t from w^r_{t−1}), then the reads of M_t.
   std::array<Var, kDncMaxReadHeads> reads, w_read;
   for (std::size_t k = 0; k < R; ++k) {
-    const Var content = softmax(hadamard(read_beta[k], cosine_similarity(read_key[k], m, eps)));
+    const Var content_read = content(read_key[k], read_beta[k], m, read_mask[k]);
     const Var forward = dnc_forward_weighting(links.link, w_read_prev[k]);
     const Var backward = dnc_backward_weighting(links.link, w_read_prev[k]);
-    w_read[k] = dnc_read_weighting(modes[k], backward, content, forward);
+    w_read[k] = dnc_read_weighting(modes[k], backward, content_read, forward);
     reads[k] = memory_read(m, w_read[k]);
     s.next(reads_[k].weighting, w_read[k]);
     s.next(reads_[k].read, reads[k]);
@@ -130,6 +149,7 @@ void MatDNC::step(Step& s) {
     s.expose("write1/add", added);
     s.expose("write1/allocation_gate", allocation_gate);
     s.expose("write1/gate", write_gate);
+    if (write_mask.valid()) s.expose("write1/mask", write_mask);
     for (std::size_t k = 0; k < R; ++k) {
       const std::string& p = reads_[k].exposed;
       s.expose(p + "/weighting", w_read[k]);
@@ -138,6 +158,7 @@ void MatDNC::step(Step& s) {
       s.expose(p + "/beta", read_beta[k]);
       s.expose(p + "/free", free_gates[k]);
       s.expose(p + "/modes", modes[k]);
+      if (read_mask[k].valid()) s.expose(p + "/mask", read_mask[k]);
     }
   }
   // 10. Output from H_t and this step's reads.

@@ -29,6 +29,9 @@
 //     π^i[2] f^i ([N]'s order of the modes; [D] orders them backward, forward, content).
 //  9. reads: R^i_t = Σ_j w^{r,i}_t(j) M_t(j) (memory_read).
 // 10. Y_t = mat(H_t, R_t^{1..R}) (the logits, with a bias as [D]), clipped to ±c too when `clip_logits`.
+// With `masked_lookup` (Csordás & Schmidhuber's masked lookup), every head also emits a mask
+// μ = m₀ + (1 − m₀) σ(mat(H_t)) [r,c] (m₀ = `mask_floor`), and its content weighting compares K ⊙ μ with each
+// M(i) ⊙ μ: c = softmax(β cos(K ⊙ μ, M(i) ⊙ μ)) in 5 and 8; the masks' maps come after the modes'.
 // cos is [D]'s: ⟨K, M(i)⟩_F / (|K| |M(i)| + ε), |x| = √(‖x‖_F² + ε), ε = `cosine_eps` (1e-6 as [D]), so a
 // near-empty slot's gradient is bounded by 1/√ε rather than growing as 1/‖M(i)‖_F; `cosine_eps` 0 gives the
 // MatNTM's form, exact norms and 1e-8 on their product ([N] states no ε).
@@ -38,12 +41,12 @@
 // what the op gives; from t = 1 every slot holds w^w_1(i) A ≠ 0, since the allocation and the softmax give
 // every slot a positive weight. The symmetry of equal slots is broken by the allocation, which prefers the
 // lowest slot among equal usages. An LSTM controller's forget gates start with bias 1, as [D]'s.
-// Parameters: dnc/ctrl/l<k>/…, dnc/read<i>/{key,beta,free,modes}/…, dnc/write/{key,beta,erase,add,
-// allocation,gate}/…, dnc/out/….
+// Parameters: dnc/ctrl/l<k>/…, dnc/read<i>/{key,beta,free,modes[,mask]}/…, dnc/write/{key,beta,erase,add,
+// allocation,gate[,mask]}/…, dnc/out/….
 // Exposed per step (Step::expose; `matmem inspect` draws the weightings and the memory): read<i>/weighting
 // and write1/weighting [B,N], memory [B,N,r,c] (M_t), usage, allocation, precedence [B,N], link [B,N,N],
-// read<i> [B,r,c]; and the interface: write1/{key,beta,erase,add,allocation_gate,gate},
-// read<i>/{key,beta,free,modes}.
+// read<i> [B,r,c]; and the interface: write1/{key,beta,erase,add,allocation_gate,gate[,mask]},
+// read<i>/{key,beta,free,modes[,mask]}.
 #pragma once
 #include <string>
 #include <vector>
@@ -69,6 +72,11 @@ struct DNCConfig {
   // [D]'s ε of the content weightings' cosine similarity, under each norm's root and on their product
   // (CosineEps{ε, ε}); 0: the library's cosine similarity (exact norms, 1e-8 on the product), the MatNTM's.
   double cosine_eps = 1e-6;
+  // Masked content lookup (Csordás & Schmidhuber 2019, spec/dnc.md §10): each head's key and every slot
+  // compared through the head's mask μ = m₀ + (1 − m₀) σ(mat(H)) [r,c], m₀ = `mask_floor` in [0, 1] (their
+  // recall runs: 0.1; a floor above 0 keeps every element in the comparison a little).
+  bool masked_lookup = false;
+  double mask_floor = 0.1;
   std::int64_t input_rows = 6, input_cols = 5, output_rows = 5, output_cols = 5;
 };
 
@@ -81,13 +89,13 @@ class MatDNC : public Model {
  private:
   struct ReadHead {
     std::string weighting, read, term;         // states w^{r,i}, R^i; the read's controller term r<i>
-    std::string key, beta, free, modes;        // parameter paths
+    std::string key, beta, free, modes, mask;  // parameter paths
     std::string exposed;                       // read<i>: the prefix of its exposed tensors
   };
   DNCConfig config_;
   Controller controller_;
   std::vector<ReadHead> reads_;
-  std::string write_key_, write_beta_, erase_, add_, allocation_gate_, write_gate_, out_;
+  std::string write_key_, write_beta_, erase_, add_, allocation_gate_, write_gate_, write_mask_, out_;
 };
 
 }  // namespace matmem

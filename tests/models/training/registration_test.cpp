@@ -98,6 +98,7 @@ TEST_CASE("check_config: open and closed ends of a range, and the built-in model
       {"lr.cosine_final=1.5", "lr.cosine_final = 1.5 must be from 0 to 1"},
       {"ntm.write_heads=16", "ntm.write_heads = 16 must be from 0 to 15 (16 heads in all)"},
       {"dnc.slots=5000", "dnc.slots = 5000 must be from 2 to 4096 (the links are N x N per sequence)"},
+      {"dnc.mask_floor=1.5", "dnc.mask_floor = 1.5 must be from 0 to 1"},
       {"cln.aggregate=max", "cln.aggregate = \"max\" must be \"mean\", \"attention\" or \"flatten\""},
   };
   for (const auto& [set, message] : cases) {
