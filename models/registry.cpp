@@ -164,6 +164,9 @@ const std::vector<ConfigKey> kDncKeys = {
      "mask of its own, dnc.mask_floor + (1 − dnc.mask_floor) σ(mat(H)) (models/dnc/matdnc.hpp)"},
     {"dnc.mask_floor", "0.1", "dnc.masked_lookup: the masks' floor m₀ (Csordás & Schmidhuber's recall: 0.1)",
      {.min = 0, .max = 1}},
+    {"dnc.link_sharpness", "false",
+     "matdnc link sharpness (Csordás & Schmidhuber 2019): each read head's forward and backward weightings "
+     "sharpened by an exponent 1 + softplus(mat(H)) of their own (models/dnc/matdnc.hpp)"},
     {"dnc.cosine_eps", "1e-6",
      "matdnc content weightings' epsilon, under each norm's root and on their product as DeepMind's DNC (0: the "
      "MatNTM's cosine similarity, exact norms and 1e-8 on their product)",
@@ -250,6 +253,7 @@ std::unique_ptr<Model> dnc(const Config& c, const Task& t, DType dtype, std::uin
   dc.cosine_eps = c.num("dnc.cosine_eps");
   dc.masked_lookup = c.flag("dnc.masked_lookup");
   dc.mask_floor = c.num("dnc.mask_floor");
+  dc.link_sharpness = c.flag("dnc.link_sharpness");
   set_io(dc, t);
   return construct<MatDNC>("dnc.*", dc, dtype, seed);
 }

@@ -33,7 +33,8 @@ MatDNC::MatDNC(const DNCConfig& c, DType dtype, std::uint64_t seed, std::string 
   for (int k = 1; k <= c.read_heads; ++k) {
     const std::string p = fmt::format("{}/read{}", n, k);
     reads_.push_back({fmt::format("w/read{}", k), fmt::format("read{}", k), fmt::format("r{}", k), p + "/key",
-                      p + "/beta", p + "/free", p + "/modes", p + "/mask", fmt::format("read{}", k)});
+                      p + "/beta", p + "/free", p + "/modes", p + "/mask", p + "/sharp_forward",
+                      p + "/sharp_backward", fmt::format("read{}", k)});
     declare_state({reads_.back().weighting, weighting(1, c.slots)});
     declare_state({reads_.back().read, parameter(c.slot_rows, c.slot_cols)});
   }
@@ -55,7 +56,7 @@ void MatDNC::step(Step& s) {
   // [N]'s order of ξ: read keys, read strengths, write key, write strength, erase, write matrix, free gates,
   // allocation gate, write gate, read modes.
   const std::int64_t rows = c.slot_rows, cols = c.slot_cols;
-  std::array<ProjectionSpec, 7 + 5 * kDncMaxReadHeads> spec;
+  std::array<ProjectionSpec, 7 + 7 * kDncMaxReadHeads> spec;
   std::size_t n = 0;
   for (std::size_t k = 0; k < R; ++k) spec[n++] = {reads_[k].key, rows, cols};
   for (std::size_t k = 0; k < R; ++k) spec[n++] = {reads_[k].beta, 1, 1};
@@ -71,7 +72,9 @@ void MatDNC::step(Step& s) {
     for (std::size_t k = 0; k < R; ++k) spec[n++] = {reads_[k].mask, rows, cols};
     spec[n++] = {write_mask_, rows, cols};
   }
-  std::array<Var, 7 + 5 * kDncMaxReadHeads> proj;
+  if (c.link_sharpness)
+    for (std::size_t k = 0; k < R; ++k) spec[n++] = {reads_[k].sharp_forward, 1, 1}, spec[n++] = {reads_[k].sharp_backward, 1, 1};
+  std::array<Var, 7 + 7 * kDncMaxReadHeads> proj;
   s.projections({"h", h}, std::span<const ProjectionSpec>(spec.data(), n), std::span<Var>(proj.data(), n));
   std::array<Var, kDncMaxReadHeads> read_key, read_beta, free_gates, modes, w_read_prev;
   n = 0;
@@ -95,6 +98,12 @@ void MatDNC::step(Step& s) {
     for (std::size_t k = 0; k < R; ++k) read_mask[k] = mask(proj[n++]);
     write_mask = mask(proj[n++]);
   }
+  std::array<Var, kDncMaxReadHeads> sharp_forward, sharp_backward;  // s = 1 + softplus(p) = 1 − (−softplus(p))
+  if (c.link_sharpness)
+    for (std::size_t k = 0; k < R; ++k) {
+      sharp_forward[k] = one_minus(scale(softplus(proj[n++]), -1));
+      sharp_backward[k] = one_minus(scale(softplus(proj[n++]), -1));
+    }
   const CosineEps eps = CosineEps::from_setting(c.cosine_eps);
   auto content = [&](Var key, Var beta, Var memory, Var mask) {
     if (mask.valid()) key = hadamard(key, mask), memory = hadamard(memory, mask);
@@ -124,8 +133,9 @@ void MatDNC::step(Step& s) {
   std::array<Var, kDncMaxReadHeads> reads, w_read;
   for (std::size_t k = 0; k < R; ++k) {
     const Var content_read = content(read_key[k], read_beta[k], m, read_mask[k]);
-    const Var forward = dnc_forward_weighting(links.link, w_read_prev[k]);
-    const Var backward = dnc_backward_weighting(links.link, w_read_prev[k]);
+    Var forward = dnc_forward_weighting(links.link, w_read_prev[k]);
+    Var backward = dnc_backward_weighting(links.link, w_read_prev[k]);
+    if (c.link_sharpness) forward = sharpen(forward, sharp_forward[k]), backward = sharpen(backward, sharp_backward[k]);
     w_read[k] = dnc_read_weighting(modes[k], backward, content_read, forward);
     reads[k] = memory_read(m, w_read[k]);
     s.next(reads_[k].weighting, w_read[k]);
@@ -159,6 +169,7 @@ void MatDNC::step(Step& s) {
       s.expose(p + "/free", free_gates[k]);
       s.expose(p + "/modes", modes[k]);
       if (read_mask[k].valid()) s.expose(p + "/mask", read_mask[k]);
+      if (c.link_sharpness) s.expose(p + "/sharp_forward", sharp_forward[k]), s.expose(p + "/sharp_backward", sharp_backward[k]);
     }
   }
   // 10. Output from H_t and this step's reads.

@@ -31,7 +31,10 @@
 // 10. Y_t = mat(H_t, R_t^{1..R}) (the logits, with a bias as [D]), clipped to ±c too when `clip_logits`.
 // With `masked_lookup` (Csordás & Schmidhuber's masked lookup), every head also emits a mask
 // μ = m₀ + (1 − m₀) σ(mat(H_t)) [r,c] (m₀ = `mask_floor`), and its content weighting compares K ⊙ μ with each
-// M(i) ⊙ μ: c = softmax(β cos(K ⊙ μ, M(i) ⊙ μ)) in 5 and 8; the masks' maps come after the modes'.
+// M(i) ⊙ μ: c = softmax(β cos(K ⊙ μ, M(i) ⊙ μ)) in 5 and 8; the masks' maps come after the modes'. With
+// `link_sharpness` (their sharpness control), 8's directions are sharpened before the modes mix them:
+// f^i ← (f^i + ε)^{s} / Σ (f^i + ε)^{s} (ops' sharpen, ε = 1e-12), s = 1 + softplus(mat(H_t)) per head and
+// direction (s_f, s_b; their maps after the masks'). Both off by default.
 // cos is [D]'s: ⟨K, M(i)⟩_F / (|K| |M(i)| + ε), |x| = √(‖x‖_F² + ε), ε = `cosine_eps` (1e-6 as [D]), so a
 // near-empty slot's gradient is bounded by 1/√ε rather than growing as 1/‖M(i)‖_F; `cosine_eps` 0 gives the
 // MatNTM's form, exact norms and 1e-8 on their product ([N] states no ε).
@@ -41,12 +44,12 @@
 // what the op gives; from t = 1 every slot holds w^w_1(i) A ≠ 0, since the allocation and the softmax give
 // every slot a positive weight. The symmetry of equal slots is broken by the allocation, which prefers the
 // lowest slot among equal usages. An LSTM controller's forget gates start with bias 1, as [D]'s.
-// Parameters: dnc/ctrl/l<k>/…, dnc/read<i>/{key,beta,free,modes[,mask]}/…, dnc/write/{key,beta,erase,add,
+// Parameters: dnc/ctrl/l<k>/…, dnc/read<i>/{key,beta,free,modes[,mask][,sharp_forward,sharp_backward]}/…, dnc/write/{key,beta,erase,add,
 // allocation,gate[,mask]}/…, dnc/out/….
 // Exposed per step (Step::expose; `matmem inspect` draws the weightings and the memory): read<i>/weighting
 // and write1/weighting [B,N], memory [B,N,r,c] (M_t), usage, allocation, precedence [B,N], link [B,N,N],
 // read<i> [B,r,c]; and the interface: write1/{key,beta,erase,add,allocation_gate,gate[,mask]},
-// read<i>/{key,beta,free,modes[,mask]}.
+// read<i>/{key,beta,free,modes[,mask][,sharp_forward,sharp_backward]}.
 #pragma once
 #include <string>
 #include <vector>
@@ -77,6 +80,9 @@ struct DNCConfig {
   // recall runs: 0.1; a floor above 0 keeps every element in the comparison a little).
   bool masked_lookup = false;
   double mask_floor = 0.1;
+  // Link sharpness (Csordás & Schmidhuber 2019): each read head's forward and backward weightings sharpened,
+  // f ← sharpen(f, s_f), b ← sharpen(b, s_b), s = 1 + softplus(mat(H)) per head and direction.
+  bool link_sharpness = false;
   std::int64_t input_rows = 6, input_cols = 5, output_rows = 5, output_cols = 5;
 };
 
@@ -89,7 +95,7 @@ class MatDNC : public Model {
  private:
   struct ReadHead {
     std::string weighting, read, term;         // states w^{r,i}, R^i; the read's controller term r<i>
-    std::string key, beta, free, modes, mask;  // parameter paths
+    std::string key, beta, free, modes, mask, sharp_forward, sharp_backward;  // parameter paths
     std::string exposed;                       // read<i>: the prefix of its exposed tensors
   };
   DNCConfig config_;

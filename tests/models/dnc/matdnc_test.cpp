@@ -74,14 +74,16 @@ TEST_CASE("MatDNC with a feed-forward controller passes gradcheck unrolled 6 ste
   CHECK(r.passed);
 }
 
-// Masked lookup (dnc.masked_lookup): every head's mask maps, at a floor of 0.1 and of 0 (no floor), each
-// parameter checked (usage_gradient full, as every multi-step gradcheck of the MatDNC).
-TEST_CASE("MatDNC with masked lookup passes gradcheck unrolled 6 steps, the masks' maps included",
+// Masked lookup (dnc.masked_lookup): every head's mask maps, at a floor of 0.1 and of 0 (no floor), the
+// second with link sharpness too (dnc.link_sharpness), each parameter checked (usage_gradient full, as every
+// multi-step gradcheck of the MatDNC).
+TEST_CASE("MatDNC with masked lookup and link sharpness passes gradcheck unrolled 6 steps, their maps included",
           "[models][dnc][gradcheck]") {
   for (double floor : {0.1, 0.0}) {
     DNCConfig c = small(CellKind::rnn, 2);
     c.masked_lookup = true;
     c.mask_floor = floor;
+    c.link_sharpness = floor == 0.0;
     MatDNC m(c, DType::f64, 5);
     // The second head's free gate moves the loss by under 1e-5 of it at this seed (checked, not required large).
     ModelGradcheckReport r =
@@ -90,6 +92,7 @@ TEST_CASE("MatDNC with masked lookup passes gradcheck unrolled 6 steps, the mask
     CHECK(r.passed);
     CHECK(m.params().contains("dnc/read2/mask/h/V"));
     CHECK(m.params().contains("dnc/write/mask/h/V"));
+    CHECK(m.params().contains("dnc/read1/sharp_backward/h/V") == c.link_sharpness);
     CHECK(r.elements_checked == m.params().element_count());
   }
 }
@@ -184,12 +187,15 @@ TEST_CASE("MatDNC's usage, allocation, write, links and reads match the equation
   // act on w^r_1 and L_2 = w^w_2 p_1ᵀ ≠ 0 brings the forward and backward weightings in. The interface values are the model's
   // (exposed); everything after them is computed here from spec/dnc.md with plain loops. The content
   // weightings at cosine_eps 0 (the MatNTM's cosine) and 0.3 (an ε large enough to move every value), and
-  // with masked lookup (dnc.masked_lookup, floor 0.1: every key and slot through its head's exposed mask).
+  // with masked lookup (dnc.masked_lookup, floor 0.1: every key and slot through its head's exposed mask), and
+  // with link sharpness too (dnc.link_sharpness: the directions sharpened by the heads' exposed exponents).
   DNCConfig c = small(CellKind::lstm, 2, DNCConfig::UsageGradient::stop);
   c.slots = 3, c.slot_rows = 1, c.slot_cols = 2;
-  for (const auto [eps, masked] : {std::pair{0.0, false}, std::pair{0.3, false}, std::pair{1e-6, true}}) {
+  for (const auto [eps, masked, sharp] : {std::tuple{0.0, false, false}, std::tuple{0.3, false, false},
+                                          std::tuple{1e-6, true, false}, std::tuple{1e-6, true, true}}) {
     c.cosine_eps = eps;
     c.masked_lookup = masked;
+    c.link_sharpness = sharp;
     MatDNC m(c, DType::f64, 11);
     m.build();
     perturb_parameters(m, 0.8, 12);
@@ -204,7 +210,7 @@ TEST_CASE("MatDNC's usage, allocation, write, links and reads match the equation
       std::vector<double> usage(N, 0), ww(N, 0), p(N, 0), mem(N * W, 0), link(N * N, 0);
       std::array<std::vector<double>, R> wr = {std::vector<double>(N, 0), std::vector<double>(N, 0)};
       for (std::size_t t = 0; t < T; ++t) {
-        INFO("cosine_eps " << eps << (masked ? ", masked" : "") << ", sample " << b << ", step " << t + 1);
+        INFO("cosine_eps " << eps << (masked ? ", masked" : "") << (sharp ? ", sharpened links" : "") << ", sample " << b << ", step " << t + 1);
         const auto get = [&](const std::string& name) { return row(rec, name, t, b); };
         // Masked lookup: cos(K ⊙ μ, M(n) ⊙ μ), μ the head's mask, every slot masked alike.
         const auto masked_cosine = [&](std::vector<double> key, const std::vector<double>& memory, std::size_t n,
@@ -262,12 +268,18 @@ TEST_CASE("MatDNC's usage, allocation, write, links and reads match the equation
           const double beta = get(h + "/beta")[0];
           for (std::size_t n = 0; n < N; ++n) sim[n] = beta * masked_cosine(key, mem, n, h);
           const auto cr = softmax_of(sim);
-          std::vector<double> w(N);
-          for (std::size_t n = 0; n < N; ++n) {
-            double fw = 0, bw = 0;
-            for (std::size_t j = 0; j < N; ++j) fw += link[n * N + j] * wr[i][j], bw += link[j * N + n] * wr[i][j];
-            w[n] = modes[0] * bw + modes[1] * cr[n] + modes[2] * fw;
+          std::vector<double> w(N), fw(N, 0), bw(N, 0);
+          for (std::size_t n = 0; n < N; ++n)
+            for (std::size_t j = 0; j < N; ++j) fw[n] += link[n * N + j] * wr[i][j], bw[n] += link[j * N + n] * wr[i][j];
+          if (sharp) {  // (d + ε)^s / Σ (d + ε)^s, ε = 1e-12
+            for (auto [d, s] : {std::pair{&fw, get(h + "/sharp_forward")[0]}, std::pair{&bw, get(h + "/sharp_backward")[0]}}) {
+              CHECK(s >= 1);
+              double z = 0;
+              for (double& v : *d) z += (v = std::pow(v + 1e-12, s));
+              for (double& v : *d) v /= z;
+            }
           }
+          for (std::size_t n = 0; n < N; ++n) w[n] = modes[0] * bw[n] + modes[1] * cr[n] + modes[2] * fw[n];
           wr[i] = w;
           reads[i].assign(W, 0);
           for (std::size_t n = 0; n < N; ++n)
