@@ -167,6 +167,9 @@ const std::vector<ConfigKey> kDncKeys = {
     {"dnc.link_sharpness", "false",
      "matdnc link sharpness (Csordás & Schmidhuber 2019): each read head's forward and backward weightings "
      "sharpened by an exponent 1 + softplus(mat(H)) of their own (models/dnc/matdnc.hpp)"},
+    {"dnc.deallocation", "false",
+     "matdnc de-allocation (Csordás & Schmidhuber 2019): a freed slot's content erased with its usage, the write "
+     "acting on M_{t−1} ⊙ ψ_t (models/dnc/matdnc.hpp)"},
     {"dnc.cosine_eps", "1e-6",
      "matdnc content weightings' epsilon, under each norm's root and on their product as DeepMind's DNC (0: the "
      "MatNTM's cosine similarity, exact norms and 1e-8 on their product)",
@@ -254,6 +257,7 @@ std::unique_ptr<Model> dnc(const Config& c, const Task& t, DType dtype, std::uin
   dc.masked_lookup = c.flag("dnc.masked_lookup");
   dc.mask_floor = c.num("dnc.mask_floor");
   dc.link_sharpness = c.flag("dnc.link_sharpness");
+  dc.deallocation = c.flag("dnc.deallocation");
   set_io(dc, t);
   return construct<MatDNC>("dnc.*", dc, dtype, seed);
 }

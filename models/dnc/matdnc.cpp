@@ -113,20 +113,26 @@ void MatDNC::step(Step& s) {
   // 3–5. Usage, allocation and the write weighting, its content part on M_{t−1}.
   const Var m_prev = s.state("memory");
   const Var u_prev = s.state("usage"), w_write_prev = s.state("w/write");
-  Var usage;
+  Var usage, retention;  // ψ = Π_i (1 − f_i w^r_i), composed where the usage's form or de-allocation needs it
+  if (c.usage_gradient == DNCConfig::UsageGradient::full || c.deallocation) {
+    retention = one_minus(hadamard(free_gates[0], w_read_prev[0]));
+    for (std::size_t k = 1; k < R; ++k) retention = hadamard(retention, one_minus(hadamard(free_gates[k], w_read_prev[k])));
+  }
   if (c.usage_gradient == DNCConfig::UsageGradient::stop) {
     usage = dnc_usage(u_prev, w_write_prev, std::span<const Var>(free_gates.data(), R),
                       std::span<const Var>(w_read_prev.data(), R));
-  } else {  // [N]: (u + w − u ⊙ w) ⊙ Π_i (1 − f_i w^r_i), differentiated through w as well
-    Var retention = one_minus(hadamard(free_gates[0], w_read_prev[0]));
-    for (std::size_t k = 1; k < R; ++k) retention = hadamard(retention, one_minus(hadamard(free_gates[k], w_read_prev[k])));
+  } else {  // [N]: (u + w − u ⊙ w) ⊙ ψ, differentiated through w as well
     usage = hadamard(add(u_prev, hadamard(w_write_prev, one_minus(u_prev))), retention);
   }
   const Var allocation = dnc_allocation(usage);
   const Var content_write = content(write_key, write_beta, m_prev, write_mask);
   const Var w_write = dnc_write_weighting(write_gate, allocation_gate, allocation, content_write);
-  // 6. Erase and add.
-  const Var m = memory_write(m_prev, w_write, erase, added);
+  // 6. Erase and add; with de-allocation on M_{t−1} ⊙ ψ, written as a write of w = 1 − ψ, E = 1, A = 0.
+  Var m_kept = m_prev;
+  if (c.deallocation)
+    m_kept = memory_write(m_prev, one_minus(retention), s.tape().constant(erase.shape(), 1.0),
+                          s.tape().constant(added.shape(), 0.0));
+  const Var m = memory_write(m_kept, w_write, erase, added);
   // 7. L_t from p_{t−1}, then p_t.
   const DncTemporalLinks links = dnc_temporal_links(s.state("link"), s.state("precedence"), w_write);
   // 8–9. Read weightings (content on M_t, directions through L_t from w^r_{t−1}), then the reads of M_t.

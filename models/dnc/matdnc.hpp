@@ -34,7 +34,10 @@
 // M(i) ⊙ μ: c = softmax(β cos(K ⊙ μ, M(i) ⊙ μ)) in 5 and 8; the masks' maps come after the modes'. With
 // `link_sharpness` (their sharpness control), 8's directions are sharpened before the modes mix them:
 // f^i ← (f^i + ε)^{s} / Σ (f^i + ε)^{s} (ops' sharpen, ε = 1e-12), s = 1 + softplus(mat(H_t)) per head and
-// direction (s_f, s_b; their maps after the masks'). Both off by default.
+// direction (s_f, s_b; their maps after the masks'). With `deallocation` (their de-allocation), 6 writes on
+// M_{t−1}(i) ψ_t(i), ψ_t = Π_i (1 − f^i w^{r,i}_{t−1}) the usage's retention (differentiated, whatever the
+// usage's own gradient), so a freed slot's content goes with its usage and no key finds it; the write
+// weighting's content part still looks at M_{t−1}. All three off by default.
 // cos is [D]'s: ⟨K, M(i)⟩_F / (|K| |M(i)| + ε), |x| = √(‖x‖_F² + ε), ε = `cosine_eps` (1e-6 as [D]), so a
 // near-empty slot's gradient is bounded by 1/√ε rather than growing as 1/‖M(i)‖_F; `cosine_eps` 0 gives the
 // MatNTM's form, exact norms and 1e-8 on their product ([N] states no ε).
@@ -83,6 +86,9 @@ struct DNCConfig {
   // Link sharpness (Csordás & Schmidhuber 2019): each read head's forward and backward weightings sharpened,
   // f ← sharpen(f, s_f), b ← sharpen(b, s_b), s = 1 + softplus(mat(H)) per head and direction.
   bool link_sharpness = false;
+  // De-allocation (Csordás & Schmidhuber 2019): a freed slot's content erased with it, the write acting on
+  // M_{t−1}(i) ψ_t(i) (ψ_t = Π_i (1 − f^i w^{r,i}_{t−1}), the usage's retention).
+  bool deallocation = false;
   std::int64_t input_rows = 6, input_cols = 5, output_rows = 5, output_cols = 5;
 };
 

@@ -84,6 +84,7 @@ TEST_CASE("MatDNC with masked lookup and link sharpness passes gradcheck unrolle
     c.masked_lookup = true;
     c.mask_floor = floor;
     c.link_sharpness = floor == 0.0;
+    c.deallocation = floor == 0.0;
     MatDNC m(c, DType::f64, 5);
     // The second head's free gate moves the loss by under 1e-5 of it at this seed (checked, not required large).
     ModelGradcheckReport r =
@@ -196,6 +197,7 @@ TEST_CASE("MatDNC's usage, allocation, write, links and reads match the equation
     c.cosine_eps = eps;
     c.masked_lookup = masked;
     c.link_sharpness = sharp;
+    c.deallocation = sharp;  // with the last: freed content erased too
     MatDNC m(c, DType::f64, 11);
     m.build();
     perturb_parameters(m, 0.8, 12);
@@ -250,7 +252,10 @@ TEST_CASE("MatDNC's usage, allocation, write, links and reads match the equation
         for (std::size_t n = 0; n < N; ++n) sim[n] = wbeta * masked_cosine(wkey, mem, n, "write1");
         const auto cw = softmax_of(sim);
         for (std::size_t n = 0; n < N; ++n) ww[n] = gw * (ga * alloc[n] + (1 - ga) * cw[n]);
-        // Erase and add.
+        // De-allocation: M_{t−1}(n) ψ(n); then erase and add.
+        if (c.deallocation)
+          for (std::size_t n = 0; n < N; ++n)
+            for (std::size_t e = 0; e < W; ++e) mem[n * W + e] *= psi[n];
         const auto erase = get("write1/erase"), add = get("write1/add");
         for (std::size_t n = 0; n < N; ++n)
           for (std::size_t e = 0; e < W; ++e) mem[n * W + e] = mem[n * W + e] * (1 - ww[n] * erase[e]) + ww[n] * add[e];
