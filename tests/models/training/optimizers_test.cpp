@@ -56,4 +56,16 @@ TEST_CASE("clipping by value and by global norm", "[optim]") {
   CHECK(n == Approx(std::sqrt(216.0)));
   CHECK(gradient_norm(params) == Approx(6.0));
   CHECK(a.grad.get(1) == Approx(-4.0 * 6.0 / std::sqrt(216.0)));
+  // Over parameters of 1,003 and 5 elements (whole groups of eight and a tail): the norm of every element.
+  ParameterStore big(DType::f32);
+  Parameter& c = big.add("c", matrices(1, 17, 59));
+  Parameter& d = big.add("d", matrices(1, 1, 5));
+  double want = 0;
+  for (Parameter* p : {&c, &d})
+    for (std::int64_t k = 0; k < p->grad.numel(); ++k) {
+      const double g = double(float(std::sin(double(k) + double(p->grad.numel()))));
+      p->grad.set(k, g);
+      want += g * g;
+    }
+  CHECK(gradient_norm(big) == Approx(std::sqrt(want)).epsilon(1e-14));
 }
