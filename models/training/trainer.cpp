@@ -17,9 +17,6 @@
 namespace matmem {
 
 namespace {
-// The keys' ranges (ConfigKey::range); a relation between a model's keys and the training's is the model's
-// factory's to check (models/registry.cpp).
-void validate(const Config& c) { check_config(c); }
 // The data stream is its own Rng, derived from the seed, so it does not depend on how many parameters
 // the model initialised.
 Rng data_rng_for(std::int64_t seed) { return Rng(std::uint64_t(seed) ^ 0x5eed5eed5eed5eedULL); }
@@ -55,7 +52,8 @@ double cross_entropy_bits(const Sequence& seq, double loss, double cost) {
 
 Trainer::Trainer(const Config& config, const Communicator* ranks)
     : config_(config), tape_(DType::f32), data_rng_(data_rng_for(config.integer("seed"))) {
-  validate(config_);
+  // make_task and make_model check every key's range (check_config) before they read any; a relation between a
+  // model's keys and the training's is the model's factory's to check (models/registry.cpp).
   task_ = make_task(config_);
   config_.set_json("steps", step_budget(config_, *task_), "epochs");
   model_ = make_model(config_, *task_, DType::f32);
