@@ -270,6 +270,9 @@ void run(const Options& o) {
   double loss = 0, bits = 0, norm = 0, frames = 0, xent = 0, last_loss = 0, last_bits = 0, last_draw = 0;
   std::int64_t n = 0, done_here = 0;
   double reduce_seconds = 0;  // distributed: gathering and adding the ranks' gradients, waits included
+  // The best evaluation so far, as the rules keep it (figures "best", "best_step").
+  const auto best_score = [&] { return trainer->figure("best", std::numeric_limits<double>::infinity()); };
+  const auto best_step_of = [&] { return std::int64_t(trainer->figure("best_step", -1)); };
   // What the rules say (a curriculum's level, a skipped update, a decay, a stop), printed as they say it.
   auto print_messages = [&] {
     for (const std::string& line : trainer->take_messages())
@@ -325,13 +328,10 @@ void run(const Options& o) {
       loss = bits = norm = frames = xent = 0;
       n = 0;
     }
-    // The best evaluation so far, as the rules keep it: asked for after an evaluation only.
-    const auto best = [&] { return trainer->figure("best", std::numeric_limits<double>::infinity()); };
-    const auto best_step = [&] { return std::int64_t(trainer->figure("best_step", -1)); };
     if (trainer->evaluated() && !trainer->split_task()) {
       const SplitResult& v = trainer->last_validation();
-      const double b = best();
-      const std::int64_t b_step = best_step();
+      const double b = best_score();
+      const std::int64_t b_step = best_step_of();
       validation << fmt::format("{},{:.6f},{:.6f},{:.6f},{}\n", step, v.loss, v.error, b, b_step);
       validation.flush();
       if (!o.json && !progress.terminal())
@@ -340,8 +340,8 @@ void run(const Options& o) {
                    b_step);
     } else if (trainer->evaluated()) {
       const SplitResult& v = trainer->last_validation();
-      const double b = best();
-      const std::int64_t b_step = best_step();
+      const double b = best_score();
+      const std::int64_t b_step = best_step_of();
       const double epoch = double(step) / double(trainer->split_task()->steps_per_epoch());
       validation << fmt::format("{},{:.3f},{:.6f},{:.6f},{:.6f},{:.6f},{}\n", step, epoch, v.loss, v.error, 1 - v.error,
                                 b, b_step);
@@ -359,8 +359,8 @@ void run(const Options& o) {
   progress.finish();
   // A run with held-out parts: the best evaluation's parameters (the model keeps them from here on) on the
   // validation and test parts.
-  const double best = trainer->figure("best", std::numeric_limits<double>::infinity());
-  const std::int64_t best_step = std::int64_t(trainer->figure("best_step", -1));
+  const double best = best_score();
+  const std::int64_t best_step = best_step_of();
   std::string held_out_line;
   nlohmann::json held_out_json;
   if (trainer->split_task() && restore_best(*trainer)) {
