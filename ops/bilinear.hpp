@@ -56,9 +56,13 @@ void times_vt(std::int64_t m, const T* a, const T* v, std::int64_t c, std::int64
 // costs less than a pass over the gradient, rows (k + n) < k n: a vector model's weights at batch 1, where each
 // step's term is an outer product as large as the weight; else added now.
 template <class T>
+bool defers(const OpCall<T>& c, std::int64_t rows, std::int64_t k, std::int64_t n) {
+  return c.deferral && rows * (k + n) < k * n;
+}
+template <class T>
 void add_at_b(const OpCall<T>& c, int input, T* grad, const T* a, const T* b, std::int64_t rows, std::int64_t k,
               std::int64_t n) {
-  if (c.deferral && rows * (k + n) < k * n && c.deferral->defer(input, a, b, rows, k, n)) return;
+  if (defers(c, rows, k, n) && c.deferral->defer(input, a, b, rows, k, n)) return;
   blas::gemm<T>(true, false, k, n, rows, T(1), a, k, b, n, T(1), grad, n);
 }
 

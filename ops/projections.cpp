@@ -186,7 +186,7 @@ struct StackedProjectionsKernel {
       off += ck;
     }
     if (T* gvs = c.grad_x[1]) {  // grad_V_s += X̂ᵀ G̃: at batch 1 left to the tape, one product over the unroll
-      if (c.deferral && B * (d.c + C) < d.c * C) {
+      if (ops::defers(c, B, d.c, C)) {
         if (c.fresh(1)) std::fill_n(gvs, d.c * C, T(0));
         ops::add_at_b(c, 1, gvs, c.x[0], gt, B, d.c, C);
       } else {
