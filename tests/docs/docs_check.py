@@ -28,11 +28,14 @@ SKIP = re.compile(r"<!--\s*docs-test:\s*skip\s*\(([^)]+)\)\s*-->\s*$")
 
 def pages():
     """The tracked Markdown pages (and new ones git does not ignore), relative to the root."""
-    out = subprocess.run(["git", "-C", str(ROOT), "ls-files", "--cached", "--others", "--exclude-standard", "*.md"],
-                         capture_output=True, text=True)
-    if out.returncode == 0 and out.stdout.strip():
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "ls-files", "--cached", "--others", "--exclude-standard", "*.md"],
+                             capture_output=True, text=True)
+    except FileNotFoundError:  # no git on the machine (a fresh root has none): as outside a checkout
+        out = None
+    if out is not None and out.returncode == 0 and out.stdout.strip():
         names = out.stdout.split()
-    else:  # not a git checkout: every .md below the root but the build trees
+    else:  # not a git checkout, or no git: every .md below the root but the build trees
         names = [str(p.relative_to(ROOT)) for p in ROOT.rglob("*.md") if "build" not in p.relative_to(ROOT).parts]
     return sorted(n for n in set(names) if (ROOT / n).is_file())
 
