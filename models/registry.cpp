@@ -170,6 +170,9 @@ const std::vector<ConfigKey> kDncKeys = {
     {"dnc.deallocation", "false",
      "matdnc de-allocation (Csordás & Schmidhuber 2019): a freed slot's content erased with its usage, the write "
      "acting on M_{t−1} ⊙ ψ_t (models/dnc/matdnc.hpp)"},
+    {"dnc.interface_norm", "false",
+     "matdnc layer normalisation of the interface (Franke et al. 2018's rsDNC): all its parts normalised as one "
+     "vector per sample, then a gain and bias per part, before their activations (models/dnc/matdnc.hpp)"},
     {"dnc.cosine_eps", "1e-6",
      "matdnc content weightings' epsilon, under each norm's root and on their product as DeepMind's DNC (0: the "
      "MatNTM's cosine similarity, exact norms and 1e-8 on their product)",
@@ -258,6 +261,7 @@ std::unique_ptr<Model> dnc(const Config& c, const Task& t, DType dtype, std::uin
   dc.mask_floor = c.num("dnc.mask_floor");
   dc.link_sharpness = c.flag("dnc.link_sharpness");
   dc.deallocation = c.flag("dnc.deallocation");
+  dc.interface_norm = c.flag("dnc.interface_norm");
   set_io(dc, t);
   return construct<MatDNC>("dnc.*", dc, dtype, seed);
 }

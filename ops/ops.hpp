@@ -66,6 +66,13 @@ enum class LayerNormOver { matrix, rows };
 /// Layer normalisation (ops/layer_norm.cpp): each sample's matrix (matrix) or each of its rows (rows) shifted
 /// and scaled to mean 0, variance 1: y = (x − m)/√(v + ε).  x:[B,r,c] -> [B,r,c]. Gain and bias: hadamard, add.
 Var layer_norm(Var x, LayerNormOver over = LayerNormOver::matrix, double eps = 1e-5);
+inline constexpr std::size_t kLayerNormMaxParts = 64;  ///< layer_norm_moments' and layer_norm_joint's most parts
+/// The mean and inverse deviation of every element of the parts, per sample (ops/layer_norm.cpp): x_k:[B,r_k,c_k]
+/// -> [B,2,1], row 0 m, row 1 1/√(v + ε). layer_norm_joint's statistics.
+Var layer_norm_moments(std::span<const Var> parts, double eps = 1e-6);
+/// Layer normalisation of several matrices as one group (ops/layer_norm.cpp): out[k] = (x_k − m) / √(v + ε), m and
+/// v over every element of every part of a sample (an interface vector normalised before its split).
+void layer_norm_joint(std::span<const Var> parts, std::span<Var> out, double eps = 1e-6);
 /// Batch normalisation over the batch (ops/batch_norm.cpp): each matrix element (i, j) shifted and scaled by its
 /// mean and biased variance over the batch, y = (x − μ)/√(σ² + ε). x:[B,r,c] -> [B,r,c]. γ and β: hadamard, add.
 /// Over a batch split across threads or ranks, with running statistics for evaluation: ops/batch_norm.hpp.

@@ -42,6 +42,7 @@ OpEntry memory_writes_entry();
 OpEntry projections_entry();
 OpEntry stacked_projections_entry();
 OpEntry stack_columns_entry();
+OpEntry layer_norm_moments_entry();
 OpEntry bce_with_logits_entry();
 OpEntry mse_entry();
 OpEntry softmax_cross_entropy_entry();
@@ -65,7 +66,7 @@ std::vector<OpEntry>& entries() {
   static std::vector<OpEntry> all = {
       bilinear_entry(),  mat_entry(),     add_entry(),     sub_entry(),          hadamard_entry(),
       scale_entry(),     sigmoid_entry(), tanh_entry(),    relu_entry(),         clip_entry(),     clip_gradient_entry(),     softplus_entry(),
-      exp_entry(),       softmax_entry(), sum_entry(),     layer_norm_entry(),     batch_norm_entry(),     cosine_similarity_entry(),
+      exp_entry(),       softmax_entry(), sum_entry(),     layer_norm_entry(), layer_norm_moments_entry(), batch_norm_entry(),     cosine_similarity_entry(),
       row_entry(), stack_rows_entry(), stack_columns_entry(), circular_shift_entry(), sharpen_entry(), ntm_addressing_entry(), ntm_addressing_heads_entry(), memory_read_entry(),
       memory_write_entry(), memory_read_write_entry(), memory_writes_entry(), projections_entry(), stacked_projections_entry(),
       bce_with_logits_entry(), mse_entry(), softmax_cross_entropy_entry(), frobenius_entry(),

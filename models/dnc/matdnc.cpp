@@ -76,6 +76,14 @@ void MatDNC::step(Step& s) {
     for (std::size_t k = 0; k < R; ++k) spec[n++] = {reads_[k].sharp_forward, 1, 1}, spec[n++] = {reads_[k].sharp_backward, 1, 1};
   std::array<Var, 7 + 7 * kDncMaxReadHeads> proj;
   s.projections({"h", h}, std::span<const ProjectionSpec>(spec.data(), n), std::span<Var>(proj.data(), n));
+  if (c.interface_norm) {  // ξ̂_k = γ_k ⊙ (ξ_k − m)/√(v + ε) + β_k over the whole interface
+    layer_norm_joint(std::span<const Var>(proj.data(), n), std::span<Var>(proj.data(), n), 1e-6);
+    for (std::size_t k = 0; k < n; ++k) {
+      const Shape part = parameter(spec[k].rows, spec[k].cols);
+      proj[k] = add(hadamard(proj[k], s.parameter(spec[k].path, "norm", "gain", part, Init::Constant(1))),
+                    s.parameter(spec[k].path, "norm", "bias", part, Init::Constant(0)));
+    }
+  }
   std::array<Var, kDncMaxReadHeads> read_key, read_beta, free_gates, modes, w_read_prev;
   n = 0;
   for (std::size_t k = 0; k < R; ++k) read_key[k] = proj[n++];

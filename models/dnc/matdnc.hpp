@@ -37,7 +37,11 @@
 // direction (s_f, s_b; their maps after the masks'). With `deallocation` (their de-allocation), 6 writes on
 // M_{t−1}(i) ψ_t(i), ψ_t = Π_i (1 − f^i w^{r,i}_{t−1}) the usage's retention (differentiated, whatever the
 // usage's own gradient), so a freed slot's content goes with its usage and no key finds it; the write
-// weighting's content part still looks at M_{t−1}. All three off by default.
+// weighting's content part still looks at M_{t−1}. With `interface_norm` (Franke et al. 2018's rsDNC), the
+// interface is layer-normalised as one vector before its parts' activations: with ξ every element of every
+// part of 2 (the masks' and exponents' too) for one sample, m and v its mean and variance,
+// ξ̂_k = γ_k ⊙ (ξ_k − m) / √(v + ε) + β_k, ε = 1e-6 as theirs, γ_k (start 1) and β_k (start 0) of part k's
+// shape (ops' layer_norm_joint). All four off by default.
 // cos is [D]'s: ⟨K, M(i)⟩_F / (|K| |M(i)| + ε), |x| = √(‖x‖_F² + ε), ε = `cosine_eps` (1e-6 as [D]), so a
 // near-empty slot's gradient is bounded by 1/√ε rather than growing as 1/‖M(i)‖_F; `cosine_eps` 0 gives the
 // MatNTM's form, exact norms and 1e-8 on their product ([N] states no ε).
@@ -48,7 +52,7 @@
 // every slot a positive weight. The symmetry of equal slots is broken by the allocation, which prefers the
 // lowest slot among equal usages. An LSTM controller's forget gates start with bias 1, as [D]'s.
 // Parameters: dnc/ctrl/l<k>/…, dnc/read<i>/{key,beta,free,modes[,mask][,sharp_forward,sharp_backward]}/…, dnc/write/{key,beta,erase,add,
-// allocation,gate[,mask]}/…, dnc/out/….
+// allocation,gate[,mask]}/…, dnc/out/…; with interface_norm each part's <part>/norm/{gain,bias}.
 // Exposed per step (Step::expose; `matmem inspect` draws the weightings and the memory): read<i>/weighting
 // and write1/weighting [B,N], memory [B,N,r,c] (M_t), usage, allocation, precedence [B,N], link [B,N,N],
 // read<i> [B,r,c]; and the interface: write1/{key,beta,erase,add,allocation_gate,gate[,mask]},
@@ -89,6 +93,9 @@ struct DNCConfig {
   // De-allocation (Csordás & Schmidhuber 2019): a freed slot's content erased with it, the write acting on
   // M_{t−1}(i) ψ_t(i) (ψ_t = Π_i (1 − f^i w^{r,i}_{t−1}), the usage's retention).
   bool deallocation = false;
+  // Layer normalisation of the interface (Franke et al. 2018): every part of it normalised as one vector per
+  // sample, then a gain and bias per part, before the activations.
+  bool interface_norm = false;
   std::int64_t input_rows = 6, input_cols = 5, output_rows = 5, output_cols = 5;
 };
 

@@ -174,6 +174,31 @@ void bind_ops(py::module_& m) {
         return wrap(ref, stack_columns(gets(parts)));
       },
       py::arg("parts"), "the parts' columns side by side: a list of 1 to 64 [B,r,c_k] -> [B,r,Σc_k]");
+  ops.def(
+      "layer_norm_moments",
+      [](const std::vector<PyVar>& parts, double eps) {
+        std::vector<const PyVar*> ptrs;
+        add_all(ptrs, parts);
+        const auto ref = common_tape("layer_norm_moments", ptrs);
+        return wrap(ref, layer_norm_moments(gets(parts), eps));
+      },
+      py::arg("parts"), py::arg("eps") = 1e-6,
+      "mean (row 0) and 1/√(var + eps) (row 1) of every element of the parts, per sample: a list of 1 to 64 "
+      "[B,r_k,c_k] -> [B,2,1]");
+  ops.def(
+      "layer_norm_joint",
+      [](const std::vector<PyVar>& parts, double eps) {
+        std::vector<const PyVar*> ptrs;
+        add_all(ptrs, parts);
+        const auto ref = common_tape("layer_norm_joint", ptrs);
+        std::vector<Var> out(parts.size());
+        layer_norm_joint(gets(parts), out, eps);
+        std::vector<PyVar> result;
+        for (const Var& v : out) result.push_back(wrap(ref, v));
+        return result;
+      },
+      py::arg("parts"), py::arg("eps") = 1e-6,
+      "the parts normalised as one group per sample, (x_k − mean)/√(var + eps): a list of [B,r_k,c_k] -> the same");
   MATMEM_BINARY(circular_shift, w, s, "w̃_i = Σ_j s_j w_(i-j mod N). w [B,1,N], s [B,1,2S+1]");
   MATMEM_BINARY(sharpen, w, gamma, "(w_i + ε)^γ normalised. w [B,1,N] ≥ 0, gamma [B,1,1]");
   ops.def(

@@ -7,6 +7,8 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <tuple>
 #include <map>
 #include <numeric>
 #include <string>
@@ -16,6 +18,7 @@
 #include "../small_memory_model.hpp"
 #include "../training/small_config.hpp"
 #include "matmem/models/registry.hpp"
+#include "matmem/ops/registry.hpp"
 
 using namespace matmem;
 
@@ -389,7 +392,9 @@ TEST_CASE("the dnc keys reach the MatDNC, and bad values are refused naming the 
     CHECK(d.usage_gradient == DNCConfig::UsageGradient::stop);
     CHECK(d.free_gates);
     CHECK(d.cosine_eps == 1e-6);
+    CHECK_FALSE(d.interface_norm);
   }
+  c.set("dnc.interface_norm", "true", "test");
   c.set("dnc.controller", "\"ff\"", "test");
   c.set("dnc.cosine_eps", "0", "test");
   c.set("dnc.free_gates", "false", "test");
@@ -403,6 +408,7 @@ TEST_CASE("the dnc keys reach the MatDNC, and bad values are refused naming the 
     auto m = make_model(c, *task, DType::f64);
     const DNCConfig& d = dynamic_cast<const MatDNC&>(*m).config();
     CHECK(d.controller == CellKind::ff);
+    CHECK(d.interface_norm);
     CHECK(d.slots == 7);
     CHECK(d.slot_rows == 2);
     CHECK(d.slot_cols == 3);
@@ -427,4 +433,96 @@ TEST_CASE("the dnc keys reach the MatDNC, and bad values are refused naming the 
   c.set("dnc.usage_gradient", "\"stop\"", "test");
   c.set("dnc.cosine_eps", "-1e-6", "test");
   CHECK_THROWS_WITH(make_model(c, *task, DType::f64), Catch::Contains("dnc.cosine_eps = -1e-06"));
+}
+
+TEST_CASE("MatDNC with interface normalisation passes gradcheck unrolled 6 steps, gains and biases included",
+          "[models][dnc][gradcheck]") {
+  DNCConfig c = small(CellKind::rnn, 2);
+  c.interface_norm = true;
+  c.link_sharpness = true;  // every part, the exponents' too, in the one normalised vector
+  MatDNC m(c, DType::f64, 5);
+  // The first head's backward exponent's projection bias, before the normalisation, moves the loss by under
+  // 1e-5 of it at this seed (checked, not required large): its gain and bias after it are checked.
+  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 2, kSteps),
+                                           {.sigma = kSigma, .flat = {"dnc/read1/sharp_backward/B"}});
+  INFO(r.str());
+  CHECK(r.passed);
+  CHECK(m.params().contains("dnc/read2/modes/norm/gain"));
+  CHECK(m.params().contains("dnc/write/gate/norm/bias"));
+  CHECK(m.params().contains("dnc/read1/sharp_forward/norm/gain"));
+  CHECK(r.elements_checked == m.params().element_count());
+}
+
+TEST_CASE("MatDNC's interface normalisation: one vector per sample, then each part's gain and bias",
+          "[models][dnc][values]") {
+  // One read head, so every part but the modes can be inverted from its exposed activation: key and add are
+  // the part itself, strengths softplus, gates and erase σ; the modes are softmax, known up to a constant,
+  // which the normalised vector's zero mean fixes. Then that vector's variance over all its n elements is
+  // v / (v + ε) ≈ 1, while a part of more than one element (the read key) has a mean of its own: normalising
+  // part by part would give the 1x1 parts 0 and a variance (n − 7)/n. With every gain 0 the interface is the
+  // activations of the biases alone.
+  DNCConfig c = small(CellKind::lstm, 1, DNCConfig::UsageGradient::stop);
+  c.interface_norm = true;
+  const auto softplus_inv = [](double y) { return std::log(std::expm1(y)); };
+  const auto logit = [](double y) { return std::log(y / (1 - y)); };
+  for (const bool zero_gains : {false, true}) {
+    MatDNC m(c, DType::f64, 21);
+    m.build();
+    perturb_parameters(m, 0.8, 22);
+    Rng rng(23);
+    std::map<std::string, std::vector<double>> bias;
+    for (auto& p : m.params()) {
+      const std::string& name = p->name;
+      if (name.ends_with("/norm/gain")) p->value.fill(zero_gains ? 0.0 : 1.0);
+      if (name.ends_with("/norm/bias")) {
+        if (zero_gains) p->value = random_tensor(rng, p->value.shape());
+        else p->value.fill(0.0);
+        const std::string part = name.substr(4, name.size() - 4 - 10);  // dnc/<part>/norm/bias -> <part>
+        for (std::int64_t k = 0; k < p->value.numel(); ++k) bias[part].push_back(p->value.get(k));
+      }
+    }
+    const Sequence seq = random_sequence(m, 2, 3, 24);
+    Tape tape(DType::f64);
+    Unroller u(m, tape);
+    Recorder rec;
+    u.set_observer(&rec);
+    u.run(seq);
+    for (std::size_t t = 0; t < 3; ++t)
+      for (std::int64_t b = 0; b < 2; ++b) {
+        INFO((zero_gains ? "gains 0" : "gains 1, biases 0") << ", step " << t + 1 << ", sample " << b);
+        const auto get = [&](const std::string& name) { return row(rec, name, t, b); };
+        // (exposed name, parameter part, inverse of its activation)
+        const std::vector<std::tuple<std::string, std::string, std::function<double(double)>>> parts = {
+            {"read1/key", "read1/key", [](double y) { return y; }}, {"read1/beta", "read1/beta", softplus_inv},
+            {"read1/free", "read1/free", logit}, {"write1/key", "write/key", [](double y) { return y; }},
+            {"write1/beta", "write/beta", softplus_inv}, {"write1/erase", "write/erase", logit},
+            {"write1/add", "write/add", [](double y) { return y; }},
+            {"write1/allocation_gate", "write/allocation", logit}, {"write1/gate", "write/gate", logit}};
+        std::vector<double> z;
+        for (const auto& [exposed, part, inverse] : parts) {
+          const auto y = get(exposed);
+          REQUIRE(y.size() == bias.at(part).size());
+          for (std::size_t k = 0; k < y.size(); ++k) {
+            if (zero_gains) CHECK(inverse(y[k]) == Approx(bias.at(part)[k]).epsilon(1e-9).margin(1e-9));
+            z.push_back(inverse(y[k]));
+          }
+        }
+        const auto modes = get("read1/modes");
+        const double sum_modes = std::log(modes[0]) + std::log(modes[1]) + std::log(modes[2]);
+        if (zero_gains) {
+          const auto& bm = bias.at("read1/modes");
+          for (std::size_t k = 0; k < 3; ++k)
+            CHECK(std::log(modes[k]) - sum_modes / 3 == Approx(bm[k] - (bm[0] + bm[1] + bm[2]) / 3).epsilon(1e-9));
+          continue;
+        }
+        const double known = std::accumulate(z.begin(), z.end(), 0.0);
+        const double shift = -(known + sum_modes) / 3;  // the modes' constant that makes the mean 0
+        for (double mode : modes) z.push_back(std::log(mode) + shift);
+        double ss = 0;
+        for (double v : z) ss += v * v;
+        CHECK(ss / double(z.size()) == Approx(1.0).epsilon(1e-4));
+        const auto key = get("read1/key");
+        CHECK(std::abs(std::accumulate(key.begin(), key.end(), 0.0) / double(key.size())) > 1e-3);
+      }
+  }
 }
