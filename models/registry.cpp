@@ -173,6 +173,9 @@ const std::vector<ConfigKey> kDncKeys = {
     {"dnc.interface_norm", "false",
      "matdnc layer normalisation of the interface (Franke et al. 2018's rsDNC): all its parts normalised as one "
      "vector per sample, then a gain and bias per part, before their activations (models/dnc/matdnc.hpp)"},
+    {"dnc.read_fallback", "false",
+     "matdnc read weightings: what a head's forward and backward weightings do not place goes to its content "
+     "weighting, so every read weighting is a distribution (models/dnc/matdnc.hpp, step 8)"},
     {"dnc.cosine_eps", "1e-6",
      "matdnc content weightings' epsilon, under each norm's root and on their product as DeepMind's DNC (0: the "
      "MatNTM's cosine similarity, exact norms and 1e-8 on their product)",
@@ -262,6 +265,7 @@ std::unique_ptr<Model> dnc(const Config& c, const Task& t, DType dtype, std::uin
   dc.link_sharpness = c.flag("dnc.link_sharpness");
   dc.deallocation = c.flag("dnc.deallocation");
   dc.interface_norm = c.flag("dnc.interface_norm");
+  dc.read_fallback = c.flag("dnc.read_fallback");
   set_io(dc, t);
   return construct<MatDNC>("dnc.*", dc, dtype, seed);
 }

@@ -62,6 +62,8 @@ Var dnc_backward_weighting(Var link, Var read_weight_prev);
 /// A read head's weighting from its three modes (ops/dnc_read_weighting.cpp), in [N]'s order
 /// (backward, content, forward): w^r = π[0] b + π[1] c + π[2] f.  π:[B,3] (a softmax over 3), b, c, f:[B,N]
 /// -> [B,N]. [D] orders π as (backward, forward, content): permute its columns when porting weights.
-Var dnc_read_weighting(Var modes, Var backward, Var content, Var forward);
+/// `fallback`: what b and f do not place goes to content, w^r = π[0] b + π[2] f + (π[1] + π[0](1 − Σb) +
+/// π[2](1 − Σf)) c, a distribution whenever c is one (the MatDNC's dnc.read_fallback).
+Var dnc_read_weighting(Var modes, Var backward, Var content, Var forward, bool fallback = false);
 
 }  // namespace matmem

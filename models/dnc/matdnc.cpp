@@ -150,7 +150,7 @@ void MatDNC::step(Step& s) {
     Var forward = dnc_forward_weighting(links.link, w_read_prev[k]);
     Var backward = dnc_backward_weighting(links.link, w_read_prev[k]);
     if (c.link_sharpness) forward = sharpen(forward, sharp_forward[k]), backward = sharpen(backward, sharp_backward[k]);
-    w_read[k] = dnc_read_weighting(modes[k], backward, content_read, forward);
+    w_read[k] = dnc_read_weighting(modes[k], backward, content_read, forward, c.read_fallback);
     reads[k] = memory_read(m, w_read[k]);
     s.next(reads_[k].weighting, w_read[k]);
     s.next(reads_[k].read, reads[k]);

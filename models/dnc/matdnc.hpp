@@ -26,7 +26,13 @@
 //     p_t = (1 − Σ_i w^w_t[i]) p_{t−1} + w^w_t (dnc_temporal_links).
 //  8. read weightings: c^{r,i} = softmax(β^{r,i} cos(K^{r,i}, M_t(j))) on the written memory; forward
 //     f^i = L_t w^{r,i}_{t−1}, backward b^i = L_tᵀ w^{r,i}_{t−1}; w^{r,i}_t = π^i[0] b^i + π^i[1] c^{r,i} +
-//     π^i[2] f^i ([N]'s order of the modes; [D] orders them backward, forward, content).
+//     π^i[2] f^i ([N]'s order of the modes; [D] orders them backward, forward, content). Its mass is
+//     π^i[1] + π^i[0] Σb^i + π^i[2] Σf^i, and Σf^i, Σb^i ≤ Σw^{r,i}_{t−1} (L's rows and columns sum to at most 1),
+//     so from w^{r,i}_0 = 0 a head whose modes leave content reads nothing, and the gradients that could bring
+//     it back (π^i[1]'s through ⟨g, c⟩, the directions' through ⟨g, b⟩ and ⟨g, f⟩) vanish with what it reads:
+//     priority sort's MatDNC runs sat there at ln 2 for thousands of steps (models/results/dnc.md). With
+//     `read_fallback`, what the directions do not place goes to content: w^{r,i}_t = π^i[0] b^i + π^i[2] f^i +
+//     (π^i[1] + π^i[0] (1 − Σb^i) + π^i[2] (1 − Σf^i)) c^{r,i}, a distribution at every step.
 //  9. reads: R^i_t = Σ_j w^{r,i}_t(j) M_t(j) (memory_read).
 // 10. Y_t = mat(H_t, R_t^{1..R}) (the logits, with a bias as [D]), clipped to ±c too when `clip_logits`.
 // With `masked_lookup` (Csordás & Schmidhuber's masked lookup), every head also emits a mask
@@ -41,7 +47,7 @@
 // interface is layer-normalised as one vector before its parts' activations: with ξ every element of every
 // part of 2 (the masks' and exponents' too) for one sample, m and v its mean and variance,
 // ξ̂_k = γ_k ⊙ (ξ_k − m) / √(v + ε) + β_k, ε = 1e-6 as theirs, γ_k (start 1) and β_k (start 0) of part k's
-// shape (ops' layer_norm_joint). All four off by default.
+// shape (ops' layer_norm_joint). All four, and `read_fallback` (step 8), off by default.
 // cos is [D]'s: ⟨K, M(i)⟩_F / (|K| |M(i)| + ε), |x| = √(‖x‖_F² + ε), ε = `cosine_eps` (1e-6 as [D]), so a
 // near-empty slot's gradient is bounded by 1/√ε rather than growing as 1/‖M(i)‖_F; `cosine_eps` 0 gives the
 // MatNTM's form, exact norms and 1e-8 on their product ([N] states no ε).
@@ -96,6 +102,9 @@ struct DNCConfig {
   // Layer normalisation of the interface (Franke et al. 2018): every part of it normalised as one vector per
   // sample, then a gain and bias per part, before the activations.
   bool interface_norm = false;
+  // The read weighting's fallback: what a head's forward and backward weightings do not place goes to its
+  // content weighting (ops' dnc_read_weighting), so every read weighting is a distribution (step 8).
+  bool read_fallback = false;
   std::int64_t input_rows = 6, input_cols = 5, output_rows = 5, output_cols = 5;
 };
 

@@ -255,6 +255,31 @@ TEST_CASE("dnc_read_weighting mixes backward, content and forward in π's order,
   check_values(out[4], {0.3, 0.6, 0.9, 1, 1, 1}, 1e-15, "grad f");
 }
 
+TEST_CASE("dnc_read_weighting's fallback gives content what the directions do not place, by hand", "[ops][dnc]") {
+  // Sample 0: π = (0.2, 0.5, 0.3), b = (1, 0, 0) (Σ 1), c = (0, 0.4, 0.6), f = (0, 0, 0.5) (Σ 0.5):
+  //   κ = 0.5 + 0.2·0 + 0.3·0.5 = 0.65, w = 0.2 b + 0.65 c + 0.3 f = (0.2, 0.26, 0.54), Σ 1.
+  // Sample 1, the empty read: π = (0.5, 0, 0.5), b = f = 0, c = (0, 1, 0): the plain form reads nothing, the
+  //   fallback κ = 1, w = c.
+  const std::vector<Tensor> x = {weights(2, 3, {0.2, 0.5, 0.3, 0.5, 0, 0.5}), weights(2, 3, {1, 0, 0, 0, 0, 0}),
+                                 weights(2, 3, {0, 0.4, 0.6, 0, 1, 0}), weights(2, 3, {0, 0, 0.5, 0, 0, 0})};
+  // Upstream g = (1, 2, 3) | (1, 1, 1); G_c = ⟨g, c⟩ = 2.6 | 1.
+  //   grad π = (⟨g,b⟩ + (1 − Σb) G_c, G_c, ⟨g,f⟩ + (1 − Σf) G_c) = (1, 2.6, 1.5 + 1.3) | (1, 1, 1)
+  //   grad b = π_0 (g − G_c) = 0.2 (−1.6, −0.6, 0.4) | 0;  grad c = κ g = 0.65 (1, 2, 3) | (1, 1, 1)
+  //   grad f = π_2 (g − G_c) = 0.3 (−1.6, −0.6, 0.4) | 0
+  const std::vector<Tensor> out = forward_backward(
+      x, [](std::span<const Var> v) { return dnc_read_weighting(v[0], v[1], v[2], v[3], true); },
+      weights(2, 3, {1, 2, 3, 1, 1, 1}));
+  check_values(out[0], {0.2, 0.26, 0.54, 0, 1, 0}, 1e-15, "w^r");
+  check_values(out[1], {1, 2.6, 2.8, 1, 1, 1}, 1e-14, "grad π");
+  check_values(out[2], {-0.32, -0.12, 0.08, 0, 0, 0}, 1e-15, "grad b");
+  check_values(out[3], {0.65, 1.3, 1.95, 1, 1, 1}, 1e-15, "grad c");
+  check_values(out[4], {-0.48, -0.18, 0.12, 0, 0, 0}, 1e-15, "grad f");
+  // Without the fallback, sample 1 reads nothing.
+  const std::vector<Tensor> plain = forward_backward(
+      x, [](std::span<const Var> v) { return dnc_read_weighting(v[0], v[1], v[2], v[3]); }, weights(2, 3, {1, 2, 3, 1, 1, 1}));
+  check_values(plain[0], {0.2, 0.2, 0.45, 0, 0, 0}, 1e-15, "w^r without the fallback");
+}
+
 TEST_CASE("the DNC ops name themselves and the shapes when operands do not fit", "[ops][dnc][errors]") {
   Tape tape;
   Tensor w(DType::f32, weighting(4, 16)), w8(DType::f32, weighting(4, 8)), g(DType::f32, scalars(4)), g2(DType::f32, scalars(2));

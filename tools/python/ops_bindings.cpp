@@ -269,12 +269,12 @@ void bind_ops(py::module_& m) {
   MATMEM_BINARY(dnc_backward_weighting, link, read_weight_prev, "Lᵀ w: L [B,N,N], w [B,1,N] -> [B,1,N]");
   ops.def(
       "dnc_read_weighting",
-      [](V modes, V backward, V content, V forward) {
+      [](V modes, V backward, V content, V forward, bool fallback) {
         return wrap(tape_of("dnc_read_weighting", modes, backward, content, forward),
-                    dnc_read_weighting(modes.get(), backward.get(), content.get(), forward.get()));
+                    dnc_read_weighting(modes.get(), backward.get(), content.get(), forward.get(), fallback));
       },
-      py::arg("modes"), py::arg("backward"), py::arg("content"), py::arg("forward"),
-      "π_0 b + π_1 c + π_2 f: modes [B,1,3], b, c, f [B,1,N]");
+      py::arg("modes"), py::arg("backward"), py::arg("content"), py::arg("forward"), py::arg("fallback") = false,
+      "π_0 b + π_1 c + π_2 f: modes [B,1,3], b, c, f [B,1,N]; fallback: content also takes what b and f do not place");
 
   // Graphs: the batch lanes are a graph's nodes (ops/graph.hpp). A tape keeps the graph alive until clear().
   py::class_<Neighbours, std::shared_ptr<Neighbours>>(m, "Neighbours",
