@@ -458,6 +458,7 @@ std::unique_ptr<Model> make_model(const Config& config, const Task& task, DType 
   }
   auto model = it->second(config, task, dtype, std::uint64_t(config.integer("seed")));
   model->set_state_gradient_clip(config.num("clip.state_gradient"));  // its range: check_config
+  model->set_vector_u(config.str("model.vector_u") == "one" ? Model::VectorU::one : Model::VectorU::learned);
   model->build();
   return model;
 }

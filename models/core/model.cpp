@@ -63,6 +63,12 @@ void Model::declare_state(StateDecl d) {
   state_params_.push_back(p);
 }
 
+void Model::set_vector_u(VectorU u) {
+  if (built_ && u != vector_u_)
+    throw Error(fmt::format("model {}: vector_u is set before the parameters exist (build())", name_));
+  vector_u_ = u;
+}
+
 void Model::build() {
   if (built_) return;
   Tape tape(dtype());
@@ -144,7 +150,8 @@ Var Step::mat(std::string_view path, std::span<const NamedTerm> terms, std::int6
   if (terms.size() > mt.size()) throw Error(fmt::format("{}: at most {} terms", path, mt.size()));
   for (std::size_t k = 0; k < terms.size(); ++k) {
     const Shape x = terms[k].x.shape();  // a copy: parameter() may record a leaf, moving the tape's nodes
-    mt[k] = {terms[k].x, parameter(path, terms[k].name, "U", matmem::parameter(x.rows, rows)),
+    const bool unit = unit_u_.valid() && x.rows == 1 && rows == 1;
+    mt[k] = {terms[k].x, unit ? unit_u_ : parameter(path, terms[k].name, "U", matmem::parameter(x.rows, rows)),
              parameter(path, terms[k].name, "V", matmem::parameter(x.cols, cols))};
   }
   const Var b = bias ? parameter(path, "", "B", matmem::parameter(rows, cols), Init::Constant(*bias)) : Var{};
@@ -170,7 +177,8 @@ void Step::projections(NamedTerm x, std::span<const ProjectionSpec> p, std::span
     const std::size_t n = std::min(p.size() - first, Tape::kMaxOutputs);
     for (std::size_t k = 0; k < n; ++k) {
       const ProjectionSpec& q = p[first + k];
-      ops_p[k] = {parameter(q.path, x.name, "U", matmem::parameter(xs.rows, q.rows)),
+      const bool unit = unit_u_.valid() && xs.rows == 1 && q.rows == 1;
+      ops_p[k] = {unit ? unit_u_ : parameter(q.path, x.name, "U", matmem::parameter(xs.rows, q.rows)),
                   parameter(q.path, x.name, "V", matmem::parameter(xs.cols, q.cols)),
                   parameter(q.path, "", "B", matmem::parameter(q.rows, q.cols), Init::Constant(q.bias))};
     }
@@ -204,6 +212,7 @@ Var Step::stacked_v(std::span<const Projection> group) {
 void Step::begin_sequence(std::int64_t batch) {
   batch_ = batch;
   stacked_.clear();  // the stacks of the last pass are nodes of a cleared tape
+  unit_u_ = model_.vector_u_ == Model::VectorU::one ? tape_.constant(matmem::parameter(1, 1), 1.0) : Var{};
   for (std::size_t k = 0; k < model_.states_.size(); ++k) {
     const StateDecl& d = model_.states_[k];
     const Shape shape = with_batch(d.shape, batch);

@@ -111,6 +111,14 @@ class Model {
   void set_state_gradient_clip(double c) { state_gradient_clip_ = c; }
   double state_gradient_clip() const { return state_gradient_clip_; }  ///< c, 0: off
 
+  /// What U is in a map of a row into a row (Step::mat and Step::projections of x [B,1,c] into rows: every map
+  /// of a vector model): learned, a 1x1 scalar on x V (the matrix form's parameterisation, the default), or one,
+  /// held at 1 and no parameter, so y = x V + B, the plain linear map of vector networks (Graves' NTM's). Set
+  /// before the parameters exist (build()); config key model.vector_u.
+  enum class VectorU { learned, one };
+  void set_vector_u(VectorU u);  ///< throws once the parameters exist, if it would change
+  VectorU vector_u() const { return vector_u_; }  ///< learned or one
+
   /// Creates every parameter by running one step on a batch of one (called by run_sequence if needed).
   void build();
   bool built() const { return built_; }    ///< build() has run
@@ -134,6 +142,7 @@ class Model {
   Rng init_rng_;
   bool built_ = false;
   double state_gradient_clip_ = 0;
+  VectorU vector_u_ = VectorU::learned;
 };
 
 /// One term of Step::mat: a name for the parameters and the matrix it multiplies.
@@ -186,7 +195,8 @@ class Step {
   Var parameter(std::string_view path, std::string_view term, std::string_view leaf, Shape shape,
                 Init init = Init::Glorot());
   /// mat(x_1..x_k) = Σ_t U_tᵀ x_t V_t + B, giving [B, rows, cols]; U_t, V_t Glorot, B constant `bias`.
-  /// The parameters are `<path>/<term>/U`, `<path>/<term>/V` and `<path>/B`. `bias` std::nullopt: no B
+  /// The parameters are `<path>/<term>/U`, `<path>/<term>/V` and `<path>/B` (no U for a row into a row when
+  /// the model holds it at one, Model::VectorU). `bias` std::nullopt: no B
   /// (not created), Σ_t U_tᵀ x_t V_t alone — for a map followed by batch norm, whose mean cancels B.
   Var mat(std::string_view path, std::initializer_list<NamedTerm> terms, std::int64_t rows, std::int64_t cols,
           std::optional<double> bias = 0.0);
@@ -244,6 +254,7 @@ class Step {
   Var stacked_v(std::span<const Projection> group);
   std::vector<std::pair<std::uint32_t, Var>> stacked_;
   std::size_t stacked_request_ = 0;
+  Var unit_u_;  // this pass's constant 1 for a row map's U when the model holds it at one (Model::VectorU)
   std::string name_scratch_;
 };
 

@@ -202,6 +202,11 @@ std::vector<ConfigKey>& all_keys() {
        "the best parameters are not chosen on the test draw",
        {.min = 0}},
       {"model.layers", "\"15x15,15x15\"", "recurrent layers (controller layers for matntm, dense layers for gamma) as RxC, comma separated"},
+      {"model.vector_u", "\"learned\"",
+       "a map of a row into a row (every map of a vector model, rows 1): its 1x1 U learned, a scalar on x V (the "
+       "matrix form's parameterisation), or one: held at 1, y = x V + B, the plain linear map of vector networks "
+       "such as Graves' NTM (models/core/model.hpp)",
+       {.choices = {"learned", "one"}}},
   };
   // Each built-in model's keys (lstm.*, rnn.*, ffn.*, gamma.*, fw.*, irnn.*, cln.*, ntm.*, controller.*, dnc.*)
   // are declared beside its factory, in models/registry.cpp.
