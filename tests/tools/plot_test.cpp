@@ -464,3 +464,45 @@ TEST_CASE("plot: the inspect sheet draws a window past the last slot with the sl
     CHECK(std::count(texts.begin(), texts.end(), std::string(number)) == 1);
   for (int past = 120; past <= 127; ++past) CHECK(std::count(texts.begin(), texts.end(), std::to_string(past)) == 0);
 }
+
+TEST_CASE("plot: the inspect sheet of 5 + 5 heads draws every weighting, four to a row", "[plot]") {
+  // Graves' priority sort's heads: ten panels, which in one row left each no room for its axes (PLplot refused
+  // the viewport and the picture lost its panels).
+  const fs::path dir = fresh_dir("plot_inspect_heads");
+  InspectData d;
+  d.title = "ten heads";
+  const Matrix frame{1, 8, {0, 1, 1, 0, 1, 0, 0, 1}};
+  d.inputs.assign(6, frame);
+  d.target_steps = {4, 5};
+  d.targets = d.outputs = {frame, frame};
+  for (const char* kind : {"read", "write"})
+    for (int h = 1; h <= 5; ++h) {
+      InspectData::Weighting w{fmt::format("{}{}/weighting", kind, h),
+                               std::vector<std::vector<double>>(6, std::vector<double>(32, 0.0))};
+      for (int t = 0; t < 6; ++t) w.w[std::size_t(t)][std::size_t(h + t)] = 1;
+      d.weightings.push_back(w);
+    }
+  d.memory.assign(6, std::vector<Matrix>(32, frame));
+  for (const char* ext : {"sheet.svg", "sheet.png"}) CHECK_NOTHROW(inspect_sheet(dir / ext, d));
+  const std::string svg = file_bytes(dir / "sheet.svg");
+  REQUIRE(svg_well_formed(svg));
+  const std::vector<std::string> texts = svg_texts(svg);
+  for (const char* kind : {"read", "write"})
+    for (int h = 1; h <= 5; ++h) {
+      const std::string title = fmt::format("{} head {} weighting (slots", kind, h);
+      INFO(title);
+      CHECK(std::count_if(texts.begin(), texts.end(), [&](const std::string& t) { return t.rfind(title, 0) == 0; }) == 1);
+    }
+}
+
+TEST_CASE("plot: a drawing PLplot refuses is an error naming the picture, not a picture with parts missing",
+          "[plot]") {
+  const fs::path dir = fresh_dir("plot_refused");
+  Heatmap m;
+  m.rows = 2, m.cols = 2, m.values = {0, 1, 1, 0};
+  m.colour_bar = true;
+  m.axes = true;
+  Figure f(dir / "narrow.svg", 600, 500);
+  f.heatmap({0.40, 0.42, 0, 1}, m);  // 12 pixels wide: no room for the axes and the colour bar
+  CHECK_THROWS_WITH(f.finish(), Catch::Contains("PLplot could not draw all of") && Catch::Contains("narrow.svg"));
+}

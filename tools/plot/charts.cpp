@@ -274,19 +274,20 @@ std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const Insp
     if (!d.target_steps.empty() && input_end >= 1 && input_end - 1 < end) link_steps.push_back(input_end - 1);
     link_steps.push_back(end);
   }
-  // Below the frames, a row of heatmaps; a DNC's (usage, allocation, weightings, links) three to a row.
+  // Below the frames, rows of heatmaps: a DNC's (usage, allocation, weightings, links) three to a row, a
+  // MatNTM's weightings up to four (Graves' priority sort's 5 + 5 heads: three rows).
   const bool dnc = !link_steps.empty() || !d.slot_states.empty();
   const std::size_t panels = d.slot_states.size() + d.weightings.size() + link_steps.size();
-  const std::size_t columns = dnc ? 3 : std::max<std::size_t>(1, panels);
+  const std::size_t columns = dnc ? 3 : std::clamp<std::size_t>(panels, 1, 4);
   const std::size_t panel_rows = heat ? (panels + columns - 1) / columns : 0;
   const double title_h = 56, heat_h = heat ? (dnc ? 430 : 470) : 0, row_gap = 24, note_h = heat ? 0 : 40;
   double H = title_h + double(panel_rows) * heat_h + double(panel_rows > 1 ? panel_rows - 1 : 0) * row_gap + note_h + 20;
   for (const auto& r : rows) H += r.second + 14;
   const int height = int(std::ceil(H));
   Figure fig(out, W, height);
-  // PLplot's text grows with the page's height: a DNC's taller sheet keeps the text of a MatNTM's (about 940
-  // pixels high), which leaves its narrower panels room.
-  if (dnc && height > 940) fig.scale_text(940.0 / double(height));
+  // PLplot's text grows with the page's height: a sheet of several rows of panels keeps the text of a
+  // one-row MatNTM's (about 940 pixels high), which leaves its narrower panels room.
+  if ((dnc || panel_rows > 1) && height > 940) fig.scale_text(940.0 / double(height));
   auto nx = [&](double px) { return px / W; };
   auto ny = [&](double px_from_top) { return 1.0 - px_from_top / double(height); };
   fig.text(0.5, ny(34), d.title, 0.95, 0.5);
@@ -299,7 +300,8 @@ std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const Insp
     if (!label.empty()) fig.text(nx(x0 + frame_w / 2), ny(top + frame_h(m) + 18), label, 0.75, 0.5);
   };
   for (const auto& [name, h] : rows) {
-    fig.text(nx(12), ny(y + h / 2 + 5), name, 0.85, 0.0);
+    // A row with numbers under its frames: the name beside the frames, apart from the numbers' "slot:".
+    fig.text(nx(12), ny(y + (name == "memory" ? (h - label_h) / 2 : h / 2) + 5), name, 0.85, 0.0);
     if (name == "memory") fig.text(nx(12), ny(y + h - 8), "slot:", 0.75, 0.0);
     if (name == "input")
       for (std::int64_t t = 0; t < T; ++t) frame(d.inputs[std::size_t(t)], t, y, fmt::format("{}", t), 0, 1);
@@ -346,6 +348,7 @@ std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const Insp
     h.title = state ? fmt::format("{} (slots {} of {})", wt.name, slot_ranges(first, last, slots), slots)
                     : fmt::format("{} weighting (slots {} of {})", head, slot_ranges(first, last, slots), slots);  // the tests look for this
     h.x_label = "time step";
+    if (columns > 3) h.x_ticks = 4;  // a quarter of the width: fewer numbers, apart
     h.y_label = "memory slot";
     h.colour_bar = true;
     maps.push_back(std::move(h));

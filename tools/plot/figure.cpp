@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 #include <fmt/format.h>
 #include <plplot/plplot.h>
@@ -19,6 +20,12 @@
 
 namespace matmem::tools::plot {
 namespace {
+// PLplot's first refusal of a drawing call since the figure was opened (plabort: a viewport with no room, say),
+// which it would otherwise print and go on from, leaving a picture with parts missing; Figure::finish throws it.
+thread_local std::string plplot_refusal;
+void record_refusal(PLCHAR_VECTOR message) {
+  if (plplot_refusal.empty()) plplot_refusal = message ? message : "no message";
+}
 
 // cmap0 entries: 0 background, 1 axes and text, 2 grid, 3..10 line colours, 11..18 the same translucent.
 constexpr int kInk = 1, kGrid = 2, kLine = 3, kBand = 11, kPalette = 8;
@@ -254,6 +261,8 @@ Figure::Figure(std::filesystem::path path, int width, int height)
     std::ofstream probe(path_, std::ios::binary | std::ios::trunc);
     if (!probe) throw Error(fmt::format("cannot write {}: {}", path_.string(), std::strerror(errno)));
   }
+  plplot_refusal.clear();
+  plsabort(record_refusal);
   PLINT stream = 0;
   plmkstrm(&stream);
   stream_ = stream;
@@ -308,6 +317,10 @@ void Figure::finish() {
   select();
   plend1();
   open_ = false;
+  if (!plplot_refusal.empty()) {
+    const std::string why = std::exchange(plplot_refusal, {});
+    throw Error(fmt::format("PLplot could not draw all of {}: {}", path_.string(), why));
+  }
   std::error_code ec;
   if (std::filesystem::file_size(path_, ec) == 0 || ec)
     throw Error(fmt::format("PLplot wrote nothing to {}", path_.string()));
