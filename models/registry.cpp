@@ -21,6 +21,7 @@
 #include "matmem/models/tasks/graph.hpp"
 #include "matmem/models/tasks/keep_discard.hpp"
 #include "matmem/models/tasks/mackey_glass.hpp"
+#include "matmem/models/tasks/flat_frames.hpp"
 #include "matmem/models/tasks/ngrams.hpp"
 #include "matmem/models/tasks/priority_sort.hpp"
 #include "matmem/models/tasks/repeat_copy.hpp"
@@ -487,8 +488,8 @@ std::vector<std::string> task_names() {
   return names;
 }
 
-std::unique_ptr<Task> make_task(const Config& c) {
-  check_config(c);
+namespace {
+std::unique_ptr<Task> make_unflattened_task(const Config& c) {
   const std::string name = c.str("task");
   for (const auto& [n, factory] : task_factories())
     if (n == name) return factory(c);
@@ -582,6 +583,15 @@ std::unique_ptr<Task> make_task(const Config& c) {
   std::string known;
   for (const std::string& n : task_names()) known += (known.empty() ? "" : ", ") + n;
   throw Error(fmt::format("config: unknown task {} (known: {})", name, known));
+}
+}  // namespace
+
+std::unique_ptr<Task> make_task(const Config& c) {
+  check_config(c);
+  std::unique_ptr<Task> task = make_unflattened_task(c);
+  const std::string name = c.str("task");
+  if (!c.flag("task.flatten") || name == "fashion_mnist" || name == "fashion_mnist_ae") return task;
+  return std::make_unique<FlatFrames>(std::move(task));  // refuses what it cannot flatten, saying why
 }
 
 }  // namespace matmem

@@ -165,7 +165,10 @@ std::vector<ConfigKey>& all_keys() {
        {.min = 0}},
       {"task.split_seed", "1", "fashion_mnist: seed of the train/validation/test split (the run's seed orders the epochs)",
        {.min = 0}},
-      {"task.flatten", "false", "fashion_mnist: frames 1x784 (the vector nets' input) instead of the 28x28 image"},
+      {"task.flatten", "false",
+       "every input frame and target one row, 1 x r·c (models/tasks/flat_frames.hpp): a vector model then maps each "
+       "element with weights of its own, as Graves' NTM its input channels; fashion_mnist: images 1x784 instead of "
+       "28x28. Not for class targets or data read from files"},
       {"task.noise", "0.2", "fashion_mnist_ae: training inputs have each pixel set to 0 with this probability",
        {.min = 0, .max = 1, .below = true}},
       {"task.data", "\"\"",
