@@ -79,8 +79,12 @@ void cells(Shapes& p, const std::string& prefix, const std::string& kind, const 
 Shapes expected_parameters(const json& s) {
   const std::string model = s.at("model"), task = s.at("task");
   const std::int64_t rows = s.at("task.rows"), cols = s.at("task.cols");
-  REQUIRE((task == "copy" || task == "recall" || task == "priority_sort"));
-  const Sizes in{rows + (task == "copy" ? 1 : 2), cols}, out{rows, cols};  // a delimiter row, or two
+  REQUIRE((task == "copy" || task == "recall" || task == "priority_sort" || task == "repeat_copy" || task == "ngrams"));
+  // A delimiter row (copy), or two (recall, priority sort, repeat copy's delimiter and count); repeat copy's
+  // output an end-marker row more; N-grams one bit in and out.
+  const bool ngrams = task == "ngrams";
+  const Sizes in{ngrams ? 1 : rows + (task == "copy" ? 1 : 2), ngrams ? 1 : cols},
+      out{ngrams ? 1 : rows + (task == "repeat_copy" ? 1 : 0), ngrams ? 1 : cols};
   const std::vector<Sizes> layers = layer_sizes(s.at("model.layers"));
   Shapes p;
   if (model == "matrnn") {
@@ -162,7 +166,9 @@ TEST_CASE("bench configs: every description pins the model, task, batch, optimis
   const std::map<std::string, std::vector<std::string>> task_keys = {
       {"copy", {"task.min_length", "task.max_length"}},
       {"recall", {"task.min_items", "task.max_items", "task.item_matrices"}},
-      {"priority_sort", {"task.inputs", "task.outputs"}}};
+      {"priority_sort", {"task.inputs", "task.outputs"}},
+      {"repeat_copy", {"task.min_length", "task.max_length", "task.min_repeats", "task.max_repeats"}},
+      {"ngrams", {"task.order", "task.bits"}}};
   std::vector<std::string> names;
   for (const json& c : bench_configs()) {
     const json& s = c.at("settings");
@@ -217,5 +223,5 @@ TEST_CASE("bench configs: each graves-* configuration is its models/configs file
     }
     ++mirrored;
   }
-  CHECK(mirrored == 5);
+  CHECK(mirrored == 8);
 }
