@@ -4,6 +4,7 @@
 #include <regex>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "matmem/tests/tools/command.hpp"
 #include "matmem/tests/tools/plot_check.hpp"
@@ -142,6 +143,24 @@ TEST_CASE("inspect command: a task sized otherwise than by length or items draws
   const std::string two = inspect_svg("--checkpoint kd2", "kd2.svg", dir);
   CHECK(svg_has_text(two, "link matrix L at step 10 (end of the input)"));
   CHECK(svg_has_text(two, "link matrix L at step 12 (the last step)"));
+}
+
+TEST_CASE("inspect command: a run on frames as rows (task.flatten) draws them in the task's own shapes", "[plot]") {
+  // The same task and sequence with and without task.flatten: the sheets are the same size only if the flat
+  // frames (1x12 in, 1x9 out) are drawn as the 4x3 and 3x3 frames they hold.
+  const fs::path dir = fresh_dir("plot_inspect_flat");
+  for (const char* flat : {"false", "true"}) {
+    const CommandResult t = run_matmem(fmt::format("train --task repeat_copy --steps 2 --set batch=2 --set task.rows=2 "
+                                                   "--set task.cols=3 --set ntm.slots=12 --set task.flatten={} --out {}",
+                                                   flat, flat),
+                                       dir, 300);
+    INFO(t.output);
+    REQUIRE(t.status == 0);
+    const CommandResult i = run_matmem(fmt::format("inspect --checkpoint {} --length 3 --out {}.png", flat, flat), dir);
+    INFO(i.output);
+    REQUIRE(i.status == 0);
+  }
+  CHECK(png_header(dir / "true.png").height == png_header(dir / "false.png").height);
 }
 
 TEST_CASE("eval --plot: one line per checkpoint, named in the legend, capacity --plot writes its curves", "[plot]") {

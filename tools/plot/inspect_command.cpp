@@ -13,6 +13,7 @@
 
 #include "matmem/models/tasks/tasks.hpp"
 #include "matmem/models/training/rules/best_parameters.hpp"
+#include "matmem/models/tasks/flat_frames.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/tools/options.hpp"
 #include "matmem/tools/plot/charts.hpp"
@@ -89,6 +90,13 @@ void run(const Options& o) {
       bits += double((y.values[i] > 0.5) != (d.targets.back().values[i] > 0.5));
     }
     d.outputs.push_back(std::move(y));
+  }
+  // A task with its frames as rows (task.flatten) is drawn in its own frames' shapes: row i·c + j is X_ij.
+  if (const auto* flat = dynamic_cast<const FlatFrames*>(&task)) {
+    const Task& inner = flat->inner();
+    for (plot::Matrix& x : d.inputs) x.rows = inner.input_rows(), x.cols = inner.input_cols();
+    for (auto* frames : {&d.targets, &d.outputs})
+      for (plot::Matrix& y : *frames) y.rows = inner.output_rows(), y.cols = inner.output_cols();
   }
   const std::string model = trainer->config().str("model");
   // The picture's title is what fits its width; the terminal's line says which parameters and when.
