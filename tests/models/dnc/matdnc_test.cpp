@@ -162,6 +162,17 @@ TEST_CASE("DeepMind's stop-gradient on the usage: the same loss, a gradient exac
 
 namespace {
 // Sample b's values of an exposed tensor at step t, in the order (slot, row, column).
+// Runs `m` over `seq` on a float64 tape without gradients, keeping every exposed tensor.
+Recorder run_recorded(MatDNC& m, const Sequence& seq) {
+  Tape tape(DType::f64);
+  NoGrad no_grad(tape);
+  Unroller u(m, tape);
+  Recorder rec;
+  u.set_observer(&rec);
+  u.run(seq);
+  return rec;
+}
+
 std::vector<double> row(const Recorder& rec, const std::string& name, std::size_t t, std::int64_t b) {
   const Tensor& x = rec.seen.at(name).at(t);
   const Shape& s = x.shape();
@@ -209,12 +220,7 @@ TEST_CASE("MatDNC's usage, allocation, write, links and reads match the equation
     MatDNC m(c, DType::f64, 11);
     m.build();
     perturb_parameters(m, 0.8, 12);
-    const Sequence seq = random_sequence(m, 2, 3, 13);
-    Tape tape(DType::f64);
-    Unroller u(m, tape);
-    Recorder rec;
-    u.set_observer(&rec);
-    u.run(seq);
+    const Recorder rec = run_recorded(m, random_sequence(m, 2, 3, 13));
     constexpr std::size_t N = 3, W = 2, R = 2, T = 3;
     for (std::int64_t b = 0; b < 2; ++b) {
       std::vector<double> usage(N, 0), ww(N, 0), p(N, 0), mem(N * W, 0), link(N * N, 0);
@@ -486,12 +492,7 @@ TEST_CASE("MatDNC's interface normalisation: one vector per sample, then each pa
         for (std::int64_t k = 0; k < p->value.numel(); ++k) bias[part].push_back(p->value.get(k));
       }
     }
-    const Sequence seq = random_sequence(m, 2, 3, 24);
-    Tape tape(DType::f64);
-    Unroller u(m, tape);
-    Recorder rec;
-    u.set_observer(&rec);
-    u.run(seq);
+    const Recorder rec = run_recorded(m, random_sequence(m, 2, 3, 24));
     for (std::size_t t = 0; t < 3; ++t)
       for (std::int64_t b = 0; b < 2; ++b) {
         INFO((zero_gains ? "gains 0" : "gains 1, biases 0") << ", step " << t + 1 << ", sample " << b);
