@@ -34,6 +34,12 @@ Var get_or_none(const OptV& v) { return v ? v->get() : Var{}; }
 void add_all(std::vector<const PyVar*>& ptrs, const std::vector<PyVar>& vs) {
   for (const PyVar& v : vs) ptrs.push_back(&v);
 }
+// tape_of for an op whose operands are one list.
+std::shared_ptr<TapeRef> tape_of_list(const char* op, const std::vector<PyVar>& parts) {
+  std::vector<const PyVar*> ptrs;
+  add_all(ptrs, parts);
+  return common_tape(op, ptrs);
+}
 std::vector<Var> gets(const std::vector<PyVar>& vs) {
   std::vector<Var> out;
   for (const PyVar& v : vs) out.push_back(v.get());
@@ -159,27 +165,21 @@ void bind_ops(py::module_& m) {
   ops.def(
       "stack_rows",
       [](const std::vector<PyVar>& parts) {
-        std::vector<const PyVar*> ptrs;
-        add_all(ptrs, parts);
-        const auto ref = common_tape("stack_rows", ptrs);
+        const auto ref = tape_of_list("stack_rows", parts);
         return wrap(ref, stack_rows(gets(parts)));
       },
       py::arg("parts"), "the parts' rows one below the other: a list of 1 to 64 [B,r_k,c] -> [B,Σr_k,c]");
   ops.def(
       "stack_columns",
       [](const std::vector<PyVar>& parts) {
-        std::vector<const PyVar*> ptrs;
-        add_all(ptrs, parts);
-        const auto ref = common_tape("stack_columns", ptrs);
+        const auto ref = tape_of_list("stack_columns", parts);
         return wrap(ref, stack_columns(gets(parts)));
       },
       py::arg("parts"), "the parts' columns side by side: a list of 1 to 64 [B,r,c_k] -> [B,r,Σc_k]");
   ops.def(
       "layer_norm_moments",
       [](const std::vector<PyVar>& parts, double eps) {
-        std::vector<const PyVar*> ptrs;
-        add_all(ptrs, parts);
-        const auto ref = common_tape("layer_norm_moments", ptrs);
+        const auto ref = tape_of_list("layer_norm_moments", parts);
         return wrap(ref, layer_norm_moments(gets(parts), eps));
       },
       py::arg("parts"), py::arg("eps") = 1e-6,
@@ -188,9 +188,7 @@ void bind_ops(py::module_& m) {
   ops.def(
       "layer_norm_joint",
       [](const std::vector<PyVar>& parts, double eps) {
-        std::vector<const PyVar*> ptrs;
-        add_all(ptrs, parts);
-        const auto ref = common_tape("layer_norm_joint", ptrs);
+        const auto ref = tape_of_list("layer_norm_joint", parts);
         std::vector<Var> out(parts.size());
         layer_norm_joint(gets(parts), out, eps);
         std::vector<PyVar> result;
