@@ -13,6 +13,7 @@
 #include "matmem/runtime/blas.hpp"
 
 #include <array>
+#include <cstring>
 #include <vector>
 
 #include <cblas.h>
@@ -141,5 +142,24 @@ void gemm<double>(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t
 }
 
 void use_single_thread() { openblas_set_num_threads(1); }
+
+const char* core_name() {
+  const char* name = openblas_get_corename();
+  return name ? name : "unknown";
+}
+
+const char* fitting_core() {
+#if defined(__x86_64__)
+  if (std::strcmp(core_name(), "Prescott") != 0 && std::strcmp(core_name(), "prescott") != 0) return nullptr;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512bf16")) return "Cooperlake";
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+  if (__builtin_cpu_supports("avx")) return "Sandybridge";
+#endif
+  return nullptr;
+}
 
 }  // namespace matmem::blas

@@ -460,7 +460,8 @@ int bench_train(const Options& o) {
   CoreLimits limits;
   if (o.profile) limits = {peak, fma_peak_gflops(), l2_stream_gbps()};
   fmt::print("training steps (forward, backward, clip, optimiser), float32, {}{}; single-core SGEMM peak "
-             "(1024^3) {:.1f} GFLOP/s\n", threads_text(o.threads), sets_text(o), peak);
+             "(1024^3) {:.1f} GFLOP/s, OpenBLAS's {} kernels\n", threads_text(o.threads), sets_text(o), peak,
+             blas::core_name());
   fmt::print("{:<30} {:>6} {:>10} {:>9} {:>9} {:>11} {:>9} {:>9}\n", "config", "steps", "ms median", "ms min",
              "ms max", "sequences/s", "GFLOP/s", "RSS MiB");
   std::vector<std::function<void()>> profiles;  // printed after the table

@@ -174,6 +174,9 @@ void bench_machine(std::FILE* csv) {
                             : fmt::format("{}", fmt::join(caches, ", ")));
   fmt::print("peaks (float32): multiply-add loop {:.1f} GFLOP/s, SGEMM 1024^3 {:.1f} GFLOP/s\n", fma_peak_gflops(),
              sgemm_peak_gflops());
+  const char* chosen = std::getenv("OPENBLAS_CORETYPE");
+  fmt::print("OpenBLAS kernels: {}{}\n", blas::core_name(),
+             chosen ? fmt::format(" (OPENBLAS_CORETYPE={})", chosen) : std::string(" (chosen by OpenBLAS)"));
   fmt::print("bandwidth, GB/s of bytes read + written (best of 3 passes of ~256 MiB):\n");
   fmt::print("{:>12} {:>9} {:>9} {:>9}\n", "working set", "read", "write", "copy");
   if (csv) fmt::print(csv, "bytes,read_gbs,write_gbs,copy_gbs\n");

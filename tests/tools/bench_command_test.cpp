@@ -1,8 +1,10 @@
 // `matmem bench machine`: this core's caches (as /sys, or a MATMEM_SYSFS_ROOT, lists them), peaks and
 // bandwidth, printed and written to --csv; `bench train --threads`: where a step's time goes between its parts.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "matmem/runtime/blas.hpp"
 #include "matmem/runtime/sysfs.hpp"
 #include "matmem/tests/tools/command.hpp"
 
@@ -50,11 +53,12 @@ std::string bench_machine(const fs::path& dir, const std::string& env = "") {
   return r.output;
 }
 
-// The line `caches: ...` of bench machine's output.
-std::string caches_line(const std::string& output) {
-  const auto at = output.find("\ncaches: ");
+// The line of bench machine's output that starts with `start`.
+std::string line_of(const std::string& output, const std::string& start) {
+  const auto at = output.find("\n" + start);
   return at == std::string::npos ? "" : output.substr(at + 1, output.find('\n', at + 1) - at - 1);
 }
+std::string caches_line(const std::string& output) { return line_of(output, "caches: "); }
 
 // A file of a sysfs tree under `root`, with `text` in it.
 void write_sysfs(const fs::path& root, const std::string& file, const std::string& text) {
@@ -73,6 +77,29 @@ TEST_CASE("bench machine: this machine's caches as /sys lists them, both peaks a
     CHECK(caches == "caches: not listed in " + matmem::sysfs_path("devices/system/cpu/cpu0/cache"));
   else
     CHECK_THAT(caches, Contains("caches: L1d ") && Contains(" KiB (cpus ") && Contains("L2 "));
+}
+
+// This test process was not restarted: its OpenBLAS runs the kernels OpenBLAS chose itself (unless the
+// environment names some), which the command replaces only where they are the Prescott fallback.
+TEST_CASE("bench machine: the command runs OpenBLAS's own kernels, or this CPU's where OpenBLAS took it for a "
+          "Prescott, or the ones OPENBLAS_CORETYPE names", "[tools][bench]") {
+  const fs::path dir = fresh_dir("bench_machine_kernels");
+  if (const char* set = std::getenv("OPENBLAS_CORETYPE"); set && *set) {
+    WARN("skipped: OPENBLAS_CORETYPE=" << set << " chose this process's kernels, so what OpenBLAS chooses is unknown");
+    return;
+  }
+  const char* fitting = matmem::blas::fitting_core();
+  const std::string own = bench_machine(dir, "env -u OPENBLAS_CORETYPE");
+  INFO(own);
+  if (fitting)  // OpenBLAS took this CPU for a Prescott: the command restarted itself with the fitting kernels
+    CHECK(line_of(own, "OpenBLAS kernels: ") ==
+          fmt::format("OpenBLAS kernels: {} (OPENBLAS_CORETYPE={})", fitting, fitting));
+  else
+    CHECK(line_of(own, "OpenBLAS kernels: ") ==
+          fmt::format("OpenBLAS kernels: {} (chosen by OpenBLAS)", matmem::blas::core_name()));
+  const std::string named = bench_machine(dir, "OPENBLAS_CORETYPE=Prescott");
+  INFO(named);
+  CHECK(line_of(named, "OpenBLAS kernels: ") == "OpenBLAS kernels: Prescott (OPENBLAS_CORETYPE=Prescott)");
 }
 
 TEST_CASE("bench machine: under a MATMEM_SYSFS_ROOT that lists no caches, says so and measures the rest",

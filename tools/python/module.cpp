@@ -1,6 +1,7 @@
 // The extension module _matmem, which the package matmem (tools/python/matmem) re-exports.
 #include <pybind11/pybind11.h>
 
+#include "matmem/runtime/blas.hpp"
 #include "matmem/runtime/error.hpp"
 #include "matmem/runtime/isa.hpp"
 #include "matmem/tools/python/bindings.hpp"
@@ -49,6 +50,12 @@ PYBIND11_MODULE(_matmem, m) {
   using namespace matmem::python;
   m.doc() = "matmem's C++ core (libmatmem): tapes, ops, gradcheck; import the package matmem instead.";
   m.attr("__version__") = matmem::version();
+  m.def("openblas_kernels", [] { return std::string(matmem::blas::core_name()); },
+        "The kernels OpenBLAS runs (its openblas_get_corename()).");
+  m.def("fitting_openblas_kernels", []() -> py::object {
+    const char* core = matmem::blas::fitting_core();
+    return core ? py::object(py::str(core)) : py::object(py::none());
+  }, "The OPENBLAS_CORETYPE for this CPU when OpenBLAS took it for a Prescott, else None.");
   bind_errors(m);
   bind_tape(m);
   bind_ops(m);

@@ -6,8 +6,24 @@ Arrays are numpy float32 or float64, C-contiguous, [B,r,c] (a batch of matrices;
 from ._matmem import (Error, GradcheckReport, Neighbours, NoGrad, NumericError, Parameter, ParameterStore,
                       PythonOp, ShapeError, Tape, Var, __version__, gradcheck, gradcheck_op, op_names)
 from ._matmem import register_op as _register_op
+from ._matmem import fitting_openblas_kernels as _fitting_openblas_kernels
 from . import ops
 from ._matmem import (Config, ChainLink, Init, Model, Step, Task, Trainer, capacity, make_model, model_names, register_config_key, register_model, run_steps, task_names)  # noqa: E501 models and training
+
+
+def _check_openblas_kernels():
+    # OpenBLAS chooses its kernels as it is loaded; one that does not know this CPU's model runs its SSE3
+    # (Prescott) ones, SGEMM at a fifth of the rate on an AVX-512 CPU. The matmem command restarts itself with
+    # OPENBLAS_CORETYPE set; a Python process has loaded OpenBLAS by now, so it can only say so.
+    core = _fitting_openblas_kernels()
+    if core:
+        import warnings
+        warnings.warn(f"OpenBLAS runs its Prescott (SSE3) kernels on this CPU, a model it does not know; start Python "
+                      f"with OPENBLAS_CORETYPE={core} in the environment for this CPU's own (GEMMs several times "
+                      f"faster)", RuntimeWarning, stacklevel=3)
+
+
+_check_openblas_kernels()
 
 
 def register_op(name, forward, backward, *, output_shape=None, sample_shapes, sample_range=(-1.0, 1.0),
