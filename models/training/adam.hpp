@@ -17,14 +17,15 @@ struct AdamOptions {
 class Adam : public Optimizer {
  public:
   Adam(ParameterStore& params, AdamOptions options = {});
-  void step() override;
   const char* name() const override { return "adam"; }
   std::map<std::string, Tensor*> state_tensors() override;
 
  private:
-  struct State {
+  bool compute_update() override;
+  struct State {  // a parameter's state, and the buffers its next values go to
     Parameter* param;
     Tensor exp_avg, exp_avg_sq;
+    Tensor value_next, exp_avg_next, exp_avg_sq_next;
   };
   AdamOptions options_;
   std::vector<State> state_;

@@ -20,8 +20,13 @@ namespace matmem {
 void Trainer::save(const std::string& dir) const {
   std::filesystem::create_directories(dir);
   const std::string path = (std::filesystem::path(dir) / "checkpoint.safetensors").string();
-  if (const std::string* bad = nonfinite_update())
-    throw TrainingError(fmt::format("checkpoint {}: not written: {} holds a NaN or Inf", path, *bad));
+  const auto refuse = [&](const std::string& what) {
+    throw TrainingError(fmt::format("checkpoint {}: not written: {} holds a NaN or Inf", path, what));
+  };
+  for (const auto& p : model_->params())
+    if (!p->value.all_finite()) refuse("parameter " + p->name);
+  for (const auto& [name, t] : optimizer_->state_tensors())
+    if (!t->all_finite()) refuse("optimiser state " + name);
   TensorFile f;
   for (const auto& p : model_->params()) f.tensors.emplace("param/" + p->name, p->value);
   for (const auto& [name, t] : optimizer_->state_tensors()) f.tensors.emplace("optim/" + name, *t);

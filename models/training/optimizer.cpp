@@ -1,5 +1,7 @@
 #include "matmem/models/training/optimizer.hpp"
 
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "matmem/models/training/adam.hpp"
@@ -9,6 +11,22 @@
 #include "matmem/runtime/error.hpp"
 
 namespace matmem {
+
+void Optimizer::writes(std::string what, Tensor& current, Tensor& next) {
+  next = Tensor(current.dtype(), current.shape());
+  written_.push_back({std::move(what), &current, &next});
+}
+
+std::optional<std::string> Optimizer::step() {
+  if (!compute_update()) {
+    for (const Written& w : written_)
+      if (!w.next->all_finite()) return w.what;
+    return std::string("a value");  // flagged but not found: the flag errs on the side of refusing
+  }
+  for (Written& w : written_) std::swap(*w.current, *w.next);
+  ++steps_;
+  return std::nullopt;
+}
 
 std::unique_ptr<Optimizer> make_optimizer(const Config& c, ParameterStore& params) {
   const std::string name = c.str("optimizer");

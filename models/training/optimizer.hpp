@@ -1,11 +1,19 @@
 /// @file
 /// Optimiser interface: one update from the gradients held by the parameters, with state keyed by
 /// parameter name (so a checkpoint stores and restores it by name, never by position).
+///
+/// An update is taken whole or not at all. Each tensor it writes (the parameters' values, the optimiser's
+/// state) has a second buffer; the update computes every new value into those from the current ones, and
+/// only when all of them are finite are the two buffers of each tensor swapped. So an update that would
+/// overflow changes nothing, without a copy of everything kept for a rollback or a pass to look for
+/// non-finite values (the kernels flag them as they write).
 #pragma once
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "matmem/autodiff/parameters.hpp"
 
@@ -17,8 +25,11 @@ class Config;
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  /// One update of every parameter from the gradient it holds.
-  virtual void step() = 0;
+  /// One update of every parameter from the gradient it holds. Returns nothing when it was taken; when a new
+  /// value would not be finite nothing changes (values, state, steps()) and it returns what the update would
+  /// have made non-finite: "parameter NAME", or "optimiser state NAME/SLOT" (the first such, parameters in
+  /// their order, then the state in state_tensors()' order).
+  std::optional<std::string> step();
   virtual const char* name() const = 0;  ///< "rmsprop", "adam", "sgd"
   /// Every state tensor, as "<parameter>/<slot>" -> tensor (for checkpoints).
   virtual std::map<std::string, Tensor*> state_tensors() = 0;
@@ -31,9 +42,31 @@ class Optimizer {
   double lr_scale() const { return lr_scale_; }  ///< the factor set_lr_scale() set
 
  protected:
+  /// Registers a tensor the update writes and `next`, the buffer its new values go to (shaped here like it);
+  /// the parameters first, then the state in state_tensors()' order.
+  void writes(std::string what, Tensor& current, Tensor& next);
+  /// Computes the new value of every registered tensor into its `next` buffer from the current values and
+  /// the gradients, as of steps() + 1 steps; returns false when one of them may not be finite.
+  virtual bool compute_update() = 0;
+
   std::int64_t steps_ = 0;  ///< steps taken
   double lr_scale_ = 1.0;   ///< the learning rate's factor
+
+ private:
+  struct Written {
+    std::string what;
+    Tensor* current;
+    Tensor* next;
+  };
+  std::vector<Written> written_;
 };
+
+/// 1 when y is infinite or NaN (y − y is then NaN), else 0. An update's loop ORs it over the values it writes
+/// into an int (`bad |= not_finite(y)`), which GCC vectorises where it does not a bool AND.
+template <class T>
+inline int not_finite(T y) {
+  return !(y - y == T(0));
+}
 
 /// The optimiser the config names (key "optimizer": rmsprop, adam, sgd) with its settings, over `params`.
 std::unique_ptr<Optimizer> make_optimizer(const Config& config, ParameterStore& params);

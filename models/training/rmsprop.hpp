@@ -32,15 +32,17 @@ struct RMSpropOptions {
 class RMSprop : public Optimizer {
  public:
   RMSprop(ParameterStore& params, RMSpropOptions options = {});
-  void step() override;
   const char* name() const override { return "rmsprop"; }
   std::map<std::string, Tensor*> state_tensors() override;
   const RMSpropOptions& options() const { return options_; }
 
  private:
+  bool compute_update() override;
+  // A parameter's state, and the buffers its next values (the parameter's and the state's) go to.
   struct State {
     Parameter* param;
     Tensor square_avg, grad_avg, momentum_buffer;
+    Tensor value_next, square_avg_next, grad_avg_next, momentum_buffer_next;
   };
   RMSpropOptions options_;
   std::vector<State> state_;

@@ -16,14 +16,15 @@ struct SGDOptions {
 class SGD : public Optimizer {
  public:
   SGD(ParameterStore& params, SGDOptions options = {});
-  void step() override;
   const char* name() const override { return "sgd"; }
   std::map<std::string, Tensor*> state_tensors() override;
 
  private:
-  struct State {
+  bool compute_update() override;
+  struct State {  // a parameter's state, and the buffers its next values go to
     Parameter* param;
     Tensor momentum_buffer;
+    Tensor value_next, momentum_buffer_next;
   };
   SGDOptions options_;
   std::vector<State> state_;

@@ -83,15 +83,6 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
   parallel_ = std::make_unique<DataParallel>(config_, *task_, *model_, tape_, *unroller_, config_.integer("threads"),
                                              config_.integer("batch"), ranks);
   set_anomaly_mode(config_.flag("anomaly"));
-  // What an update changes, and room to put it back when the update is not finite.
-  for (auto& p : model_->params()) {
-    updated_.push_back({"parameter " + p->name, &p->value});
-    saved_.push_back(p->value);
-  }
-  for (auto& [name, t] : optimizer_->state_tensors()) {
-    updated_.push_back({"optimiser state " + name, t});
-    saved_.push_back(*t);
-  }
   // What a step's forward changes (batch norm's running statistics), to undo a step that is not finite.
   for (auto& p : model_->params())
     if (p->buffer) buffers_.push_back({&p->value, p->value});
@@ -111,12 +102,6 @@ void Trainer::set_anomaly_mode(bool on) {
 }
 
 double Trainer::step_flops() const { return flops_; }
-
-const std::string* Trainer::nonfinite_update() const {
-  for (const auto& [name, tensor] : updated_)
-    if (!tensor->all_finite()) return &name;
-  return nullptr;
-}
 
 void Trainer::discard_step() {
   model_->params().zero_grad();
@@ -222,17 +207,10 @@ StepStats Trainer::step() {
   }
   if (const double c = config_.num("clip.value"); c > 0) clip_by_value(params, c);
   if (const double c = config_.num("clip.norm"); c > 0) clip_by_global_norm(params, c);
-  for (std::size_t k = 0; k < updated_.size(); ++k)
-    std::memcpy(saved_[k].raw(), updated_[k].second->raw(), saved_[k].bytes());
-  const std::int64_t optimizer_steps = optimizer_->steps();
   double factor = 1.0;  // 3.: the rules' factors on lr.schedule's rate
   for (const auto& r : rules_) factor *= r->lr_factor();
   optimizer_->set_lr_scale(lr_scale(config_, step_, config_.integer("steps")) * factor);
-  optimizer_->step();
-  if (const std::string* bad = nonfinite_update()) {
-    for (std::size_t k = 0; k < updated_.size(); ++k)
-      std::memcpy(updated_[k].second->raw(), saved_[k].raw(), saved_[k].bytes());
-    optimizer_->set_steps(optimizer_steps);
+  if (const std::optional<std::string> bad = optimizer_->step()) {  // taken whole or not at all
     discard_step();
     return not_finite(stats, fmt::format("the {} update (lr = {}) made {} non-finite", optimizer_->name(),
                                          config_.num("lr") * optimizer_->lr_scale(), *bad));

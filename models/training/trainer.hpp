@@ -238,10 +238,6 @@ class Trainer {
   SplitResult validation_;
   bool evaluated_ = false;
   MemoryEstimate memory_;
-  // Every tensor an update changes (parameters, then optimiser state), named, and a copy of each taken
-  // before the update, to undo one that is not finite.
-  std::vector<std::pair<std::string, Tensor*>> updated_;
-  std::vector<Tensor> saved_;
   // The model's buffers (batch norm's running statistics), which a step's forward updates, and their copies
   // from before it.
   std::vector<std::pair<Tensor*, Tensor>> buffers_;
@@ -251,8 +247,6 @@ class Trainer {
   void set_anomaly_mode(bool on);
   void sample_batch();
   StepStats not_finite(StepStats& stats, const std::string& what);
-  // The first tensor an update changes (updated_) that holds a NaN or an Inf, by name; nullptr when none does.
-  const std::string* nonfinite_update() const;
   // Undoes a step's pass: the gradients zeroed, the buffers as they were before its forward.
   void discard_step();
 };

@@ -211,7 +211,7 @@ TEST_CASE("MatDNC's usage, allocation, write, links and reads match the equation
   // with link sharpness too (dnc.link_sharpness: the directions sharpened by the heads' exposed exponents).
   DNCConfig c = small(CellKind::lstm, 2, DNCConfig::UsageGradient::stop);
   c.slots = 3, c.slot_rows = 1, c.slot_cols = 2;
-  for (const auto [eps, masked, sharp] : {std::tuple{0.0, false, false}, std::tuple{0.3, false, false},
+  for (const auto& [eps, masked, sharp] : {std::tuple{0.0, false, false}, std::tuple{0.3, false, false},
                                           std::tuple{1e-6, true, false}, std::tuple{1e-6, true, true}}) {
     c.cosine_eps = eps;
     c.masked_lookup = masked;

@@ -1,11 +1,18 @@
 // Adam, SGD and clipping against numbers computed by hand from the formulas in their headers.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "matmem/models/training/adam.hpp"
 #include "matmem/models/training/sgd.hpp"
 #include "matmem/models/training/clip.hpp"
+#include "matmem/models/training/rmsprop.hpp"
 
 using namespace matmem;
 
@@ -68,4 +75,89 @@ TEST_CASE("clipping by value and by global norm", "[optim]") {
       want += g * g;
     }
   CHECK(gradient_norm(big) == Approx(std::sqrt(want)).epsilon(1e-14));
+}
+
+namespace {
+// Every value and state tensor of `params` and `opt`, copied.
+std::vector<Tensor> snapshot(ParameterStore& params, Optimizer& opt) {
+  std::vector<Tensor> all;
+  for (auto& p : params) all.push_back(p->value);
+  for (auto& [name, t] : opt.state_tensors()) all.push_back(*t);
+  return all;
+}
+
+bool same_bits(const std::vector<Tensor>& x, const std::vector<Tensor>& y) {
+  if (x.size() != y.size()) return false;
+  for (std::size_t k = 0; k < x.size(); ++k)
+    if (x[k].bytes() != y[k].bytes() || std::memcmp(x[k].raw(), y[k].raw(), x[k].bytes()) != 0) return false;
+  return true;
+}
+
+// Two float32 parameters a (2 values) and b (3), with gradients set from `ga` and `gb`.
+void set_grads(ParameterStore& params, std::array<float, 2> ga, std::array<float, 3> gb) {
+  for (int k = 0; k < 2; ++k) params.at("a").grad.set(k, ga[std::size_t(k)]);
+  for (int k = 0; k < 3; ++k) params.at("b").grad.set(k, gb[std::size_t(k)]);
+}
+
+// An update of `make`'s optimiser that would overflow (`bad`, in b's gradient) is not taken: it names `what`,
+// and every value, state and steps() is as before, bit for bit, so the next finite step is the one a run without
+// the bad step takes.
+template <class Make>
+void check_refused_whole(Make make, float bad, const std::string& what) {
+  ParameterStore run(DType::f32), clean(DType::f32);
+  for (ParameterStore* store : {&run, &clean}) {
+    Parameter& a = store->add("a", matrices(1, 1, 2));
+    Parameter& b = store->add("b", matrices(1, 1, 3));
+    for (int k = 0; k < 2; ++k) a.value.set(k, 0.5 - k);
+    for (int k = 0; k < 3; ++k) b.value.set(k, 0.25 * k);
+  }
+  std::unique_ptr<Optimizer> opt = make(run), ref = make(clean);
+  for (auto [store, o] : {std::pair{&run, opt.get()}, std::pair{&clean, ref.get()}}) {
+    set_grads(*store, {0.3f, -0.2f}, {0.1f, 0.7f, -0.4f});
+    REQUIRE_FALSE(o->step());
+  }
+  const std::vector<Tensor> before = snapshot(run, *opt);
+  set_grads(run, {0.3f, -0.2f}, {0.1f, bad, -0.4f});
+  const std::optional<std::string> refused = opt->step();
+  REQUIRE(refused);
+  CHECK(*refused == what);
+  CHECK(same_bits(snapshot(run, *opt), before));
+  CHECK(opt->steps() == 1);
+  for (auto [store, o] : {std::pair{&run, opt.get()}, std::pair{&clean, ref.get()}}) {
+    set_grads(*store, {-0.6f, 0.9f}, {0.2f, -0.1f, 0.5f});
+    REQUIRE_FALSE(o->step());
+  }
+  CHECK(same_bits(snapshot(run, *opt), snapshot(clean, *ref)));
+  CHECK(opt->steps() == 2);
+}
+}  // namespace
+
+TEST_CASE("an update that would make a value non-finite is not taken: nothing changes, and it is named",
+          "[optim]") {
+  SECTION("RMSprop, Graves': (1 − α) g² overflows the square average") {
+    check_refused_whole([](ParameterStore& p) -> std::unique_ptr<Optimizer> {
+      return std::make_unique<RMSprop>(p, RMSpropOptions{.lr = 1e-2, .alpha = 0.95, .momentum = 0.9, .eps = 1e-4,
+                                                         .centered = true, .eps_inside = true});
+    }, 1e21f, "optimiser state b/square_avg");
+  }
+  SECTION("RMSprop, plain") {
+    check_refused_whole([](ParameterStore& p) -> std::unique_ptr<Optimizer> {
+      return std::make_unique<RMSprop>(p, RMSpropOptions{.lr = 1e-2, .momentum = 0});
+    }, 1e21f, "optimiser state b/square_avg");
+  }
+  SECTION("Adam") {
+    check_refused_whole([](ParameterStore& p) -> std::unique_ptr<Optimizer> {
+      return std::make_unique<Adam>(p, AdamOptions{.lr = 1e-2});
+    }, 1e21f, "optimiser state b/exp_avg_sq");
+  }
+  SECTION("SGD with momentum: the value overflows") {
+    check_refused_whole([](ParameterStore& p) -> std::unique_ptr<Optimizer> {
+      return std::make_unique<SGD>(p, SGDOptions{.lr = 1e3, .momentum = 0.9});
+    }, 1e36f, "parameter b");
+  }
+  SECTION("SGD") {
+    check_refused_whole([](ParameterStore& p) -> std::unique_ptr<Optimizer> {
+      return std::make_unique<SGD>(p, SGDOptions{.lr = 1e3, .momentum = 0});
+    }, 1e36f, "parameter b");
+  }
 }
