@@ -130,7 +130,7 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
     double bits = 0, loss = 0, lo = 1e300, hi = 0, optimal = 0;
     std::size_t optimal_count = 0;
     for (int k = 0; k < o.batches; ++k) {
-      task.sample_size_into(rng, size, seq);
+      task.sample_size_into(rng, size, seq, trainer->model().dtype());
       for (double v : seq.optimal_cost) optimal += v, ++optimal_count;
       const SequenceResult& r = unroller.run(seq);
       bits += r.bits;

@@ -119,7 +119,7 @@ void show_example(Trainer& t) {
   if (const auto [smallest, largest] = task.size_range(); largest >= 1) size = std::clamp(size, smallest, largest);
   // As many sequences as a training pass runs (a micro-batch; the whole batch with micro_batch = 0): a whole
   // large batch's pass would hold more memory than training did (batch 256 with 1024 slots: 0.8 GB against 0.2).
-  const Sequence batch = task.sample_size(rng, size);
+  const Sequence batch = task.sample_size(rng, size, t.model().dtype());
   const std::int64_t micro = t.memory_estimate().micro_batch;
   const std::int64_t shown = micro > 0 ? std::min(task.batch(), micro) : task.batch();
   Sequence seq;

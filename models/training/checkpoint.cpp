@@ -109,8 +109,9 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
     auto it = f.tensors.find("optim/" + name);
     if (it == f.tensors.end()) throw Error(fmt::format("checkpoint {}: optimiser state {} is missing", path, name));
     if (it->second.shape() != tensor->shape() || it->second.dtype() != tensor->dtype())
-      throw Error(fmt::format("checkpoint {}: optimiser state {} is {} there, {} here", path, name,
-                              it->second.shape().str(), tensor->shape().str()));
+      throw Error(fmt::format("checkpoint {}: optimiser state {} is {} {} there, {} {} here", path, name,
+                              it->second.shape().str(), name_of(it->second.dtype()), tensor->shape().str(),
+                              name_of(tensor->dtype())));
     *tensor = it->second;
     ++used;
   }

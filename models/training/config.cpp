@@ -239,6 +239,10 @@ std::vector<ConfigKey>& all_keys() {
        {.min = 1}},
       {"curriculum.start", "0", "curriculum: the largest size drawn at first (0: the task's smallest)"},
       {"anomaly", "false", "anomaly mode: check every op for NaN/Inf (slower)"},
+      {"dtype", "\"float32\"",
+       "the precision a run trains in: its parameters, values, gradients and optimiser state (float64 takes "
+       "about twice the time and memory: for telling a run's float32 rounding and overflow from its dynamics)",
+       {.choices = {"float32", "float64"}}},
       {"nonfinite", "\"stop\"",
        "a step whose loss, gradient or update is NaN/Inf changes nothing, then: stop (with an error naming the step "
        "and the op) or skip (count it and go on)",
@@ -313,6 +317,8 @@ void register_config_key(ConfigKey key) {
                             key.default_json));
   all_keys().push_back(std::move(key));
 }
+
+DType training_dtype(const Config& config) { return config.str("dtype") == "float64" ? DType::f64 : DType::f32; }
 
 const std::vector<Preset>& presets() {
   // 000 Table 1 and spec/models.md ("Defaults"); the vector NTM with pytorch-ntm's copy settings.

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "matmem/runtime/dtype.hpp"
+
 namespace matmem {
 
 /// The values a key takes beyond its JSON type (its default's: boolean, integer, number or string), checked by
@@ -89,6 +91,9 @@ class Config {
 /// Every key's value within its declared range (ConfigKey::range); else Error "config: KEY = VALUE must be …",
 /// naming the range and its note.
 void check_config(const Config& config);
+
+/// The precision a run trains in (key dtype: float32 or float64).
+DType training_dtype(const Config& config);
 
 /// A bundled preset: (model, task) -> JSON object of keys, e.g. ("matntm", "copy").
 struct Preset {

@@ -68,6 +68,8 @@ DataParallel::DataParallel(const Config& config, const Task& task, Model& model,
                            std::int64_t threads_asked, std::int64_t B, const Communicator* ranks)
     : model_(model), ranks_(ranks && ranks->size() > 1 ? ranks : nullptr) {
   const std::int64_t K = ranks_ ? ranks_->size() : 1, r = ranks_ ? ranks_->rank() : 0;
+  if (ranks_ && model.dtype() != DType::f32)
+    throw Error("distributed: the ranks exchange float32 gradients; a float64 run (dtype) trains in one process");
   if (B < K)
     throw Error(fmt::format("distributed: a batch of {} cannot be split over {} ranks (each needs a sequence)", B, K));
   const std::int64_t rank_batch = B * (r + 1) / K - B * r / K;
@@ -77,7 +79,7 @@ DataParallel::DataParallel(const Config& config, const Task& task, Model& model,
     if (k == 0) {
       part->model = &model, part->tape = &tape, part->unroller = &unroller;
     } else {
-      part->own_model = make_model(config, task, DType::f32);
+      part->own_model = make_model(config, task, model.dtype());
       // Each pass copies the values by position: the copy must create the same parameters in the same order.
       const ParameterStore &ours = model.params(), &theirs = part->own_model->params();
       if (theirs.size() != ours.size())
@@ -88,11 +90,11 @@ DataParallel::DataParallel(const Config& config, const Task& task, Model& model,
           throw Error(fmt::format("threads: model {} built a second time creates different parameters "
                                   "(parameter {})", model.name(), ours[i].name));
       part->own_model->build();  // here, not in a pass's BatchNormScope
-      part->own_tape = std::make_unique<Tape>(DType::f32);
+      part->own_tape = std::make_unique<Tape>(model.dtype());
       part->own_unroller = std::make_unique<Unroller>(*part->own_model, *part->own_tape);
       part->model = part->own_model.get(), part->tape = part->own_tape.get(), part->unroller = part->own_unroller.get();
     }
-    part->seed = Tensor(DType::f32, scalars(1));
+    part->seed = Tensor(model.dtype(), scalars(1));
     parts_.push_back(std::move(part));
   }
   if (threads > 1) team_ = std::make_unique<ThreadTeam>(int(threads));
@@ -180,11 +182,13 @@ void DataParallel::run_parts(const Sequence& seq, std::int64_t total, std::int64
     pass.bits += p.pass.bits;
     pass.flops += p.pass.flops;
     if (k == 0) continue;
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      float* g = params[i].grad.view<float>().data;
-      const float* h = p.model->params()[i].grad.view<float>().data;
-      for (std::int64_t e = 0, m = params[i].grad.numel(); e < m; ++e) g[e] += h[e];
-    }
+    for (std::size_t i = 0; i < params.size(); ++i)
+      dispatch(params[i].grad.dtype(), [&](auto z) {
+        using T = decltype(z);
+        T* g = params[i].grad.view<T>().data;
+        const T* h = p.model->params()[i].grad.view<T>().data;
+        for (std::int64_t e = 0, m = params[i].grad.numel(); e < m; ++e) g[e] += h[e];
+      });
   }
 }
 

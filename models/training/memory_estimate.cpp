@@ -43,7 +43,7 @@ MemoryEstimate estimate_memory(const Config& config, Model& model, const Task& t
   probe_config.set_json("batch", b0, "memory estimate");
   const std::unique_ptr<Task> probe_task = make_task(probe_config);
   const Task::MemoryProbes sizes = task.memory_probes();
-  Tape tape(DType::f32);
+  Tape tape(model.dtype());
   // Both passes save what backward needs, as a run's first pass does: recomputing only ever holds less.
   tape.set_recompute_above(SIZE_MAX);
   Unroller unroller(model, tape);
@@ -54,7 +54,7 @@ MemoryEstimate estimate_memory(const Config& config, Model& model, const Task& t
   // batch shares (of batch size 1: a vector model's stacked V, Step::projections) does not grow with a micro-batch.
   double state = 0;
   for (int k = 0; k < 2; ++k) {
-    probe_task->sample_size_into(rng, k == 0 ? sizes.first : sizes.second, seq, DType::f32);
+    probe_task->sample_size_into(rng, k == 0 ? sizes.first : sizes.second, seq, model.dtype());
     model.params().zero_grad();
     tape.backward(unroller.run(seq).loss);
     for (std::uint32_t id = 0; id < tape.size(); ++id)

@@ -51,23 +51,23 @@ double cross_entropy_bits(const Sequence& seq, double loss, double cost) {
 }  // namespace
 
 Trainer::Trainer(const Config& config, const Communicator* ranks)
-    : config_(config), tape_(DType::f32), data_rng_(data_rng_for(config.integer("seed"))) {
+    : config_(config), tape_(training_dtype(config)), data_rng_(data_rng_for(config.integer("seed"))) {
   // make_task and make_model check every key's range (check_config) before they read any; a relation between a
   // model's keys and the training's is the model's factory's to check (models/registry.cpp).
   task_ = make_task(config_);
   config_.set_json("steps", step_budget(config_, *task_), "epochs");
-  model_ = make_model(config_, *task_, DType::f32);
+  model_ = make_model(config_, *task_, tape_.dtype());
   rules_ = make_rules(config_, *task_);
   // A generated task's held-out batches (5. in the file): drawn once, from their own Rng, at the task's sizes.
   if (!split_task() && config_.integer("eval.interval") > 0) {
     Rng held_out(std::uint64_t(config_.integer("eval.seed")));
     held_out_.resize(std::size_t(config_.integer("eval.batches")));
-    for (Sequence& seq : held_out_) task_->sample_into(held_out, seq, DType::f32);
+    for (Sequence& seq : held_out_) task_->sample_into(held_out, seq, tape_.dtype());
   }
   if (config_.str("loss.reduction") == "sequence") {  // refused now rather than at the first step
     Rng probe(0);  // not the data stream, which stays the run's
     Sequence seq;
-    task_->sample_into(probe, seq, DType::f32);
+    task_->sample_into(probe, seq, tape_.dtype());
     target_elements(seq);
   }
   memory_ = estimate_memory(config_, *model_, *task_);
@@ -115,9 +115,9 @@ void Trainer::sample_batch() {
     if (const std::optional<std::int64_t> size = r->largest_size()) largest = largest ? std::min(*largest, *size) : *size;
   if (largest)
     task_->sample_size_into(data_rng_, data_rng_.uniform_int(task_->size_range().first, *largest), sequence_,
-                            DType::f32);
+                            tape_.dtype());
   else
-    task_->sample_step_into(step_, data_rng_, sequence_, DType::f32);
+    task_->sample_step_into(step_, data_rng_, sequence_, tape_.dtype());
 }
 
 std::vector<std::string> Trainer::take_messages() {

@@ -70,7 +70,7 @@ void run(const Options& o) {
   }
   Rng rng(o.seed);
   Sequence seq;
-  task.sample_size_into(rng, size, seq);
+  task.sample_size_into(rng, size, seq, trainer->model().dtype());
   Tape& tape = trainer->tape();
   Unroller unroller(trainer->model(), tape);
   Recorder recorder;

@@ -401,3 +401,35 @@ TEST_CASE("loss.reduction is refused when unknown, and \"sequence\" for a task n
   r.set("loss.reduction", "\"sequence\"", "--set");
   CHECK_THROWS_WITH(Trainer(r), Contains("loss.reduction = \"sequence\"") && Contains("BCE"));
 }
+
+TEST_CASE("dtype = float64: the run's parameters, values and optimiser state are float64, it follows the float32 "
+          "run up to rounding, and it resumes bit for bit", "[trainer]") {
+  Config c = small("matntm");
+  c.set("steps", "6", "test");
+  c.set("batch", "4", "test");
+  Config c64 = c;
+  c64.set("dtype", "\"float64\"", "test");
+  Trainer t32(c), t64(c64);
+  CHECK(t32.model().dtype() == DType::f32);
+  REQUIRE(t64.model().dtype() == DType::f64);
+  CHECK(t64.tape().dtype() == DType::f64);
+  for (const auto& [name, t] : t64.optimizer().state_tensors()) CHECK(t->dtype() == DType::f64);
+  // The same start, rounded: each float32 parameter is its float64 value to float32's precision.
+  const ParameterStore &p32 = t32.model().params(), &p64 = t64.model().params();
+  REQUIRE(p32.size() == p64.size());
+  for (std::size_t k = 0; k < p32.size(); ++k)
+    for (std::int64_t e = 0; e < p32[k].value.numel(); ++e)
+      CHECK(std::abs(p32[k].value.get(e) - p64[k].value.get(e)) <= 1e-7 * std::abs(p64[k].value.get(e)));
+  // The same batches, the same computation: the losses agree to float32's rounding.
+  for (int k = 0; k < 3; ++k) {
+    const double l32 = t32.step().loss, l64 = t64.step().loss;
+    CHECK(l64 == Approx(l32).epsilon(1e-4));
+  }
+  const std::string dir = temp_dir("float64");
+  t64.save(dir);
+  auto resumed = Trainer::resume(dir);
+  CHECK(resumed->model().dtype() == DType::f64);
+  while (t64.steps_done() < 6) t64.step();
+  while (resumed->steps_done() < 6) resumed->step();
+  CHECK(same_bits(t64.model().params(), resumed->model().params()));
+}
