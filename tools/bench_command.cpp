@@ -185,7 +185,8 @@ std::string describe(const Config& c) {
   const std::string model = c.str("model"), task_name = c.str("task");
   std::string layers;
   for (const auto& [r, k] : c.sizes("model.layers")) layers += fmt::format("{}{}x{}", layers.empty() ? "" : ",", r, k);
-  std::string out = fmt::format("{} {}: batch {}, frames {}x{} -> {}x{}", model == "matntm" ? "MatNTM" : model,
+  std::string out = fmt::format("{} {}: batch {}, frames {}x{} -> {}x{}",
+                                model == "matntm" ? "MatNTM" : model == "matdnc" ? "MatDNC" : model,
                                 task_name, c.integer("batch"), task->input_rows(), task->input_cols(),
                                 task->output_rows(), task->output_cols());
   if (task_name == "copy")
@@ -204,6 +205,12 @@ std::string describe(const Config& c) {
                        c.integer("ntm.slots"), c.integer("ntm.slot_rows"), c.integer("ntm.slot_cols"),
                        c.integer("ntm.read_heads"), c.integer("ntm.write_heads"), c.integer("ntm.shift"),
                        c.integer("ntm.shift"));
+  } else if (model == "matdnc") {
+    const std::string controller = c.str("dnc.controller");
+    out += fmt::format(", {} controller {}, {} slots of {}x{}, {}R+1W heads",
+                       controller == "lstm" ? "MatLSTM" : controller == "ff" ? "feed-forward" : "MatRNN", layers,
+                       c.integer("dnc.slots"), c.integer("dnc.slot_rows"), c.integer("dnc.slot_cols"),
+                       c.integer("dnc.read_heads"));
   } else {
     out += fmt::format(", layers {}", layers);
   }

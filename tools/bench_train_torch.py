@@ -25,8 +25,11 @@ Data: the batches are drawn with a Python port of matmem's Rng (xoshiro256** see
 runtime/random.cpp) from the same data stream as matmem's Trainer (seed ^ 0x5eed5eed5eed5eed), in the
 same order, so with the same --seed (default 1, as `matmem bench train` uses), --warmup and --steps
 both programs time exactly the same sequence lengths and bits (and priorities). matrnn2-dynet uses Rng(3), as
-matmem does. The tasks: copy, recall (any rows, 1 the vector task, and any task.item_matrices) and priority
-sort (models/tasks/tasks.cpp, priority_sort.cpp).
+matmem does. The tasks (models/tasks/): copy, recall (any rows, 1 the vector task, and any task.item_matrices)
+(tasks.cpp), priority sort (priority_sort.cpp), repeat copy (repeat_copy.cpp: the normalised repeat count on
+row r+1 of the delimiter frame, targets of r+1 rows, the last the end marker) and dynamic N-grams (ngrams.cpp:
+a Beta(1/2, 1/2) table per sequence, 1x1 frames, a target every step), each with the task keys matmem's task
+reads; a description giving another task key (task.flatten, task.size_by, ...) is refused.
 
 Models (the math of models/ntm/matntm.cpp, models/layers/cells.cpp, models/rnn/recurrent.cpp, ops/):
     mat(P_1..P_k) = sum_i U_i^T P_i V_i + B  (batched matmul, B broadcast over the batch)
@@ -42,8 +45,19 @@ Models (the math of models/ntm/matntm.cpp, models/layers/cells.cpp, models/rnn/r
             write M = M (1 - w E) + w A with E = sigmoid(mat(H)), A = mat(H); output Y = mat(H, R).
             Memory starts at 1e-6 (ntm.memory_init constant) or at a learned M_0 shared by the batch (learned),
             w_0 = one-hot on slot 0, R_0 learned, controller states 0.
+    MatDNC  (models/dnc/matdnc.hpp, ops/dnc*.cpp; ported in tools/torch_dnc.py) the MatNTM's controller; from
+            H, each a mat(H) with a bias: per read head key K^r, beta^r = softplus, free gate f = sigmoid,
+            modes pi = softmax [1, 3]; write key K^w, beta^w = softplus, E = sigmoid, A, gates g^a, g^w = sigmoid.
+            usage u = (u_{t-1} + w^w_{t-1} - u_{t-1} w^w_{t-1}) prod_i (1 - f_i w^r_{i,t-1}) (w^w_{t-1} detached);
+            allocation a[phi_j] = (1 - u^[phi_j]) prod_{k<j} u^[phi_k], u^ = 1e-6 + (1 - 1e-6) u, phi the slots by
+            ascending u^ (stable sort); w^w = g^w [g^a a + (1 - g^a) softmax(beta^w cos(K^w, M_{t-1}))], cos
+            with 1e-6 under each norm's root and on their product; M = M_{t-1} (1 - w^w E) + w^w A; links
+            L[i,j] = (1 - w^w_i - w^w_j) L[i,j] + w^w_i p_{t-1}[j], L[i,i] = 0, then p = (1 - sum w^w) p_{t-1} + w^w;
+            per read head w^r = pi[0] L^T w^r_{t-1} + pi[1] softmax(beta^r cos(K^r, M)) + pi[2] L w^r_{t-1},
+            R = sum_i w^r_i M_i (the written memory); output Y = mat(H, R). Every state starts at 0.
     loss    mean over target frames of BCE-with-logits (each a mean over elements) = one BCE mean over
-            the stacked target-frame logits (the frames are the same size).
+            the stacked target-frame logits (the frames are the same size); the N-grams' probability
+            targets (TargetKind::probabilities) take the same loss.
 
 Configurations (`--config NAME`, repeatable; default all): those of tools/bench_configs.json, the one file
 `matmem bench train` reads too (compiled into matmem), whose settings are matmem config keys; the port builds
@@ -57,15 +71,18 @@ count against the file's. `matmem bench train` prints each one's settings in wor
 The same model in both programs: --check-loss CONFIG runs `matmem bench model --config CONFIG --safetensors
 FILE` (matmem's initial parameters in float64 and the float64 loss of the first batch its Trainer draws),
 loads those parameters by matmem's names into this port's model, draws the same batch and prints both losses
-and their difference (agreement: within 1e-9):
-    /usr/bin/python3 tools/bench_train_torch.py --check-loss ntm-recall [--matmem build/matmem]
+and their difference (agreement: within 1e-9); --batch etc. (below) go to both (matmem's --set):
+    /usr/bin/python3 tools/bench_train_torch.py --check-loss ntm-recall [--matmem build/matmem] [--batch B]
 
 Run with Debian's python3-torch (PyTorch 1.13), not the pyenv python:
     /usr/bin/python3 tools/bench_train_torch.py [--config NAME ...] [--steps 30] [--warmup 5]
                                                 [--seed S] [--json]
                                                 [--batch B] [--slots N] [--min-length L] [--max-length L]
 and compare with
-    matmem bench train [--config NAME ...] --steps 30 --warmup 5
+    matmem bench train [--config NAME ...] --steps 30 --warmup 5 [--set batch=B ...]
+--batch sets the batch of every described configuration (matmem's key batch; not matrnn2-dynet's fixed step),
+--slots, --min-length and --max-length those of ntm-copy and ntm-lstm-copy only (ntm.slots, task.min_length,
+task.max_length); without --config, the configurations they apply to are run.
 """
 import argparse
 import json
@@ -79,6 +96,8 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+import torch_dnc  # the MatDNC's port (tools/torch_dnc.py)
 
 # --------------------------------------------------------------------------------------------------------------
 # matmem's Rng (runtime/random.cpp), so the batches are the ones matmem draws.
@@ -216,6 +235,52 @@ def priority_sort_sequence(rng, B, r, c, inputs=20, outputs=16):
         for q in range(k):
             targets[q, b] = x[b, order[q]]
     return frames, targets, list(range(m + 1, m + 1 + k))
+
+
+def repeat_copy_sequence(rng, B, r, c, min_len=1, max_len=10, min_repeats=1, max_repeats=10):
+    """models/tasks/repeat_copy.cpp RepeatCopyTask: l ~ U{min_len..max_len}, then n ~ U{min_repeats..max_repeats}
+    (one pair per batch), then the l matrices X_i. Input frames (r+2) x c: X_1..X_l (rows r, r+1 zero); a
+    delimiter frame, row r all 1 and row r+1 all n~ = (n - mu) / sigma, the count normalised over the range
+    (mu = (min+max)/2, sigma^2 = ((max-min+1)^2 - 1)/12, sigma = 1 for a one-count range); n l + 1 blank frames.
+    Targets (r+1) x c: X_{(k mod l)+1} (row r 0) at step l+1+k, k < n l, then the end marker (content 0, row r
+    all 1) at step l+n l+1."""
+    l = rng.uniform_int(min_len, max_len)
+    n = rng.uniform_int(min_repeats, max_repeats)
+    xs = [random_bits(rng, B, r, c) for _ in range(l)]
+    k = max_repeats - min_repeats + 1
+    var = (k * k - 1) / 12
+    count = (n - 0.5 * (min_repeats + max_repeats)) / (math.sqrt(var) if var > 0 else 1.0)
+    inputs = torch.zeros(l + n * l + 2, B, r + 2, c)
+    for t in range(l):
+        inputs[t, :, :r] = xs[t]
+    inputs[l, :, r] = 1.0
+    inputs[l, :, r + 1] = count
+    targets = torch.zeros(n * l + 1, B, r + 1, c)
+    for q in range(n * l):
+        targets[q, :, :r] = xs[q % l]
+    targets[n * l, :, r] = 1.0
+    return inputs, targets, list(range(l + 1, l + n * l + 2))
+
+
+def ngrams_sequence(rng, B, order=6, bits=200):
+    """models/tasks/ngrams.cpp NgramTask: per sequence b, its table of 2^(order-1) probabilities p = sin^2(pi U / 2)
+    (Beta(1/2, 1/2)), then its bits: the first order-1 Bernoulli(1/2), then b_t = [U < p[ctx_t]], ctx_t the last
+    order-1 bits (b_{t-1} the lowest); all drawn as uniform() < p. Frames 1 x 1: the input at step t is b_{t-1}
+    (0 at step 0), its target b_t; every step a target."""
+    contexts = 1 << (order - 1)
+    seqs = []
+    for _ in range(B):
+        p = [s * s for s in (math.sin(math.pi / 2 * rng.uniform(0.0, 1.0)) for _ in range(contexts))]
+        seq, ctx = [], 0
+        for t in range(bits):
+            b = 1 if rng.uniform(0.0, 1.0) < (0.5 if t < order - 1 else p[ctx]) else 0
+            seq.append(b)
+            ctx = ((ctx << 1) | b) & (contexts - 1)
+        seqs.append(seq)
+    targets = torch.tensor(seqs, dtype=torch.float32).t().reshape(bits, B, 1, 1)
+    inputs = torch.zeros(bits, B, 1, 1)
+    inputs[1:] = targets[:-1]
+    return inputs, targets, list(range(bits))
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -500,7 +565,17 @@ with open(CONFIG_FILE) as _f:
 # The settings this port implements in one way only; a description asking for another is refused, not ignored.
 FIXED = {"optimizer": "rmsprop", "lr.schedule": "constant", "weight_decay": 0.0, "curriculum.threshold": 0.0,
          "ntm.initial_weighting": "first_slot", "controller.clip": 0.0,
-         "controller.clip_logits": False, "grad.outlier": 0.0}
+         "controller.clip_logits": False, "grad.outlier": 0.0, "loss.reduction": "mean", "clip.state_gradient": 0.0,
+         "model.vector_u": "learned", "ntm.cosine_eps": 0.0, "task.flatten": False}
+# The task keys each ported task reads; a description giving another task key is refused.
+TASK_KEYS = {
+    "copy": {"task.rows", "task.cols", "task.min_length", "task.max_length"},
+    "recall": {"task.rows", "task.cols", "task.min_items", "task.max_items", "task.item_matrices"},
+    "priority_sort": {"task.rows", "task.cols", "task.inputs", "task.outputs"},
+    "repeat_copy": {"task.rows", "task.cols", "task.min_length", "task.max_length", "task.min_repeats",
+                    "task.max_repeats"},
+    "ngrams": {"task.rows", "task.cols", "task.order", "task.bits"},
+}
 
 
 def data_rng(seed):
@@ -513,14 +588,21 @@ def layer_sizes(text):
 
 
 def settings_of(name, scale=None):
-    """The description's settings, with --batch, --slots, --min-length, --max-length on top (SCALABLE only)."""
+    """The description's settings, with those of --batch (any description), --slots, --min-length and
+    --max-length (SCALABLE only) on top; scale holds the options given."""
     s = dict(DESCRIPTIONS[name]["settings"])
     for key, value in FIXED.items():
         if s.get(key, value) != value:
             raise SystemExit(f"bench_train_torch.py: {name}: {key} = {s[key]} is not implemented here (only {value})")
-    if scale:
-        s.update({"batch": scale["batch"], "ntm.slots": scale["slots"], "task.min_length": scale["min_length"],
-                  "task.max_length": scale["max_length"]})
+    if s["task"] in TASK_KEYS:
+        extra = sorted(k for k in s if k.startswith("task.") and k not in TASK_KEYS[s["task"]] and k not in FIXED)
+        if extra:
+            raise SystemExit(f"bench_train_torch.py: {name}: {', '.join(extra)} not implemented here for task "
+                             f"{s['task']}")
+    s.update({SCALE_KEYS[k]: v for k, v in (scale or {}).items()})
+    if s.get("task.min_length", 1) > s.get("task.max_length", 1):
+        raise SystemExit(f"bench_train_torch.py: {name}: task.min_length {s['task.min_length']} > task.max_length "
+                         f"{s['task.max_length']}")
     return s
 
 
@@ -529,6 +611,7 @@ def build(name, seed, n, scale=None):
     s = settings_of(name, scale)
     rng = data_rng(seed)
     B, r, c = s["batch"], s["task.rows"], s["task.cols"]
+    out_shape = (r, c)
     if s["task"] == "copy":
         seqs = [copy_sequence(rng, B, r, c, s["task.min_length"], s["task.max_length"]) for _ in range(n)]
         in_shape = (r + 1, c)
@@ -539,6 +622,13 @@ def build(name, seed, n, scale=None):
     elif s["task"] == "priority_sort":
         seqs = [priority_sort_sequence(rng, B, r, c, s["task.inputs"], s["task.outputs"]) for _ in range(n)]
         in_shape = (r + 2, c)
+    elif s["task"] == "repeat_copy":
+        seqs = [repeat_copy_sequence(rng, B, r, c, s["task.min_length"], s["task.max_length"], s["task.min_repeats"],
+                                     s["task.max_repeats"]) for _ in range(n)]
+        in_shape, out_shape = (r + 2, c), (r + 1, c)
+    elif s["task"] == "ngrams":
+        seqs = [ngrams_sequence(rng, B, s["task.order"], s["task.bits"]) for _ in range(n)]
+        in_shape, out_shape = (1, 1), (1, 1)
     else:
         raise SystemExit(f"bench_train_torch.py: {name}: task {s['task']} is not ported")
     layers = layer_sizes(s["model.layers"])
@@ -546,16 +636,18 @@ def build(name, seed, n, scale=None):
         if s.get("ntm.memory_init", "constant") not in ("constant", "learned"):
             raise SystemExit(f"bench_train_torch.py: {name}: ntm.memory_init = {s['ntm.memory_init']} is not "
                              "implemented here (only constant and learned)")
-        model = MatNTM(in_shape, (r, c), controller=s["ntm.controller"], layers=layers, slots=s["ntm.slots"],
+        model = MatNTM(in_shape, out_shape, controller=s["ntm.controller"], layers=layers, slots=s["ntm.slots"],
                        slot_shape=(s["ntm.slot_rows"], s["ntm.slot_cols"]), read_heads=s["ntm.read_heads"],
                        write_heads=s["ntm.write_heads"], shift=s["ntm.shift"], forget_bias=s["ntm.forget_bias"],
                        memory_init=s.get("ntm.memory_init", "constant"))
     elif s["model"] == "matrnn":
-        model = MatRNNModel(in_shape, (r, c), layers=layers, cell="rnn")
+        model = MatRNNModel(in_shape, out_shape, layers=layers, cell="rnn")
+    elif s["model"] == "matdnc":
+        model = torch_dnc.from_settings(name, s, in_shape, out_shape, layers, Mat, Controller)
     else:
         raise SystemExit(f"bench_train_torch.py: {name}: model {s['model']} is not ported")
     count = sum(p.numel() for _, p in model.named())
-    if not scale and count != DESCRIPTIONS[name]["parameters"]:
+    if "slots" not in (scale or {}) and count != DESCRIPTIONS[name]["parameters"]:
         raise SystemExit(f"bench_train_torch.py: {name}: the port's model has {count} parameters, "
                          f"tools/bench_configs.json says {DESCRIPTIONS[name]['parameters']}")
     opt = dict(lr=s["lr"], alpha=s["rmsprop.alpha"], eps=s["rmsprop.eps"], momentum=s["rmsprop.momentum"],
@@ -578,9 +670,10 @@ def matrnn2_dynet(seed, n, scale=None):
                                   clip_value=0.0, clip_norm=0.0), 16
 
 
-# What --batch, --slots, --min-length and --max-length change (ntm-copy and ntm-lstm-copy only; matmem's keys
-# batch, ntm.slots, task.min_length, task.max_length), and their values in those descriptions.
+# What --batch (every description), --slots, --min-length and --max-length (ntm-copy and ntm-lstm-copy only) change:
+# matmem's keys batch, ntm.slots, task.min_length, task.max_length; and their values in ntm-copy.
 SCALABLE = {"ntm-copy", "ntm-lstm-copy"}
+SCALE_KEYS = dict(batch="batch", slots="ntm.slots", min_length="task.min_length", max_length="task.max_length")
 _copy = DESCRIPTIONS["ntm-copy"]["settings"]
 SCALE_DEFAULTS = dict(batch=_copy["batch"], slots=_copy["ntm.slots"], min_length=_copy["task.min_length"],
                       max_length=_copy["task.max_length"])
@@ -709,19 +802,21 @@ def read_safetensors(path):
     return tensors, header.get("__metadata__", {})
 
 
-def check_loss(name, matmem):
+def check_loss(name, matmem, scale=None):
     """The loss of the configuration's first batch from matmem's initial parameters, in float64, computed by
-    `matmem bench model` and by this port with those parameters loaded; returns 0 when they agree to 1e-9."""
+    `matmem bench model` and by this port with those parameters loaded; returns 0 when they agree to 1e-9.
+    scale (--batch etc.) is set on both sides (matmem's --set)."""
     import subprocess
     import tempfile
+    sets = [a for k, v in (scale or {}).items() for a in ("--set", f"{SCALE_KEYS[k]}={v}")]
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "initial.safetensors")
-        out = subprocess.run([matmem, "bench", "model", "--config", name, "--safetensors", path], check=True,
+        out = subprocess.run([matmem, "bench", "model", "--config", name, "--safetensors", path] + sets, check=True,
                              capture_output=True, text=True).stdout
         params, meta = read_safetensors(path)
     torch.set_default_dtype(torch.float64)
     seed = DESCRIPTIONS[name]["settings"]["seed"]
-    model, seqs, _, _ = build(name, seed, 1)
+    model, seqs, _, _ = build(name, seed, 1, scale)
     ours = dict(model.named())
     if set(ours) != set(params):
         raise SystemExit(f"{name}: parameters only in matmem: {sorted(set(params) - set(ours))}; only here: "
@@ -758,24 +853,29 @@ def main():
                          "parameters, here and in `matmem bench model` (repeatable)")
     ap.add_argument("--matmem", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build",
                                                      "matmem"), help="--check-loss: the matmem binary")
+    ap.add_argument("--batch", type=int, default=None,
+                    help="every configuration but matrnn2-dynet: sequences per step (matmem's key batch; default "
+                         "the description's)")
     for key, value in SCALE_DEFAULTS.items():
-        ap.add_argument("--" + key.replace("_", "-"), type=int, default=None,
-                        help=f"ntm-copy, ntm-lstm-copy: {key.replace('_', ' ')} (default {value})")
+        if key != "batch":
+            ap.add_argument("--" + key.replace("_", "-"), type=int, default=None,
+                            help=f"ntm-copy, ntm-lstm-copy: {key.replace('_', ' ')} (default {value})")
     a = ap.parse_args()
+    scale = {k: getattr(a, k) for k in SCALE_DEFAULTS if getattr(a, k) is not None} or None
+    if scale:
+        if any(v < 1 for v in scale.values()):
+            ap.error("--batch, --slots and the lengths must be >= 1")
+        # The configurations the options apply to: every description (--batch alone), or SCALABLE.
+        fits = [n for n in DESCRIPTIONS if set(scale) == {"batch"} or n in SCALABLE]
+        others = [n for n in (a.config or a.check_loss or []) if ALIASES.get(n, n) not in fits]
+        if others:
+            ap.error(f"--batch applies to every configuration but matrnn2-dynet, --slots, --min-length and "
+                     f"--max-length to {', '.join(sorted(SCALABLE))} only; not to {', '.join(others)}")
     if a.check_loss:
         torch.set_num_threads(1)
-        return max(check_loss(name, a.matmem) for name in a.check_loss)
+        return max(check_loss(name, a.matmem, scale) for name in a.check_loss)
     if a.steps < 1 or a.warmup < 0:
         ap.error("--steps must be >= 1 and --warmup >= 0")
-    given = {k: getattr(a, k) for k in SCALE_DEFAULTS if getattr(a, k) is not None}
-    scale = dict(SCALE_DEFAULTS, **given) if given else None
-    if scale:
-        if any(v < 1 for v in scale.values()) or scale["min_length"] > scale["max_length"]:
-            ap.error("--batch, --slots and the lengths must be >= 1, and --min-length <= --max-length")
-        others = [n for n in (a.config or list(CONFIGS)) if ALIASES.get(n, n) not in SCALABLE]
-        if others:
-            ap.error(f"--batch, --slots, --min-length and --max-length apply to {', '.join(sorted(SCALABLE))} "
-                     f"only, not {', '.join(others)}")
 
     torch.set_num_threads(1)
     try:
@@ -784,7 +884,7 @@ def main():
         pass  # already set (only possible before any parallel work starts)
     torch.set_default_dtype(torch.float32)
 
-    names = [ALIASES.get(n, n) for n in (a.config or list(CONFIGS))]
+    names = [ALIASES.get(n, n) for n in (a.config or (fits if scale else list(CONFIGS)))]
     width = max([18] + [len(n) for n in names])
     if not a.json:
         print(f"training steps (forward, backward, clip, optimiser), float32, PyTorch {torch.__version__} eager, "

@@ -17,17 +17,20 @@ The last column is the median of those over the rounds, with their range.
     /usr/bin/python3 tools/compare_train.py --scaling [batch,slots,length] [--steps 20]
                                             [--matmem-frames 64000] ...
 
---batch, --slots and --length (every sequence L frames long) change ntm-copy and ntm-lstm-copy on both sides
-(matmem's keys batch, ntm.slots, task.min_length = task.max_length). --scaling times ntm-copy (or the one
---config given) over the sizes `matmem bench scaling` sweeps, one size at a time with the others at the paper's
-values and every sequence 10 frames long unless the length is swept (as there), and adds each program's peak RSS and the
-growth exponent of the cost per step: the least-squares slope of log(ms per step) on log(size), over all sizes
-and over the last two (where fixed costs per step weigh least). A matmem run there times at least
---matmem-frames sequence frames, steps × batch × length (more steps than --steps at small batches and short
-lengths: twenty steps of batch 4 take 20 ms, too short a sample to set batches against each other), and the
-batch sweep ends with each batch's matmem sequences/s over the best batch's. The last three columns set matmem
-against the machine: its GFLOP/s (the ops' own FLOP counts over the step's time), the GFLOP/s it would need to
-run 25× as fast as PyTorch did, and the single-core SGEMM peak `matmem bench train` measured in the same runs.
+--batch sets the batch of every configuration timed, on both sides (matmem's `--set batch=B`, the port's
+--batch): any configuration but the fixed matrnn2-fixed, and all of those when no --config is given, so
+--batch 1 compares one sequence a step for each. --slots and --length (every sequence L frames long) change
+ntm-copy and ntm-lstm-copy only (matmem's keys ntm.slots, task.min_length = task.max_length; ntm-copy when no
+--config is given). --scaling times ntm-copy (or the one --config given) over the sizes `matmem bench scaling`
+sweeps, one size at a time with the others at the paper's values and every sequence 10 frames long unless the
+length is swept (as there), and adds each program's peak RSS and the growth exponent of the cost per step: the
+least-squares slope of log(ms per step) on log(size), over all sizes and over the last two (where fixed costs
+per step weigh least). A matmem run there times at least --matmem-frames sequence frames, steps × batch ×
+length (more steps than --steps at small batches and short lengths: twenty steps of batch 4 take 20 ms, too
+short a sample to set batches against each other), and the batch sweep ends with each batch's matmem
+sequences/s over the best batch's. The last three columns set matmem against the machine: its GFLOP/s (the
+ops' own FLOP counts over the step's time), the GFLOP/s it would need to run 25× as fast as PyTorch did, and
+the single-core SGEMM peak `matmem bench train` measured in the same runs.
 
 Needs Debian's python3-torch (apt-get install python3-torch).
 """
@@ -49,7 +52,9 @@ with open(os.path.join(HERE, "bench_configs.json")) as _f:
 TORCH_NAME = {"matrnn2-fixed": "matrnn2-dynet"}
 
 
+# --slots, --length and --scaling apply to these; --batch to every configuration but matrnn2-fixed.
 SCALABLE = {"ntm-copy", "ntm-lstm-copy"}
+BATCHABLE = [c for c in CONFIGS if c != "matrnn2-fixed"]
 # The sizes `matmem bench scaling` sweeps (tools/bench_command.cpp), each with the others at the paper's values.
 SWEEPS = {
     "batch": [1, 2, 4, 8, 16, 64, 256],
@@ -175,7 +180,8 @@ def main():
                     help="matmem runs between consecutive PyTorch runs (and before the first, after the last)")
     ap.add_argument("--matmem-frames", type=int, default=64000,
                     help="--scaling: each matmem run times at least this many frames (steps × batch × length)")
-    ap.add_argument("--batch", type=int, help="ntm-copy, ntm-lstm-copy: sequences per step (default 16)")
+    ap.add_argument("--batch", type=int, help="every configuration but matrnn2-fixed: sequences per step (default "
+                                              "the configuration's; without --config, all of them)")
     ap.add_argument("--slots", type=int, help="ntm-copy, ntm-lstm-copy: memory slots (default 120)")
     ap.add_argument("--length", type=int, help="ntm-copy, ntm-lstm-copy: every sequence this long "
                                                "(default: uniform in 1..20)")
@@ -185,9 +191,12 @@ def main():
     scale = {k: getattr(a, k) for k in ("batch", "slots", "length") if getattr(a, k) is not None}
     if any(v < 1 for v in scale.values()):
         ap.error("--batch, --slots and --length must be at least 1")
-    configs = a.config or (["ntm-copy"] if scale or a.scaling else CONFIGS)
-    if (scale or a.scaling) and any(c not in SCALABLE for c in configs):
-        ap.error(f"--batch, --slots, --length and --scaling apply to {', '.join(sorted(SCALABLE))} only")
+    sized = {"slots", "length"} & set(scale) or a.scaling  # options that fit SCALABLE only
+    configs = a.config or (["ntm-copy"] if sized else BATCHABLE if scale else CONFIGS)
+    if sized and any(c not in SCALABLE for c in configs):
+        ap.error(f"--slots, --length and --scaling apply to {', '.join(sorted(SCALABLE))} only")
+    if "batch" in scale and "matrnn2-fixed" in configs:
+        ap.error("--batch: matrnn2-fixed is a fixed step of batch 16")
     if a.scaling and (scale or len(configs) != 1):
         ap.error("--scaling takes one --config and sets the sizes itself")
     if not os.path.exists(a.matmem):

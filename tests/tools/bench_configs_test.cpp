@@ -6,10 +6,16 @@
 //   (ntm.controller ff) one mat of its inputs alone, no h; layer 1 of a MatNTM's controller takes the frame
 //   and every read, later layers the layer below; each head five mats of h (key [mr, mc],
 //   β, g, γ [1, 1], s [1, 2S+1]), a write head two more (erase, add [mr, mc]); the output mat(h, reads);
-//   a learned first read [mr, mc] per read head. Frames r x c matrices with one delimiter row (copy) or two
+//   a learned first read [mr, mc] per read head. A MatDNC's (models/dnc/matdnc.hpp) controller is built as the
+//   MatNTM's, under dnc/ctrl; each read head four mats of h (key [mr, mc], β and the free gate [1, 1], the modes
+//   [1, 3]), the one write head six (key, erase, add [mr, mc], β, the allocation and write gates [1, 1]); with
+//   dnc.masked_lookup every head a mask [mr, mc] more, with dnc.link_sharpness every read head two exponents
+//   [1, 1], with dnc.interface_norm every one of those parts a gain and a bias of its shape; the output
+//   mat(h, reads); no learned start. Frames r x c matrices with one delimiter row (copy) or two
 //   (recall's item and query delimiters; priority sort's priority and delimiter rows); outputs r x c.
 // Each graves-* configuration mirrors its models/configs/graves_*.json file in every key the file gives
-// that changes what a step computes.
+// that changes what a step computes; each dnc-copy* one is the matdnc copy preset's step (models/training/
+// config.cpp), dnc-copy-batch1 at batch 1 and dnc-copy-128 at 128 slots.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -24,6 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "matmem/models/training/config.hpp"
 #include "matmem/tests/tools/command.hpp"
 
 using namespace matmem::testing;
@@ -90,6 +97,37 @@ Shapes expected_parameters(const json& s) {
   if (model == "matrnn") {
     cells(p, "matrnn", "rnn", layers, {{"x", in}});
     mat(p, "matrnn/out", {{"h", layers.back()}}, out);
+    return p;
+  }
+  if (model == "matdnc") {
+    const Sizes slot{s.at("dnc.slot_rows"), s.at("dnc.slot_cols")};
+    const int reads = s.at("dnc.read_heads");
+    const bool masks = s.at("dnc.masked_lookup"), sharpness = s.at("dnc.link_sharpness"),
+               norm = s.at("dnc.interface_norm");
+    std::vector<std::pair<std::string, Sizes>> inputs{{"x", in}}, outputs{{"h", layers.back()}};
+    for (int k = 1; k <= reads; ++k) {
+      inputs.push_back({"r" + std::to_string(k), slot});
+      outputs.push_back({"r" + std::to_string(k), slot});
+    }
+    cells(p, "dnc/ctrl", s.at("dnc.controller").get<std::string>(), layers, inputs);
+    const std::vector<std::pair<std::string, Sizes>> h{{"h", layers.back()}};
+    auto part = [&](const std::string& path, Sizes size) {  // one part of the interface
+      mat(p, path, h, size);
+      if (norm) p[path + "/norm/gain"] = p[path + "/norm/bias"] = size;
+    };
+    for (int k = 1; k <= reads; ++k) {
+      const std::string head = "dnc/read" + std::to_string(k);
+      part(head + "/key", slot);
+      part(head + "/beta", {1, 1});
+      part(head + "/free", {1, 1});
+      part(head + "/modes", {1, 3});
+      if (masks) part(head + "/mask", slot);
+      if (sharpness) part(head + "/sharp_forward", {1, 1}), part(head + "/sharp_backward", {1, 1});
+    }
+    for (const char* name : {"key", "erase", "add"}) part(std::string("dnc/write/") + name, slot);
+    for (const char* name : {"beta", "allocation", "gate"}) part(std::string("dnc/write/") + name, {1, 1});
+    if (masks) part("dnc/write/mask", slot);
+    mat(p, "dnc/out", outputs, out);
     return p;
   }
   REQUIRE(model == "matntm");
@@ -163,6 +201,13 @@ TEST_CASE("bench configs: every description pins the model, task, batch, optimis
   const std::vector<std::string> ntm = {"ntm.controller", "ntm.forget_bias", "ntm.slots", "ntm.slot_rows",
                                         "ntm.slot_cols", "ntm.read_heads", "ntm.write_heads", "ntm.shift",
                                         "ntm.initial_weighting", "ntm.memory_init"};
+  // The MatDNC's keys, its options among them (each changes the step when on), and the controller's clip (DeepMind's
+  // DNC clips its controller); dnc.mask_floor where dnc.masked_lookup is on.
+  const std::vector<std::string> dnc = {"dnc.controller", "dnc.slots", "dnc.slot_rows", "dnc.slot_cols",
+                                        "dnc.read_heads", "dnc.usage_gradient", "dnc.free_gates", "dnc.cosine_eps",
+                                        "dnc.masked_lookup", "dnc.link_sharpness", "dnc.deallocation",
+                                        "dnc.interface_norm", "dnc.read_fallback", "controller.clip",
+                                        "controller.clip_logits"};
   const std::map<std::string, std::vector<std::string>> task_keys = {
       {"copy", {"task.min_length", "task.max_length"}},
       {"recall", {"task.min_items", "task.max_items", "task.item_matrices"}},
@@ -176,6 +221,10 @@ TEST_CASE("bench configs: every description pins the model, task, batch, optimis
     INFO(names.back());
     std::vector<std::string> required = all;
     if (s.at("model") == "matntm") required.insert(required.end(), ntm.begin(), ntm.end());
+    if (s.at("model") == "matdnc") {
+      required.insert(required.end(), dnc.begin(), dnc.end());
+      if (s.value("dnc.masked_lookup", false)) required.push_back("dnc.mask_floor");
+    }
     const auto& t = task_keys.at(s.at("task"));
     required.insert(required.end(), t.begin(), t.end());
     for (const std::string& key : required) {
@@ -224,4 +273,31 @@ TEST_CASE("bench configs: each graves-* configuration is its models/configs file
     ++mirrored;
   }
   CHECK(mirrored == 8);
+}
+
+TEST_CASE("bench configs: dnc-copy is the matdnc copy preset's step, dnc-copy-batch1 at batch 1, dnc-copy-128 at "
+          "128 slots", "[tools][bench]") {
+  // `matmem train --model matdnc --task copy`: the defaults, then the preset.
+  matmem::Config preset;
+  preset.set_json("model", "matdnc", "test");
+  preset.set_json("task", "copy", "test");
+  preset.apply_preset("matdnc", "copy");
+  const std::map<std::string, std::pair<std::string, json>> variants = {
+      {"dnc-copy", {"", json()}}, {"dnc-copy-batch1", {"batch", 1}}, {"dnc-copy-128", {"dnc.slots", 128}}};
+  int found = 0;
+  for (const json& c : bench_configs()) {
+    const std::string name = c.at("name");
+    const auto v = variants.find(name);
+    if (v == variants.end()) continue;
+    INFO(name);
+    const json& s = c.at("settings");
+    for (const auto& [key, value] : s.items()) {
+      INFO(key);
+      REQUIRE(preset.values().contains(key));
+      CHECK(value == (key == v->second.first ? v->second.second : preset.values().at(key)));
+    }
+    if (!v->second.first.empty()) CHECK(s.contains(v->second.first));
+    ++found;
+  }
+  CHECK(found == 3);
 }
