@@ -129,6 +129,8 @@ void show_example(Trainer& t) {
   NoGrad no_grad(tape);
   const SequenceResult& r = u.run(seq);
   fmt::print("\nexample ({} {}, first sequence of the batch): target | output\n", task.size_name(), size);
+  std::vector<Tensor> logits;  // copies, whatever the run's dtype
+  for (const Var& y : r.logits) logits.push_back(y.value_copy());
   for (std::int64_t i = 0; i < task.output_rows(); ++i) {
     std::string line;
     for (std::size_t k = 0; k < seq.targets.size(); ++k) {
@@ -136,8 +138,8 @@ void show_example(Trainer& t) {
       line += ' ';
     }
     line += "| ";
-    for (std::size_t k = 0; k < r.logits.size(); ++k) {
-      for (std::int64_t j = 0; j < task.output_cols(); ++j) line += r.logits[k].value<float>().at(0, i, j) > 0 ? '#' : '.';
+    for (const Tensor& y : logits) {
+      for (std::int64_t j = 0; j < task.output_cols(); ++j) line += y.at(0, i, j) > 0 ? '#' : '.';
       line += ' ';
     }
     fmt::print("  {}\n", line);

@@ -68,6 +68,30 @@ TEST_CASE("train: the example printed at the end is of a trained size", "[tools]
   CHECK_THAT(r.output, Contains("example (length 3, first sequence of the batch)"));
 }
 
+TEST_CASE("train: a float64 run prints its example as a float32 one does, and eval and inspect read it",
+          "[tools][train]") {
+  const fs::path dir = fresh_dir("float64");
+  std::string lines[2];
+  for (int k = 0; k < 2; ++k) {
+    const std::string out = k ? "f64" : "f32";
+    const CommandResult r = run_matmem("train " + kSmall + " --model matrnn --steps 2 --set micro_batch=0 --out " +
+                                       out + (k ? " --set dtype=float64" : ""), dir);
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    const auto at = r.output.find("example (");
+    REQUIRE(at != std::string::npos);
+    lines[k] = r.output.substr(at, r.output.find("bits wrong", at) - at);
+  }
+  // The same start and batches: after two steps the outputs' signs are float32's (a row of #s and .s each).
+  CHECK(lines[1] == lines[0]);
+  const CommandResult e = run_matmem("eval --checkpoint f64 --batches 1", dir);
+  INFO(e.output);
+  CHECK(e.status == 0);
+  const CommandResult i = run_matmem("inspect --checkpoint f64 --out f64/inspect.png", dir);
+  INFO(i.output);
+  CHECK(i.status == 0);
+}
+
 TEST_CASE("train: --out onto a directory holding a run is refused, names what is there and loses nothing",
           "[tools][train]") {
   const fs::path dir = fresh_dir("out_refused");
