@@ -166,7 +166,22 @@ inline Shape* Tape::gather_inputs(const OpDef& op, std::span<const Var> in, cons
     call_values_[a] = nodes_[in[a].id].value;
   }
   count_flops(op, xs, int(in.size()), y_shape, attrs, requires_grad);
+  if (profile_ && op.gemm && !op.traffic) count_operands(op, in, double(y_shape.numel()), requires_grad);
   return xs;
+}
+
+// A matrix product's least traffic, for the bench's limit: forward reads its inputs and writes its output;
+// backward reads the inputs and the output's gradient and writes the gradients of the inputs that are not
+// parameters (a parameter's gradient may be formed once a pass: ops/defers). At batch 1 the weights are most of it.
+void Tape::count_operands(const OpDef& op, std::span<const Var> in, double out_elements, bool requires_grad) {
+  double read = 0, written = 0;
+  for (const Var& v : in) {
+    const Node& x = nodes_[v.id];
+    read += double(x.shape.numel());
+    if (x.requires_grad && !x.param) written += double(x.shape.numel());
+  }
+  const double values = read + out_elements + (requires_grad ? read + out_elements + written : 0.0);
+  profile_->add_traffic(op, double(size_of(dtype_)) * values);
 }
 
 inline void Tape::count_flops(const OpDef& op, const Shape* xs, int arity, const Shape& y_shape, OpAttrs attrs,
@@ -242,6 +257,7 @@ void Tape::apply(const OpDef& op, std::span<const Var> in, std::span<const Shape
     forward_node<T>(id);  // gathers the inputs' shapes into call_shapes_
     if (profile_) profile_->add_forward(op, ns_since(t0), double((out_elements + saved) * esize));
     count_flops(op, call_shapes_.data(), int(in.size()), y_shape, attrs, n.requires_grad);
+    if (profile_ && op.gemm && !op.traffic) count_operands(op, in, double(out_elements), n.requires_grad);
     if (anomaly_)
       for (std::size_t k = 0; k < outputs; ++k)
         check_finite(static_cast<const T*>(call_ys_[k]), call_y_shapes_[k], id + std::uint32_t(k), "produced");

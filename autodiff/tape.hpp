@@ -214,6 +214,7 @@ class Tape {
                        bool requires_grad);
   void count_flops(const OpDef& op, const Shape* xs, int arity, const Shape& y_shape, OpAttrs attrs,
                    bool requires_grad);
+  void count_operands(const OpDef& op, std::span<const Var> in, double out_elements, bool requires_grad);
   void* ensure_grad(Node& n);
   void* grad_buffer(Node& n);  // a buffer for n's gradient (reused if one is free), not zeroed
   std::vector<void*>& free_grads(const Node& n);  // the free list of n's gradient size

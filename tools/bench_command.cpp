@@ -274,14 +274,18 @@ void report_row(const std::string& name, const StepTimes& t, std::int64_t batch,
                1e3 * double(batch) / mean, gflops, peak_rss_mib());
 }
 
-// What the core allows an op kind, the profile's "limit": a GEMM op's FLOPs at the SGEMM peak; an op that
-// declares its traffic (the memory ops), those bytes at the L2 streaming rate or its FLOPs at the multiply-add
-// peak, whichever takes longer; none (0) for the others.
+// What the core allows an op kind, the profile's "limit": a GEMM op's FLOPs at the SGEMM peak or its operands'
+// bytes (the tape counts them: at batch 1 mostly the weights, read and their gradients written) at the streaming
+// rate of the level the model's parameters and gradients fit in, whichever takes longer; an op that declares its
+// traffic (the memory ops), those bytes at the L2 streaming rate or its FLOPs at the multiply-add peak,
+// whichever takes longer; none (0) for the others.
 struct CoreLimits {
   double sgemm_gflops = 0, fma_gflops = 0, stream_gbps = 0;
+  double operand_gbps = 0;        // streaming rate over a working set of the parameters and their gradients
+  std::int64_t operand_bytes = 0;  // that working set
 };
 double limit_ns(const OpProfile::Row& r, const CoreLimits& c) {
-  if (r.gemm) return r.flops / c.sgemm_gflops;
+  if (r.gemm) return std::max(r.flops / c.sgemm_gflops, c.operand_gbps > 0 ? r.traffic / c.operand_gbps : 0.0);
   if (r.traffic > 0) return std::max(r.traffic / c.stream_gbps, r.flops / c.fma_gflops);
   return 0;
 }
@@ -322,9 +326,10 @@ void print_profile(const std::string& name, const OpProfile& p, int steps, doubl
   if (limited == 0) return;
   fmt::print("  op kinds with a limit: {:.0f} µs a step, {:.0f} at their limits ({:.0f}%)\n", limited, at_limits,
              100 * at_limits / limited);
-  fmt::print("  limits: GEMM ops' FLOPs at the SGEMM peak ({:.1f} GFLOP/s); memory ops' traffic at the best streaming "
+  fmt::print("  limits: GEMM ops' FLOPs at the SGEMM peak ({:.1f} GFLOP/s) or their operands at the streaming rate "
+             "over the parameters and gradients ({:.0f} KiB: {:.1f} GB/s); memory ops' traffic at the best streaming "
              "rate within the L2 ({:.1f} GB/s) or their FLOPs at the multiply-add peak ({:.1f} GFLOP/s)\n",
-             c.sgemm_gflops, c.stream_gbps, c.fma_gflops);
+             c.sgemm_gflops, double(c.operand_bytes) / 1024, c.operand_gbps, c.stream_gbps, c.fma_gflops);
 }
 
 // With threads, what each part of the timed steps took on its own thread (Trainer::part_seconds), summed.
@@ -487,11 +492,14 @@ int bench_train(const Options& o) {
     report_row(b.name, times, c.integer("batch"), csv);
     if (parts.steps > 0) threaded.push_back([=] { print_parts(b.name, parts, times.mean_ms()); });
     if (o.profile) {
+      CoreLimits here = limits;
+      for (const auto& p : t.model().params()) here.operand_bytes += 2 * std::int64_t(p->value.bytes());
+      here.operand_gbps = stream_gbps_at(here.operand_bytes);
       OpProfile p;
       t.tape().set_profile(&p);
       const double ms = time_trainer(t, 0, o.steps).mean_ms();
       t.tape().set_profile(nullptr);
-      profiles.push_back([=] { print_profile(b.name, p, o.steps, ms, limits); });
+      profiles.push_back([=] { print_profile(b.name, p, o.steps, ms, here); });
     }
   }
   // The C++-peer step is its own loop on one tape, not a Trainer: one thread whatever --threads says.

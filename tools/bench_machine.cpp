@@ -155,6 +155,11 @@ double l2_stream_gbps() {
   return best;
 }
 
+double stream_gbps_at(std::int64_t bytes) {
+  const Bandwidth b = bandwidth(std::max<std::int64_t>(bytes, 16 << 10));
+  return std::max({b.read, b.write, b.copy});
+}
+
 double sgemm_peak_gflops() {
   const std::int64_t n = 1024;
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n);

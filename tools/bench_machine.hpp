@@ -10,6 +10,7 @@
 // The step's memory ops stream their memory state once or twice per pass, so where the state fits (L2, L3 or
 // only DRAM) sets how fast they can run: tools/results/training-speed.md "Bounds".
 #pragma once
+#include <cstdint>
 #include <cstdio>
 
 namespace matmem::tools {
@@ -19,6 +20,9 @@ double fma_peak_gflops();    // one core, independent float32 multiply-adds on t
 // The best of read, write and copy (GB/s of bytes read + written) over working sets from 128 KiB to the core's
 // L2: the most a memory op can stream when its state stays in the L2, as the micro-batches keep it.
 double l2_stream_gbps();
+// The best of read, write and copy over a working set of `bytes` (at least 16 KiB): the most a step can move
+// values that take that much memory, at the level they fit in (the bench's limit for a GEMM op's operands).
+double stream_gbps_at(std::int64_t bytes);
 void bench_machine(std::FILE* csv);
 
 }  // namespace matmem::tools

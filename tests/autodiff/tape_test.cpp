@@ -186,7 +186,10 @@ TEST_CASE("the op profile keeps the memory ops' traffic and which ops are matrix
   std::array<Var, 2> out;
   memory_read_write(mv, std::span<const Var>(&wv, 1), wv, ev, av, out);
   Var sim = cosine_similarity(tape.input(k, true), out[0]);
-  Var prod = bilinear(out[1], tape.input(u, true), tape.input(u, true));
+  ParameterStore params(DType::f32);
+  Parameter& pu = params.add("u", parameter(2, 2));
+  pu.value = u;
+  Var prod = bilinear(out[1], tape.param(pu), tape.input(u, true));
   tape.backward(add(sum(sim), sum(tanh(prod))));
   {
     NoGrad no_grad(tape);
@@ -204,7 +207,10 @@ TEST_CASE("the op profile keeps the memory ops' traffic and which ops are matrix
   CHECK(row("cosine_similarity").traffic == (1 + 3) * state);  // M read; M read, grad M read and written
   CHECK(row("memory_read").traffic == 1 * state);
   CHECK(row("bilinear").gemm);
-  CHECK(row("bilinear").traffic == 0);
+  // A matrix product's operands, values: forward reads X (8), U and V (4 each) and writes Y (8); backward reads
+  // them and grad Y again and writes grad X and grad V (12), not the parameter U's gradient (formed once a pass
+  // where its product is deferred).
+  CHECK(row("bilinear").traffic == (16 + 8 + 16 + 8 + 12) * 4.0);
   CHECK_FALSE(row("memory_read_write").gemm);
   CHECK_FALSE(row("tanh").gemm);
   CHECK(row("tanh").traffic == 0);
