@@ -142,6 +142,10 @@ const std::vector<ConfigKey> kNtmKeys = {
      "matntm content addressing's epsilon, under each norm's root and on their product as DeepMind's DNC (0: exact "
      "norms and 1e-8 on their product; > 0 bounds the memory's gradient at a near-empty slot)",
      {.min = 0}},
+    {"ntm.add_activation", "\"linear\"",
+     "matntm write heads' add vector: linear (the NTM paper's, unbounded) or sigmoid (fumin/ntm's, each element "
+     "in (0, 1))",
+     {.choices = {"linear", "sigmoid"}}},
 };
 
 const std::vector<ConfigKey> kDncKeys = {
@@ -244,6 +248,8 @@ std::unique_ptr<Model> ntm(const Config& c, const Task& t, DType dtype, std::uin
                                     : NTMConfig::MemoryInit::constant;
   nc.memory_init_std = c.num("ntm.memory_init_std");
   nc.cosine_eps = c.num("ntm.cosine_eps");
+  nc.add_activation = c.str("ntm.add_activation") == "sigmoid" ? NTMConfig::AddActivation::sigmoid
+                                                               : NTMConfig::AddActivation::linear;
   set_io(nc, t);
   return construct<MatNTM>("ntm.*", nc, dtype, seed);
 }

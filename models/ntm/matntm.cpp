@@ -114,7 +114,7 @@ void MatNTM::step(Step& s) {
     p[k].gamma = affine(softplus(proj[n++]), 1.0, 1.0);
     if (heads_[k].write) {
       p[k].erase = sigmoid(proj[n++]);
-      p[k].added = proj[n++];
+      p[k].added = config_.add_activation == NTMConfig::AddActivation::sigmoid ? sigmoid(proj[n++]) : proj[n++];
     }
   }
   const Var similarity = cosine_similarity(std::span<const Var>(keys.data(), H), m_prev,

@@ -6,7 +6,9 @@
 //     feed-forward controller, Graves et al.'s, sees its past only through R_{t−1}); with `controller_clip`
 //     c > 0 every layer's H (and an LSTM's C) is clipped to ±c in the forward pass;
 //  2. each head from H_t: K = mat(H) [mr,mc]; β = softplus(mat(H)); g = sigm(mat(H)); s = softmax(mat(H))
-//     [2S+1]; γ = 1 + softplus(mat(H)); write heads also E = sigm(mat(H)), A = mat(H) [mr,mc];
+//     [2S+1]; γ = 1 + softplus(mat(H)); write heads also E = sigm(mat(H)), A = mat(H) [mr,mc] (the NTM
+//     paper's unbounded add vector; `add_activation` sigmoid: A = sigm(mat(H)), fumin/ntm's: each element of A in
+//     (0, 1), so a write adds at most w(i) to an element of slot i and a memory started positive stays positive);
 //  3. w^c = softmax(β cos(K, M_{t−1})); w^g = g w^c + (1 − g) w_{t−1}; w̃ = shift(w^g, s); w_t = sharpen(w̃, γ);
 //  4. read heads read R_t = Σ_i w_t(i) M_{t−1}(i); then write heads write M_t = write(M, w_t, E, A) in order;
 //  5. Y_t = mat(H_t, R_t^{(1..n_read)}) (logits), clipped to ±c too when `clip_logits` (DeepMind's DNC clips its
@@ -54,6 +56,7 @@ struct NTMConfig {
   enum class MemoryInit { constant, learned, random } memory_init = MemoryInit::constant;
   double memory_init_std = 0.01;  // a learned memory's start: N(0, memory_init_std²), > 0
   double cosine_eps = 0;  // > 0: CosineEps{ε, ε} (DeepMind's DNC); 0: exact norms, 1e-8 on their product
+  enum class AddActivation { linear, sigmoid } add_activation = AddActivation::linear;  // the write heads' A
   std::int64_t input_rows = 6, input_cols = 5, output_rows = 5, output_cols = 5;
   // Keep every time step's memory (1), or only every n-th, the others recomputed in backward (a recomputed
   // chain, Tape::chain); 0 (the default): n chosen from the memory's size (Step::auto_segment: 4 for the

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "matmem/models/core/model_gradcheck.hpp"
+#include "../recorder.hpp"
 #include "../small_memory_model.hpp"
 #include "../training/small_config.hpp"
 #include "matmem/models/registry.hpp"
@@ -35,16 +36,6 @@ DNCConfig small(CellKind controller, int reads, DNCConfig::UsageGradient usage =
 constexpr int kSteps = 6;
 constexpr double kSigma = 1.0;
 
-// Keeps every exposed tensor by name and time step.
-class Recorder : public StepObserver {
- public:
-  void observe(std::int64_t t, std::string_view name, const Var& value) override {
-    std::vector<Tensor>& steps = seen[std::string(name)];
-    if (std::int64_t(steps.size()) <= t) steps.resize(std::size_t(t + 1));
-    steps[std::size_t(t)] = value.value_copy();
-  }
-  std::map<std::string, std::vector<Tensor>> seen;
-};
 }  // namespace
 
 TEST_CASE("MatDNC with a MatLSTM controller passes gradcheck unrolled 6 steps", "[models][dnc][gradcheck]") {
@@ -161,18 +152,10 @@ TEST_CASE("DeepMind's stop-gradient on the usage: the same loss, a gradient exac
 }
 
 namespace {
-// Sample b's values of an exposed tensor at step t, in the order (slot, row, column).
-// Runs `m` over `seq` on a float64 tape without gradients, keeping every exposed tensor.
-Recorder run_recorded(MatDNC& m, const Sequence& seq) {
-  Tape tape(DType::f64);
-  NoGrad no_grad(tape);
-  Unroller u(m, tape);
-  Recorder rec;
-  u.set_observer(&rec);
-  u.run(seq);
-  return rec;
-}
+using testing::Recorder;
+using testing::run_recorded;
 
+// Sample b's values of an exposed tensor at step t, in the order (slot, row, column).
 std::vector<double> row(const Recorder& rec, const std::string& name, std::size_t t, std::int64_t b) {
   const Tensor& x = rec.seen.at(name).at(t);
   const Shape& s = x.shape();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "matmem/models/core/model_gradcheck.hpp"
+#include "../recorder.hpp"
 #include "../small_memory_model.hpp"
 #include "../training/small_config.hpp"
 #include "matmem/models/registry.hpp"
@@ -163,6 +164,40 @@ TEST_CASE("MatNTM with cosine_eps > 0 passes gradcheck, every parameter checked,
     loss[k] = r.loss;
   }
   CHECK(std::abs(loss[1] - loss[0]) > 1e-6);
+}
+
+// ntm.add_activation: the write heads' add vector A linear (the NTM paper's) or sigm (fumin/ntm's). Each write
+// M(1 − wE) + wA with w, E in [0, 1] and A in (0, 1) keeps a positive element positive and adds less than w to it,
+// so from the constant memory (1e-6) every element stays above 0 and grows by less than 1 per write head a step;
+// a linear A takes elements below 0. The parameters start the same either way.
+TEST_CASE("MatNTM with a sigmoid add vector passes gradcheck, and its writes keep the memory positive and add "
+          "less than 1 an element per write head", "[models][ntm][gradcheck]") {
+  NTMConfig c = small(CellKind::rnn, 1, 2);
+  double lowest[2], rise[2];
+  for (int k = 0; k < 2; ++k) {
+    c.add_activation = k ? NTMConfig::AddActivation::sigmoid : NTMConfig::AddActivation::linear;
+    MatNTM m(c, DType::f64, 5);
+    const Sequence seq = random_sequence(m, 2, 6);
+    if (k) {
+      ModelGradcheckReport r = gradcheck_model(
+          m, random_sequence(m, 2, 3), {.flat = {"ntm/read1/beta/", "ntm/write1/",
+                                                 "ntm/write2/beta/", "ntm/write2/key/"}});
+      INFO(r.str());
+      CHECK(r.passed);
+      CHECK(r.elements_checked == m.params().element_count());
+    }
+    const testing::Recorder rec = testing::run_recorded(m, seq);
+    const std::vector<Tensor>& mem = rec.seen.at("memory");
+    lowest[k] = 1e300, rise[k] = -1e300;
+    for (std::size_t t = 0; t < mem.size(); ++t)
+      for (std::int64_t e = 0; e < mem[t].numel(); ++e) {
+        lowest[k] = std::min(lowest[k], mem[t].get(e));
+        rise[k] = std::max(rise[k], mem[t].get(e) - (t ? mem[t - 1].get(e) : 1e-6));
+      }
+  }
+  CHECK(lowest[1] > 0);
+  CHECK(rise[1] < 2);     // two write heads
+  CHECK(lowest[0] < 0);  // the linear add, as the paper's, is unbounded
 }
 
 TEST_CASE("the memory's start: constant 1e-6, a fixed random draw within ±1, or learned", "[models][ntm]") {
