@@ -111,6 +111,15 @@ TEST_CASE("distributed: without an MPI launcher, --distributed is refused saying
   CHECK_FALSE(fs::exists(dir / "x/checkpoint.safetensors"));
 }
 
+TEST_CASE("distributed: a float64 run over ranks is refused saying why, and writes nothing",
+          "[tools][distributed][errors]") {
+  const fs::path dir = fresh_dir("distributed_float64");
+  const CommandResult r = run_mpi("train --distributed " + kRun + " --steps 2 --set dtype=float64 --out x", dir);
+  CHECK(r.refused());
+  CHECK_THAT(r.output, Contains("float32 gradients") && Contains("float64 run (dtype) trains in one process"));
+  CHECK_FALSE(fs::exists(dir / "x/checkpoint.safetensors"));
+}
+
 TEST_CASE("distributed: a killed rank ends the whole job with an error naming it, within seconds",
           "[tools][distributed][errors]") {
   const fs::path dir = fresh_dir("distributed_killed");
