@@ -39,6 +39,7 @@ void add_commands(CLI::App& app) {
   add_eval_command(app);
   add_sweep_command(app);
   add_gradcheck_command(app);
+  add_gradients_command(app);
   add_bench_command(app);
   add_capacity_command(app);
   add_plot_command(app);

@@ -15,6 +15,7 @@
 #include "matmem/models/training/rules/best_parameters.hpp"
 #include "matmem/models/tasks/flat_frames.hpp"
 #include "matmem/models/training/trainer.hpp"
+#include "matmem/tools/one_sequence.hpp"
 #include "matmem/tools/options.hpp"
 #include "matmem/tools/plot/charts.hpp"
 #include "matmem/tools/plot/commands.hpp"
@@ -60,17 +61,9 @@ void run(const Options& o) {
   auto trainer = Trainer::resume(o.checkpoint);
   const std::string which = use_best_parameters(*trainer, o.last);
   const Task& task = trainer->task();
-  const bool copy = std::string(task.size_name()) == "length";
-  if (copy && o.items) throw Error("inspect: --items is for the recall task; this run learned copy (use --length)");
-  if (!copy && o.length) throw Error(fmt::format("inspect: --length is for the copy task; this run learned {} (use --items)", task.name()));
-  std::int64_t size = copy ? o.length : o.items;
-  if (!size) {  // the middle of the training range
-    const auto [lo, hi] = task.size_range();
-    size = hi > 0 ? (lo + hi + 1) / 2 : task.eval_sizes().front();
-  }
-  Rng rng(o.seed);
-  Sequence seq;
-  task.sample_size_into(rng, size, seq, trainer->model().dtype());
+  const OneSequence one = one_sequence(task, o.length, o.items, o.seed, trainer->model().dtype(), "inspect");
+  const Sequence& seq = one.seq;
+  const std::int64_t size = one.size;
   Tape& tape = trainer->tape();
   Unroller unroller(trainer->model(), tape);
   Recorder recorder;
