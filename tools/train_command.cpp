@@ -271,6 +271,7 @@ void run(const Options& o) {
   const auto t0 = std::chrono::steady_clock::now();
   double loss = 0, bits = 0, norm = 0, frames = 0, xent = 0, last_loss = 0, last_bits = 0, last_draw = 0;
   std::int64_t n = 0, done_here = 0;
+  std::int64_t window_start = trainer->steps_done(), last_window = 0;  // the last logged window's steps
   double reduce_seconds = 0;  // distributed: gathering and adding the ranks' gradients, waits included
   // The best evaluation so far, as the rules keep it (figures "best", "best_step").
   const auto best_score = [&] { return trainer->figure("best", std::numeric_limits<double>::infinity()); };
@@ -321,6 +322,8 @@ void run(const Options& o) {
       const double nan = std::numeric_limits<double>::quiet_NaN();  // a window of skipped steps only
       last_loss = n ? loss / n : nan;
       last_bits = n ? bits / n : nan;
+      last_window = step - window_start;
+      window_start = step;
       metrics << fmt::format("{},{:.3f},{:.6f},{:.4f},{:.4f},{:.1f}", step, secs, last_loss, last_bits,
                              n ? norm / n : nan, n ? frames / n : nan)
               << (columns.skipped ? fmt::format(",{}", trainer->skipped_updates()) : "")
@@ -407,7 +410,7 @@ void run(const Options& o) {
     return;
   }
   fmt::print("done: {} steps in {:.1f} s ({:.2f} ms/step); last {} steps: loss {:.4f}, {:.2f} {}{}{}\n",
-             done_here, secs, done_here ? 1e3 * secs / double(done_here) : 0.0, log_every, last_loss, last_bits,
+             done_here, secs, done_here ? 1e3 * secs / double(done_here) : 0.0, last_window, last_loss, last_bits,
              trainer->task().target_kind() == TargetKind::bits ? "bits wrong per sequence"
                                                                 : cost_name(trainer->task().target_kind()),
              trainer->skipped() ? fmt::format("; {} steps skipped for a NaN/Inf", trainer->skipped()) : "",

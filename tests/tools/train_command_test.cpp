@@ -68,6 +68,16 @@ TEST_CASE("train: the example printed at the end is of a trained size", "[tools]
   CHECK_THAT(r.output, Contains("example (length 3, first sequence of the batch)"));
 }
 
+TEST_CASE("train: the closing line's window is the steps the last logged mean is over", "[tools][train]") {
+  const fs::path dir = fresh_dir("closing_window");
+  const CommandResult r = run_matmem("train " + kSmall + " --model matrnn --steps 7 --set log_every=5 --out w", dir);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("done: 7 steps") && Contains("; last 2 steps: loss"));
+  const CommandResult whole = run_matmem("train " + kSmall + " --model matrnn --steps 3 --set log_every=50 --out v", dir);
+  CHECK_THAT(whole.output, Contains("; last 3 steps: loss"));
+}
+
 TEST_CASE("train: a float64 run prints its example as a float32 one does, and eval and inspect read it",
           "[tools][train]") {
   const fs::path dir = fresh_dir("float64");
