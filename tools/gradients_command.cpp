@@ -132,14 +132,7 @@ void add_gradients_command(CLI::App& app) {
       "gradients", "Runs a trained model on one sequence and prints its parameters' gradient norms and, at every "
                    "time step, the gradient norm of each value it exposes (memory, weightings)");
   cmd->add_option("--checkpoint", o->checkpoint, "Run directory holding checkpoint.safetensors")->required();
-  auto* length = cmd->add_option("--length", o->length, "Copy length (default: the middle of the training range)")
-                     ->check(whole_number(1, 200));
-  cmd->add_option("--items", o->items,
-                  "The size of a task not sized by length: recall's items, keep_discard's sub-sequences, priority_sort's "
-                  "inputs (default: the middle of the training range)")
-      ->check(whole_number(2, 100))
-      ->excludes(length);
-  cmd->add_option("--seed", o->seed, "Seed of the sequence")->capture_default_str()->check(whole_number(0, kMaxSeed));
+  add_sequence_options(cmd, o->length, o->items, o->seed);
   cmd->add_option("--top", o->top, "Parameters listed, largest gradient first")
       ->capture_default_str()
       ->check(whole_number(1, 100000));

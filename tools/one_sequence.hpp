@@ -4,11 +4,13 @@
 #include <cstdint>
 #include <string>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "matmem/models/tasks/tasks.hpp"
 #include "matmem/runtime/error.hpp"
 #include "matmem/runtime/random.hpp"
+#include "matmem/tools/options.hpp"
 
 namespace matmem::tools {
 
@@ -34,6 +36,18 @@ inline OneSequence one_sequence(const Task& task, std::int64_t length, std::int6
   Rng rng(seed);
   task.sample_size_into(rng, out.size, out.seq, dtype);
   return out;
+}
+
+// The options that choose it: --length, --items (one or the other) and --seed.
+inline void add_sequence_options(CLI::App* cmd, std::int64_t& length, std::int64_t& items, std::uint64_t& seed) {
+  auto* by_length = cmd->add_option("--length", length, "Copy length (default: the middle of the training range)")
+                        ->check(whole_number(1, 200));
+  cmd->add_option("--items", items,
+                  "The size of a task not sized by length: recall's items, keep_discard's sub-sequences, priority_sort's "
+                  "inputs (default: the middle of the training range)")
+      ->check(whole_number(2, 100))
+      ->excludes(by_length);
+  cmd->add_option("--seed", seed, "Seed of the sequence")->capture_default_str()->check(whole_number(0, kMaxSeed));
 }
 
 }  // namespace matmem::tools

@@ -139,14 +139,7 @@ void add_inspect_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "inspect", "Runs a trained model on one sequence and draws its frames, memory and weightings (PNG or SVG)");
   cmd->add_option("--checkpoint", o->checkpoint, "Run directory holding checkpoint.safetensors")->required();
-  auto* length = cmd->add_option("--length", o->length, "Copy length (default: the middle of the training range)")
-                     ->check(whole_number(1, 200));
-  cmd->add_option("--items", o->items,
-                  "The size of a task not sized by length: recall's items, keep_discard's sub-sequences, priority_sort's "
-                  "inputs (default: the middle of the training range)")
-      ->check(whole_number(2, 100))
-      ->excludes(length);
-  cmd->add_option("--seed", o->seed, "Seed of the sequence")->capture_default_str()->check(whole_number(0, kMaxSeed));
+  add_sequence_options(cmd, o->length, o->items, o->seed);
   cmd->add_option("--out", o->out, "Picture to write: FILE.png or FILE.svg")->required();
   cmd->add_flag("--last", o->last,
                 "Draw the last parameters, not those of the best evaluation of the held-out data (best.safetensors)");
