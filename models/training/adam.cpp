@@ -1,8 +1,6 @@
 #include "matmem/models/training/adam.hpp"
 
 #include <cmath>
-#include <map>
-#include <utility>
 
 namespace matmem {
 
@@ -11,22 +9,11 @@ Adam::Adam(ParameterStore& params, AdamOptions options) : options_(options) {
     if (!p->buffer)
       state_.push_back({p.get(), Tensor(p->value.dtype(), p->value.shape()), Tensor(p->value.dtype(), p->value.shape()),
                         {}, {}, {}});
-  std::map<std::string, std::pair<Tensor*, Tensor*>> slots;  // the state in state_tensors()' order
   for (State& s : state_) {
-    writes("parameter " + s.param->name, s.param->value, s.value_next);
-    slots[s.param->name + "/exp_avg"] = {&s.exp_avg, &s.exp_avg_next};
-    slots[s.param->name + "/exp_avg_sq"] = {&s.exp_avg_sq, &s.exp_avg_sq_next};
+    writes_parameter(*s.param, s.value_next);
+    writes_state(s.param->name + "/exp_avg", s.exp_avg, s.exp_avg_next);
+    writes_state(s.param->name + "/exp_avg_sq", s.exp_avg_sq, s.exp_avg_sq_next);
   }
-  for (auto& [name, t] : slots) writes("optimiser state " + name, *t.first, *t.second);
-}
-
-std::map<std::string, Tensor*> Adam::state_tensors() {
-  std::map<std::string, Tensor*> out;
-  for (State& s : state_) {
-    out[s.param->name + "/exp_avg"] = &s.exp_avg;
-    out[s.param->name + "/exp_avg_sq"] = &s.exp_avg_sq;
-  }
-  return out;
 }
 
 namespace {

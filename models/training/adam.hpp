@@ -18,7 +18,6 @@ class Adam : public Optimizer {
  public:
   Adam(ParameterStore& params, AdamOptions options = {});
   const char* name() const override { return "adam"; }
-  std::map<std::string, Tensor*> state_tensors() override;
 
  private:
   bool compute_update() override;

@@ -12,18 +12,32 @@
 
 namespace matmem {
 
-void Optimizer::writes(std::string what, Tensor& current, Tensor& next) {
+void Optimizer::writes_parameter(Parameter& p, Tensor& next) {
+  next = Tensor(p.value.dtype(), p.value.shape());
+  parameters_.push_back({"parameter " + p.name, &p.value, &next});
+}
+
+void Optimizer::writes_state(const std::string& name, Tensor& current, Tensor& next) {
   next = Tensor(current.dtype(), current.shape());
-  written_.push_back({std::move(what), &current, &next});
+  states_[name] = {"optimiser state " + name, &current, &next};
+}
+
+std::map<std::string, Tensor*> Optimizer::state_tensors() const {
+  std::map<std::string, Tensor*> out;
+  for (const auto& [name, w] : states_) out[name] = w.current;
+  return out;
 }
 
 std::optional<std::string> Optimizer::step() {
-  if (!compute_update()) {
-    for (const Written& w : written_)
+  if (!compute_update()) {  // the first tensor with a value that is not finite: parameters, then state by name
+    for (const Written& w : parameters_)
+      if (!w.next->all_finite()) return w.what;
+    for (const auto& [name, w] : states_)
       if (!w.next->all_finite()) return w.what;
     return std::string("a value");  // flagged but not found: the flag errs on the side of refusing
   }
-  for (Written& w : written_) std::swap(*w.current, *w.next);
+  for (Written& w : parameters_) std::swap(*w.current, *w.next);
+  for (auto& [name, w] : states_) std::swap(*w.current, *w.next);
   ++steps_;
   return std::nullopt;
 }

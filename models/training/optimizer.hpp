@@ -31,8 +31,8 @@ class Optimizer {
   /// their order, then the state in state_tensors()' order).
   std::optional<std::string> step();
   virtual const char* name() const = 0;  ///< "rmsprop", "adam", "sgd"
-  /// Every state tensor, as "<parameter>/<slot>" -> tensor (for checkpoints).
-  virtual std::map<std::string, Tensor*> state_tensors() = 0;
+  /// Every state tensor, as "<parameter>/<slot>" -> tensor (for checkpoints): those writes_state() registered.
+  std::map<std::string, Tensor*> state_tensors() const;
   /// Steps taken (Adam's bias correction needs it; checkpointed for all).
   std::int64_t steps() const { return steps_; }
   void set_steps(std::int64_t n) { steps_ = n; }  ///< restores the steps taken (from a checkpoint)
@@ -42,9 +42,10 @@ class Optimizer {
   double lr_scale() const { return lr_scale_; }  ///< the factor set_lr_scale() set
 
  protected:
-  /// Registers a tensor the update writes and `next`, the buffer its new values go to (shaped here like it);
-  /// the parameters first, then the state in state_tensors()' order.
-  void writes(std::string what, Tensor& current, Tensor& next);
+  /// Registers a parameter the update writes and `next`, the buffer its new values go to (shaped here like it).
+  void writes_parameter(Parameter& p, Tensor& next);
+  /// Registers a state tensor "<parameter>/<slot>" and `next`, the buffer its new values go to.
+  void writes_state(const std::string& name, Tensor& current, Tensor& next);
   /// Computes the new value of every registered tensor into its `next` buffer from the current values and
   /// the gradients, as of steps() + 1 steps; returns false when one of them may not be finite.
   virtual bool compute_update() = 0;
@@ -54,11 +55,12 @@ class Optimizer {
 
  private:
   struct Written {
-    std::string what;
+    std::string what;  // "parameter NAME", "optimiser state NAME/SLOT"
     Tensor* current;
     Tensor* next;
   };
-  std::vector<Written> written_;
+  std::vector<Written> parameters_;          // in the parameters' order
+  std::map<std::string, Written> states_;  // by name
 };
 
 /// 1 when y is infinite or NaN (y − y is then NaN), else 0. An update's loop ORs it over the values it writes

@@ -1,8 +1,6 @@
 #include "matmem/models/training/rmsprop.hpp"
 
 #include <cmath>
-#include <map>
-#include <utility>
 #include <type_traits>
 
 namespace matmem {
@@ -15,24 +13,13 @@ RMSprop::RMSprop(ParameterStore& params, RMSpropOptions options) : options_(opti
     if (options_.momentum > 0) s.momentum_buffer = Tensor(p->value.dtype(), p->value.shape());
     state_.push_back(std::move(s));
   }
-  std::map<std::string, std::pair<Tensor*, Tensor*>> slots;  // the state in state_tensors()' order
   for (State& s : state_) {
-    writes("parameter " + s.param->name, s.param->value, s.value_next);
-    slots[s.param->name + "/square_avg"] = {&s.square_avg, &s.square_avg_next};
-    if (options_.centered) slots[s.param->name + "/grad_avg"] = {&s.grad_avg, &s.grad_avg_next};
-    if (options_.momentum > 0) slots[s.param->name + "/momentum_buffer"] = {&s.momentum_buffer, &s.momentum_buffer_next};
+    writes_parameter(*s.param, s.value_next);
+    writes_state(s.param->name + "/square_avg", s.square_avg, s.square_avg_next);
+    if (options_.centered) writes_state(s.param->name + "/grad_avg", s.grad_avg, s.grad_avg_next);
+    if (options_.momentum > 0)
+      writes_state(s.param->name + "/momentum_buffer", s.momentum_buffer, s.momentum_buffer_next);
   }
-  for (auto& [name, t] : slots) writes("optimiser state " + name, *t.first, *t.second);
-}
-
-std::map<std::string, Tensor*> RMSprop::state_tensors() {
-  std::map<std::string, Tensor*> out;
-  for (State& s : state_) {
-    out[s.param->name + "/square_avg"] = &s.square_avg;
-    if (options_.centered) out[s.param->name + "/grad_avg"] = &s.grad_avg;
-    if (options_.momentum > 0) out[s.param->name + "/momentum_buffer"] = &s.momentum_buffer;
-  }
-  return out;
 }
 
 namespace {

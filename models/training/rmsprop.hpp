@@ -33,7 +33,6 @@ class RMSprop : public Optimizer {
  public:
   RMSprop(ParameterStore& params, RMSpropOptions options = {});
   const char* name() const override { return "rmsprop"; }
-  std::map<std::string, Tensor*> state_tensors() override;
   const RMSpropOptions& options() const { return options_; }
 
  private:

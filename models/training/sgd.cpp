@@ -1,26 +1,15 @@
 #include "matmem/models/training/sgd.hpp"
 
-#include <map>
-#include <utility>
-
 namespace matmem {
 
 SGD::SGD(ParameterStore& params, SGDOptions options) : options_(options) {
   for (auto& p : params)
     if (!p->buffer) state_.push_back({p.get(), Tensor(p->value.dtype(), p->value.shape()), {}, {}});
-  std::map<std::string, std::pair<Tensor*, Tensor*>> slots;  // the state in state_tensors()' order
   for (State& s : state_) {
-    writes("parameter " + s.param->name, s.param->value, s.value_next);
-    if (options_.momentum > 0) slots[s.param->name + "/momentum_buffer"] = {&s.momentum_buffer, &s.momentum_buffer_next};
+    writes_parameter(*s.param, s.value_next);
+    if (options_.momentum > 0)
+      writes_state(s.param->name + "/momentum_buffer", s.momentum_buffer, s.momentum_buffer_next);
   }
-  for (auto& [name, t] : slots) writes("optimiser state " + name, *t.first, *t.second);
-}
-
-std::map<std::string, Tensor*> SGD::state_tensors() {
-  std::map<std::string, Tensor*> out;
-  if (options_.momentum > 0)
-    for (State& s : state_) out[s.param->name + "/momentum_buffer"] = &s.momentum_buffer;
-  return out;
 }
 
 bool SGD::compute_update() {

@@ -17,7 +17,6 @@ class SGD : public Optimizer {
  public:
   SGD(ParameterStore& params, SGDOptions options = {});
   const char* name() const override { return "sgd"; }
-  std::map<std::string, Tensor*> state_tensors() override;
 
  private:
   bool compute_update() override;
