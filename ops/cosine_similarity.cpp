@@ -14,6 +14,11 @@
 // along its r·c elements, lanes over the batch; the keys are transposed to that form in scratch. At a batch
 // B of 1, 2, 4 or 8 (AVX-512) the same passes run on periodic lanes: W-wide chunks of a slot's r·c·B
 // contiguous values, the sums folded to their B items once per slot (four slots' sums folded together).
+// At a batch of 1 (the step that learns: one sequence an update) the memory is the row-major N × E matrix M
+// of its slots and the keys the H × E matrix K, and the sums are small GEMMs: the dot products as M Kᵀ
+// (N × H, transposed into d), grad_K = A M − kc ∘ K and grad_M += Aᵀ K − cm ∘ M with A = [g/D] (H × N):
+// each a LIBXSMM kernel where the lane-wise passes folded every slot's sums and ran a 20-value slot in a
+// full and a three-quarters-empty 16-lane chunk.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -24,6 +29,7 @@
 #include "matmem/ops/ops.hpp"
 #include "matmem/ops/registry.hpp"
 #include "matmem/ops/slots.hpp"
+#include "matmem/runtime/blas.hpp"
 
 namespace matmem {
 namespace {
@@ -319,6 +325,65 @@ struct CosineSimilarityKernel {
   }
 #endif
 
+  // Σ_e x_e² for each of n rows of E values (row stride E) into out: at batch 1 in W-wide chunks, four rows'
+  // sums folded together (ops/slots.hpp), where a scalar sum is a chain of E dependent additions.
+  static void row_squares(const T* x, std::int64_t n, std::int64_t E, T* out) {
+    std::int64_t r = 0;
+#ifdef MATMEM_PERIODIC_LANES
+    if (ops::use_periodic_lanes<T>(1)) {
+      const Lanes ln(1);
+      for (; r + 4 <= n; r += 4) {
+        std::array<V, 4> acc{};
+        chunks(E, [&](std::int64_t i, auto ld, auto) {
+          for (int u = 0; u < 4; ++u) {
+            const V v = ld(x + (r + u) * E + i);
+            acc[u] += v * v;
+          }
+        });
+        ln.fold4_store(out + r, acc);
+      }
+      for (; r < n; ++r) {
+        V acc(T(0));
+        chunks(E, [&](std::int64_t i, auto ld, auto) {
+          const V v = ld(x + r * E + i);
+          acc += v * v;
+        });
+        ln.fold_store(out + r, acc, false);
+      }
+    }
+#endif
+    for (; r < n; ++r) {
+      T acc(0);
+      for (std::int64_t e = 0; e < E; ++e) acc += x[r * E + e] * x[r * E + e];
+      out[r] = acc;
+    }
+  }
+
+  // Batch 1: d = (M Kᵀ)ᵀ through the keys transposed (E × H, in kt) and the product (N × H, after it); the
+  // saved values in the layout of any batch (d as H × N), so backward's coefficients are the same pass.
+  static void forward_one(const OpCall<T>& c, T* kt) {
+    const int H = c.arity - 1;
+    const Shape& m = c.x_shape[H];
+    const std::int64_t N = m.slots, E = m.rows * m.cols;
+    const T* mem = c.x[H];
+    T *dot = c.saved, *nm = dot + H * N, *nk = nm + N, *mk = kt + H * E;
+    const T eps = T(c.attrs.f[0]), norm_eps = T(c.attrs.f[1]);
+    for (int h = 0; h < H; ++h) {
+      for (std::int64_t e = 0; e < E; ++e) kt[e * H + h] = c.x[h][e];
+      row_squares(c.x[h], 1, E, nk + h);
+      nk[h] = std::sqrt(nk[h] + norm_eps);
+    }
+    blas::gemm<T>(false, false, N, H, E, T(1), mem, E, kt, H, T(0), mk, H);
+    row_squares(mem, N, E, nm);
+    for (std::int64_t n = 0; n < N; ++n) nm[n] = std::sqrt(nm[n] + norm_eps);
+    for (int h = 0; h < H; ++h) {
+      T* d = dot + h * N;
+      T* y = c.y + h * N;
+      for (std::int64_t n = 0; n < N; ++n) d[n] = mk[n * H + h];
+      for (std::int64_t n = 0; n < N; ++n) y[n] = d[n] / (nk[h] * nm[n] + eps);
+    }
+  }
+
   static void forward(const OpCall<T>& c) {
     const int H = c.arity - 1;
     const Shape& m = c.x_shape[H];
@@ -326,6 +391,7 @@ struct CosineSimilarityKernel {
     const T* mem = c.x[H];
     T *dot = c.saved, *nm = dot + H * N * B, *nk = nm + N * B;
     T* kt = c.scratch;
+    if (B == 1) return forward_one(c, kt);
     for (int h = 0; h < H; ++h) ops::to_batch_inner(c.x[h], B, m.rows, m.cols, kt + h * E * B);
 #ifdef MATMEM_PERIODIC_LANES
     if (ops::use_periodic_lanes<T>(B)) return forward_periodic(c, kt);
@@ -385,6 +451,37 @@ struct CosineSimilarityKernel {
     });
   }
 
+  // Batch 1 (kt: K as H × E; a: g as H × N): the coefficients as at any batch, then grad_K = A M − kc ∘ K and
+  // grad_M += Aᵀ K − cm ∘ M as two GEMMs and a pass.
+  static void backward_one(const OpCall<T>& c, const T* kt, T* gkt, T* a, T* cm, T* kc) {
+    const int H = c.arity - 1;
+    const Shape& m = c.x_shape[H];
+    const std::int64_t N = m.slots, E = m.rows * m.cols;
+    const T eps = T(c.attrs.f[0]);
+#ifdef MATMEM_PERIODIC_LANES
+    if (ops::use_periodic_lanes<T>(1)) {
+      const Lanes ln(1);
+      for_each_key_block(H, [&](std::int64_t h0, auto k) {
+        if (h0 == 0) coefficients_periodic<decltype(k)::value, true>(ln, c.saved, a, cm, kc, H, h0, N, eps);
+        else coefficients_periodic<decltype(k)::value, false>(ln, c.saved, a, cm, kc, H, h0, N, eps);
+      });
+    } else
+#endif
+      for_each_key_block(H, [&](std::int64_t h0, auto k) {
+        if (h0 == 0) coefficients<decltype(k)::value, true>(c.saved, a, cm, kc, H, h0, 1, N, eps);
+        else coefficients<decltype(k)::value, false>(c.saved, a, cm, kc, H, h0, 1, N, eps);
+      });
+    const T* mem = c.x[H];
+    for (int h = 0; h < H; ++h)
+      for (std::int64_t e = 0; e < E; ++e) gkt[h * E + e] = -kc[h] * kt[h * E + e];
+    blas::gemm<T>(false, false, H, E, N, T(1), a, N, mem, E, T(1), gkt, E);
+    if (T* gm = c.grad_x[H]) {
+      blas::gemm<T>(true, false, N, E, H, T(1), a, N, kt, E, T(1), gm, E);
+      for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t e = 0; e < E; ++e) gm[n * E + e] -= cm[n] * mem[n * E + e];
+    }
+  }
+
   static void backward(const OpCall<T>& c) {
     const int H = c.arity - 1;
     const Shape& m = c.x_shape[H];
@@ -392,11 +489,13 @@ struct CosineSimilarityKernel {
     T *kt = c.scratch, *gkt = kt + H * E * B, *a = gkt + H * E * B, *cm = a + H * N * B, *kc = cm + N * B;
     for (int h = 0; h < H; ++h) ops::to_batch_inner(c.x[h], B, m.rows, m.cols, kt + h * E * B);
     ops::to_batch_inner(c.grad_y, B, H, N, a);  // g, overwritten by a = g/D below
+    if (B == 1)
+      backward_one(c, kt, gkt, a, cm, kc);
 #ifdef MATMEM_PERIODIC_LANES
-    if (ops::use_periodic_lanes<T>(B))
+    else if (ops::use_periodic_lanes<T>(B))
       backward_periodic(c, kt, gkt, a, cm, kc);
-    else
 #endif
+    else
       backward_lanes(c, kt, gkt, a, cm, kc);
     for (int h = 0; h < H; ++h)
       if (T* gk = c.grad_x[h]) ops::from_batch_inner(gkt + h * E * B, B, m.rows, m.cols, gk, /*accumulate=*/true);

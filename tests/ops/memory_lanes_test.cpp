@@ -157,3 +157,67 @@ TEST_CASE("the memory ops repeat a run bit for bit at batches 1, 2, 4 and 8", "[
         require_close(a, b, 0.0);
       }
 }
+
+namespace {
+// Runs a sample in dtype with the output's gradient given (flat), returning the output and every input's
+// gradient.
+std::vector<Tensor> run_with(DType dtype, const OpSample& sample, const Tensor& grad_y) {
+  std::vector<Tensor> inputs;
+  for (const auto& in : sample.inputs) inputs.push_back(in.value.to(dtype));
+  Tape tape(dtype);
+  std::vector<Var> vars;
+  for (const Tensor& t : inputs) vars.push_back(tape.input(t, true));
+  Var y = sample.apply(tape, vars);
+  tape.backward(y, grad_y.to(dtype));
+  std::vector<Tensor> out = {y.value_copy()};
+  for (const Var& v : vars) out.push_back(v.grad_copy());
+  return out;
+}
+// Element (b, n, i, j) of a, as double.
+double item(const Tensor& a, std::int64_t b, std::int64_t n, std::int64_t i, std::int64_t j) {
+  return a.get(a.shape().offset(b, n, i, j));
+}
+// Copies item 0 of `from` (batch 1) into item 0 of `to`.
+void set_item0(Tensor& to, const Tensor& from) {
+  const Shape& s = from.shape();
+  for (std::int64_t n = 0; n < s.slots; ++n)
+    for (std::int64_t i = 0; i < s.rows; ++i)
+      for (std::int64_t j = 0; j < s.cols; ++j) to.set(to.shape().offset(0, n, i, j), item(from, 0, n, i, j));
+}
+}  // namespace
+
+// At batch 1 cosine_similarity's sums are GEMMs (M Kᵀ, A M, Aᵀ K); at a batch of 3 (no periodic lanes) they are
+// vertical sums over the batch lanes. Item 0 of the batch of 3, given the batch-1 inputs and output gradient,
+// must give the batch-1 values and gradients: a key or slot taken wrongly, or a term dropped, is off by O(1).
+TEST_CASE("cosine_similarity at batch 1 (its GEMM path) equals item 0 of a batch of 3 (the lane path)", "[ops][lanes]") {
+  for (int H : {1, 3, 5, 10})
+    for (Dims d : {kSmall, kPaper, Dims{128, 1, 20}})
+      SECTION(std::to_string(H) + " keys, " + std::to_string(d.slots) + " slots of " + std::to_string(d.rows) + "x" +
+              std::to_string(d.cols)) {
+        Rng rng(11 + std::uint64_t(H));
+        const OpSample one = cosine_sample(rng, 1, d, H);
+        OpSample three = cosine_sample(rng, 3, d, H);
+        for (std::size_t t = 0; t < one.inputs.size(); ++t) set_item0(three.inputs[t].value, one.inputs[t].value);
+        const Shape y1{1, 1, H, d.slots}, y3{3, 1, H, d.slots};
+        Tensor g1(DType::f64, y1), g3(DType::f64, y3);
+        for (std::int64_t k = 0; k < g1.numel(); ++k) g1.set(k, rng.normal());
+        for (std::int64_t k = 0; k < g3.numel(); ++k) g3.set(k, rng.normal());
+        set_item0(g3, g1);
+        for (auto [dtype, tol] : {std::pair{DType::f32, 1e-5}, std::pair{DType::f64, 1e-13}}) {
+          INFO((dtype == DType::f32 ? "float32" : "float64"));
+          const std::vector<Tensor> a = run_with(dtype, one, g1), b = run_with(dtype, three, g3);
+          for (std::size_t t = 0; t < a.size(); ++t) {
+            const Shape& s = a[t].shape();
+            double scale = 0;
+            for (std::int64_t k = 0; k < a[t].numel(); ++k) scale = std::max(scale, std::abs(a[t].get(k)));
+            for (std::int64_t n = 0; n < s.slots; ++n)
+              for (std::int64_t i = 0; i < s.rows; ++i)
+                for (std::int64_t j = 0; j < s.cols; ++j) {
+                  INFO((t == 0 ? std::string("output") : "gradient of input " + std::to_string(t - 1))
+                       << " at (" << n << ", " << i << ", " << j << ")");
+                  REQUIRE(std::abs(item(a[t], 0, n, i, j) - item(b[t], 0, n, i, j)) <= tol * scale);
+                }
+          }
+        }
+      }
+}
