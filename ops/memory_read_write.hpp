@@ -9,14 +9,16 @@
 #include "matmem/autodiff/tape.hpp"
 #include "matmem/ops/fixed.hpp"
 #include "matmem/ops/slots.hpp"
+#include "matmem/runtime/blas.hpp"
 
 namespace matmem::ops {
 
 // scratch: w [N·B], E, A [r·c·B], the read weightings [R·N·B], the reads (forward) or their gradients
-// (backward) [R·r·c·B], all transposed; backward also grad_w [N·B], grad_E, grad_A [r·c·B], grad_w_k [R·N·B].
+// (backward) [R·r·c·B], all transposed; backward also grad_w [N·B], grad_E, grad_A [r·c·B], grad_w_k [R·N·B];
+// at batch 1 with reads, the read gradients transposed [r·c·R] and M Gᵀ [N·R] (MemoryReadWriteKernel::reads_one).
 inline std::int64_t memory_read_write_scratch(std::int64_t R, const Shape& m) {
   const std::int64_t B = m.batch, N = m.slots, E = m.rows * m.cols;
-  return 2 * (N * B + 2 * E * B + R * N * B) + R * E * B;
+  return 2 * (N * B + 2 * E * B + R * N * B) + R * E * B + (B == 1 ? R * (E + N) : 0);
 }
 
 // The values a call must move at least (OpDef::traffic), with or without reads: forward reads M and writes M';
@@ -359,9 +361,43 @@ struct MemoryReadWriteKernel {
   // Whether this call takes the periodic path: a batch B < W dividing W.
   static bool periodic(const Work& k) { return ops::use_periodic_lanes<T>(k.B); }
 
+  // The write alone (RK = 0), forward or backward, on the path of the call's batch.
+  static void write_pass(const OpCall<T>& c, const Work& k, bool backward) {
+#ifdef MATMEM_PERIODIC_LANES
+    if (periodic(k)) return backward ? backward_periodic<0>(c, k) : forward_periodic<0>(c, k);
+#endif
+    if (!backward) return forward_slots<0>(c, k);
+    std::int64_t e0 = 0;
+    for (; e0 + kBlock <= k.E; e0 += kBlock) backward_block<0, int(kBlock)>(c, k, e0, kBlock);
+    if (e0 < k.E) backward_block<0, kAnyBlock>(c, k, e0, k.E - e0);
+  }
+
+  // Batch 1 with reads: the memory is the N × E matrix M of its slots, the read weightings the R × N matrix
+  // W_r, and the reads are GEMMs beside the write's pass: forward R = W_r M; backward grad_M += W_rᵀ G_r and
+  // grad_W_r = G_r Mᵀ, formed as (M G_rᵀ)ᵀ (LIBXSMM has no kernel with a transposed second operand). Per slot
+  // the lane-wise pass folded each read's sum, R + 1 folds a slot.
+  static void reads_one(const OpCall<T>& c, const Work& k, bool backward) {
+    const std::int64_t N = k.N, E = k.E, R = k.R;
+    const T* mem = c.x[0];
+    if (!backward) return blas::gemm<T>(false, false, R, E, N, T(1), k.rwt, N, mem, E, T(0), k.rt, E);
+    if (T* gm = c.grad_x[0]) blas::gemm<T>(true, false, N, E, R, T(1), k.rwt, N, k.rt, E, T(1), gm, E);
+    T *grt = k.grwt + R * N, *mg = grt + E * R;
+    for (std::int64_t r = 0; r < R; ++r)
+      for (std::int64_t e = 0; e < E; ++e) grt[e * R + r] = k.rt[r * E + e];
+    blas::gemm<T>(false, false, N, R, E, T(1), mem, E, grt, R, T(0), mg, R);
+    for (std::int64_t r = 0; r < R; ++r)
+      for (std::int64_t n = 0; n < N; ++n) k.grwt[r * N + n] = mg[n * R + r];
+  }
+
   static void forward(const OpCall<T>& c) {
     const Work k = prepare(c);
     const Shape& m = c.x_shape[0];
+    if (k.B == 1 && k.R > 0) {
+      write_pass(c, k, false);
+      reads_one(c, k, false);
+      for (std::int64_t r = 0; r < k.R; ++r) std::copy_n(k.rt + r * k.E, k.E, c.ys[1 + r]);
+      return;
+    }
     std::fill_n(k.rt, k.R * k.E * k.B, T(0));
     with_reads(k.R, [&](auto rk) {
 #ifdef MATMEM_PERIODIC_LANES
@@ -378,6 +414,10 @@ struct MemoryReadWriteKernel {
     const std::int64_t B = k.B, N = k.N, E = k.E, R = k.R;
     const Shape& m = c.x_shape[0];
     for (std::int64_t r = 0; r < R; ++r) ops::to_batch_inner(c.grad_ys[1 + r], B, m.rows, m.cols, k.rt + r * E * B);
+    if (B == 1 && R > 0) {  // the write's pass first: it assigns grad_M where fresh, the reads' GEMM adds to it
+      write_pass(c, k, true);
+      reads_one(c, k, true);
+    } else
     with_reads(R, [&](auto rk) {
       constexpr int RK = decltype(rk)::value;
 #ifdef MATMEM_PERIODIC_LANES
