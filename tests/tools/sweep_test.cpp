@@ -279,7 +279,7 @@ TEST_CASE("sweep: every shipped plan reads, from the repository's root as its pa
       INFO(f.path());
       ++plans;
       const Plan plan = read_plan(f.path());
-      CHECK(plan.runs.size() >= 4);
+      CHECK_FALSE(plan.runs.empty());
       CHECK(plan.out.string().rfind("runs/", 0) == 0);
     }
   } catch (...) {
