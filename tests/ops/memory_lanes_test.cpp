@@ -16,6 +16,7 @@
 
 using namespace matmem;
 using matmem::testing::run_in;
+using matmem::testing::run_with;
 
 namespace {
 // A memory of 7 slots of 3×5 (E·B = 15·B values per slot: every width leaves a masked tail, and 7 slots are
@@ -159,20 +160,6 @@ TEST_CASE("the memory ops repeat a run bit for bit at batches 1, 2, 4 and 8", "[
 }
 
 namespace {
-// Runs a sample in dtype with the output's gradient given (flat), returning the output and every input's
-// gradient.
-std::vector<Tensor> run_with(DType dtype, const OpSample& sample, const Tensor& grad_y) {
-  std::vector<Tensor> inputs;
-  for (const auto& in : sample.inputs) inputs.push_back(in.value.to(dtype));
-  Tape tape(dtype);
-  std::vector<Var> vars;
-  for (const Tensor& t : inputs) vars.push_back(tape.input(t, true));
-  Var y = sample.apply(tape, vars);
-  tape.backward(y, grad_y.to(dtype));
-  std::vector<Tensor> out = {y.value_copy()};
-  for (const Var& v : vars) out.push_back(v.grad_copy());
-  return out;
-}
 // Element (b, n, i, j) of a, as double.
 double item(const Tensor& a, std::int64_t b, std::int64_t n, std::int64_t i, std::int64_t j) {
   return a.get(a.shape().offset(b, n, i, j));
@@ -193,7 +180,7 @@ void require_batch1_is_item0(OpSample (*make)(Rng&, std::int64_t, Dims, int), in
   const OpSample one = make(rng, 1, d, count);
   OpSample three = make(rng, 3, d, count);
   for (std::size_t t = 0; t < one.inputs.size(); ++t) set_item0(three.inputs[t].value, one.inputs[t].value);
-  Tape probe(DType::f64);
+  Tape probe(DType::f64);  // for the outputs' shapes
   std::vector<Var> v1, v3;
   for (const auto& in : one.inputs) v1.push_back(probe.input(in.value));
   for (const auto& in : three.inputs) v3.push_back(probe.input(in.value));

@@ -25,20 +25,29 @@ Tensor logical(Shape s, F f) {
 }
 
 // {y, grad of input 0, grad of input 1, …}; the upstream gradient is normal noise drawn from `seed`.
-inline std::vector<Tensor> run_in(DType dtype, const OpSample& sample, std::uint64_t seed) {
+// Runs a sample in dtype with the output's gradient given (flat, any dtype): the output and every input's gradient.
+inline std::vector<Tensor> run_with(DType dtype, const OpSample& sample, const Tensor& grad_y) {
   std::vector<Tensor> inputs;  // declared first: they outlive the tape that refers to them
   for (const auto& in : sample.inputs) inputs.push_back(in.value.to(dtype));
   Tape tape(dtype);
   std::vector<Var> vars;
   for (const Tensor& t : inputs) vars.push_back(tape.input(t, true));
   Var y = sample.apply(tape, vars);
-  Rng rng(seed);
-  Tensor seed_grad(dtype, y.shape());
-  for (std::int64_t k = 0; k < seed_grad.numel(); ++k) seed_grad.set(k, rng.normal());
-  tape.backward(y, seed_grad);
+  tape.backward(y, grad_y.to(dtype));
   std::vector<Tensor> out = {y.value_copy()};
   for (const Var& v : vars) out.push_back(v.grad_copy());
   return out;
+}
+
+// run_with an output gradient of standard normal values drawn from seed.
+inline std::vector<Tensor> run_in(DType dtype, const OpSample& sample, std::uint64_t seed) {
+  Tape probe(sample.inputs.at(0).value.dtype());  // for the output's shape
+  std::vector<Var> vars;
+  for (const auto& in : sample.inputs) vars.push_back(probe.input(in.value));
+  Rng rng(seed);
+  Tensor seed_grad(DType::f64, sample.apply(probe, vars).shape());
+  for (std::int64_t k = 0; k < seed_grad.numel(); ++k) seed_grad.set(k, rng.normal());
+  return run_with(dtype, sample, seed_grad);
 }
 
 // gradcheck of a sample in float64 (with the full Jacobian when `full`), then of it applied twice (every
