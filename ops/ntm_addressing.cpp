@@ -25,6 +25,13 @@
 //   backward: <ȳ, w> | du, ∂γ, ∂w̃ | ∂w_g, ∂g, ∂w_{t−1}, ∂w_c, <∂w_c, w_c> | dz, ∂β, ∂K_h   (+ one per ∂s_k)
 // Partial last chunks are masked (ops::simd::load_chunk): padded lanes are 0 wherever they would enter a
 // sum, −Inf before an exp, and a value of the row before a max.
+// ntm_addressing_logits is ntm_addressing_heads from the heads' logits, the NTM's activations inside the op:
+//   β = softplus(β̂), g = sigm(ĝ), s = softmax(ŝ), γ = 1 + softplus(γ̂)
+// and backward ∂β̂ = ∂β sigm(β̂), ∂ĝ = ∂g g (1 − g), ∂ŝ = s ⊙ (∂s − <∂s, s>), ∂γ̂ = ∂γ sigm(γ̂), each the
+// arithmetic of the softplus, sigmoid, softmax and affine ops (ops/simd.hpp's functions, in their order), so its
+// values and gradients are those of the composed ops bit for bit (a test checks it). A head's activations were
+// five nodes of their own a step, each a call of its own on one to 2S+1 values a batch item: at batch 1 most of
+// a MatNTM step's nodes (1,042 of 1,357 in Graves' recall in matrix form).
 #include <algorithm>
 #include <array>
 #include <limits>
@@ -39,8 +46,14 @@ namespace matmem {
 namespace {
 constexpr double kEps = 1e-12;  // as sharpen
 
+// One head's β, g, s, γ for every batch item: the inputs themselves, or (Logits) their activations in scratch.
 template <class T>
-struct NtmAddressingKernel {
+struct HeadValues {
+  const T *beta, *g, *s, *gamma;
+};
+
+template <class T, bool Logits>
+struct NtmAddressingKernelOf {
   using V = xsimd::batch<T>;
   static constexpr std::int64_t W = V::size;
   static constexpr T kInf = std::numeric_limits<T>::infinity();
@@ -57,15 +70,35 @@ struct NtmAddressingKernel {
   static void forward(const OpCall<T>& c) {
     for (int head = 0; head < (c.arity - 1) / 5; ++head) forward_head(c, head);
   }
+  // Scratch: a row of w_g (forward) or ∂w̃ (backward) extended, a row of ∂w_c; with Logits after them the
+  // head's activations [3B + BK], a row ∂s [K], then ∂β, ∂g, ∂γ and the activations' derivatives [4B]
+  // (addressing_heads' scratch size).
+  static std::int64_t activations_offset(std::int64_t N) { return 3 * N + 32; }
+  static HeadValues<T> head_values(const OpCall<T>& c, int head) {
+    const int a = 1 + 5 * head;
+    if constexpr (!Logits) {
+      return {c.x[a], c.x[a + 1], c.x[a + 2], c.x[a + 3]};
+    } else {
+      const std::int64_t B = c.y_shape.batch, K = c.x_shape[a + 2].cols;
+      T *beta = c.scratch + activations_offset(c.y_shape.cols), *g = beta + B, *gamma = g + B, *s = gamma + B;
+      ops::simd::softplus(c.x[a], beta, B);
+      ops::simd::sigmoid(c.x[a + 1], g, B);
+      for (std::int64_t b = 0; b < B; ++b) ops::simd::softmax(c.x[a + 2] + b * K, s + b * K, K);
+      ops::simd::softplus(c.x[a + 3], gamma, B);
+      for (std::int64_t b = 0; b < B; ++b) gamma[b] = T(1) * gamma[b] + T(1);  // affine(·, 1, 1)
+      return {beta, g, s, gamma};
+    }
+  }
   static void forward_head(const OpCall<T>& c, int head) {
     namespace simd = ops::simd;
     const int a = 1 + 5 * head;  // this head's β
     const std::int64_t B = c.y_shape.batch, N = c.y_shape.cols, K = c.x_shape[a + 2].cols, S = K / 2;
     const std::int64_t h = c.attrs.i[0] + head;
     T* ext = c.scratch;  // w_g extended
+    const HeadValues<T> hv = head_values(c, head);
     for (std::int64_t b = 0; b < B; ++b) {
-      const T *sim = c.x[0] + (h * B + b) * N, *s = c.x[a + 2] + b * K, *wp = c.x[a + 4] + b * N;
-      const T beta = c.x[a][b], g = c.x[a + 1][b], gamma = c.x[a + 3][b];
+      const T *sim = c.x[0] + (h * B + b) * N, *s = hv.s + b * K, *wp = c.x[a + 4] + b * N;
+      const T beta = hv.beta[b], g = hv.g[b], gamma = hv.gamma[b];
       T *wc = c.saved + (3 * head * B + b) * N, *wse = wc + B * N, *lws = wse + B * N;
       T* w = c.ys[head] + b * N;
       // w_c = softmax(β K_h)
@@ -115,6 +148,22 @@ struct NtmAddressingKernel {
     }
   }
 
+  // A scalar's gradient ∂ (a row's sum) of item b: into its input's gradient, or (Logits) into d[b], the
+  // activated value's gradient, which through_activation() then takes through the activation for every item.
+  static void accumulate(T* grad, T* d, std::int64_t b, bool fresh, T sum) {
+    if constexpr (Logits) d[b] = T(0) + sum;  // assigned, as a fresh gradient is
+    else grad[b] = (fresh ? T(0) : grad[b]) + sum;
+  }
+  // grad_x = d f'(x) (fresh) or grad_x += d f'(x) over the B items, as the softplus op (f' = sigm(x): sigm_x
+  // the sigmoids of the logits) or the sigmoid op (f' = y (1 − y), y its output) write it, so that the compiler
+  // forms the same products.
+  static void through_activation(T* grad, const T* d, const T* df, std::int64_t B, bool fresh) {
+    if (fresh)
+      for (std::int64_t b = 0; b < B; ++b) grad[b] = d[b] * df[b];
+    else
+      for (std::int64_t b = 0; b < B; ++b) grad[b] += d[b] * df[b];
+  }
+
   static void backward(const OpCall<T>& c) {
     const int heads = (c.arity - 1) / 5;
     // A fresh gradient (assigns_fresh) is assigned; the similarity's only when these heads' rows are all of it.
@@ -133,9 +182,14 @@ struct NtmAddressingKernel {
     const bool fresh_beta = c.fresh(a), fresh_g = c.fresh(a + 1), fresh_s = c.fresh(a + 2),
                fresh_gamma = c.fresh(a + 3), fresh_wp = c.fresh(a + 4);
     T *ext = c.scratch, *gwc = ext + Np + 2 * S;  // ∂w̃ extended; ∂w_c
+    const HeadValues<T> hv = head_values(c, head);
+    // Logits: ∂s of an item, then ∂β, ∂g, ∂γ of every item, and the derivatives of their activations
+    T* ds = Logits ? c.scratch + activations_offset(N) + B * (3 + K) : nullptr;
+    T *dbeta = Logits ? ds + K : nullptr, *dg = Logits ? dbeta + B : nullptr, *dgamma = Logits ? dg + B : nullptr,
+      *df = Logits ? dgamma + B : nullptr;
     for (std::int64_t b = 0; b < B; ++b) {
-      const T *sim = c.x[0] + (h * B + b) * N, *s = c.x[a + 2] + b * K, *wp = c.x[a + 4] + b * N;
-      const T beta = c.x[a][b], g = c.x[a + 1][b], gamma = c.x[a + 3][b];
+      const T *sim = c.x[0] + (h * B + b) * N, *s = hv.s + b * K, *wp = c.x[a + 4] + b * N;
+      const T beta = hv.beta[b], g = hv.g[b], gamma = hv.gamma[b];
       const T *wc = c.saved + (3 * head * B + b) * N, *wse = wc + B * N, *lws = wse + B * N;
       const T *w = c.ys[head] + b * N, *gy = c.grad_ys[head] + b * N;
       // sharpen: du = w ⊙ (ȳ − <ȳ, w>), ∂γ += <du, log(w̃ + ε)>, ∂w̃ = du γ / (w̃ + ε)
@@ -146,7 +200,7 @@ struct NtmAddressingKernel {
         acc = xsimd::fma(du, simd::load_chunk(lws, i, N, T(0)), acc);
         (du * V(gamma) / simd::load_chunk(wse, i, N, T(1))).store_unaligned(ext + S + i);
       }
-      if (ggamma) ggamma[b] = (fresh_gamma ? T(0) : ggamma[b]) + xsimd::hadd(acc);
+      if (ggamma) accumulate(ggamma, dgamma, b, fresh_gamma, xsimd::hadd(acc));
       extend_periodically(ext, S, N);
       // circular shift: ∂s_k += Σ_j w_g,j e[j + k], w_g recomputed
       if (gs)
@@ -157,7 +211,13 @@ struct NtmAddressingKernel {
                 V(g) * simd::load_chunk(wc, j, N, T(0)) + V(T(1) - g) * simd::load_chunk(wp, j, N, T(0));
             acc = xsimd::fma(vg, V::load_unaligned(ext + j + k), acc);
           }
-          gs[b * K + k] = (fresh_s ? T(0) : gs[b * K + k]) + xsimd::hadd(acc);
+          if constexpr (Logits) ds[k] = T(0) + xsimd::hadd(acc);
+          else gs[b * K + k] = (fresh_s ? T(0) : gs[b * K + k]) + xsimd::hadd(acc);
+        }
+      if constexpr (Logits)  // the softmax's backward into a zeroed gradient, as the softmax op's
+        if (gs) {
+          if (fresh_s) std::fill_n(gs + b * K, K, T(0));
+          ops::simd::softmax_backward(s, ds, K, gs + b * K, /*accumulate=*/true);
         }
       // ∂w_g,j = Σ_k s_k e[j + k] (lanes past N: 0 in every sum through w_c, w_{t−1}, masked in stores);
       // interpolation: ∂g += <∂w_g, w_c − w_{t−1}>, ∂w_{t−1} += (1 − g) ∂w_g, ∂w_c = g ∂w_g
@@ -174,7 +234,7 @@ struct NtmAddressingKernel {
         accc = xsimd::fma(v2, vc, accc);
         v2.store_unaligned(gwc + j);
       }
-      if (gg) gg[b] = (fresh_g ? T(0) : gg[b]) + xsimd::hadd(accg);
+      if (gg) accumulate(gg, dg, b, fresh_g, xsimd::hadd(accg));
       // content softmax: dz = w_c ⊙ (∂w_c − <∂w_c, w_c>), ∂β += <dz, K_h>, ∂K_h += β dz
       if (gsim || gbeta) {
         const V d2(xsimd::hadd(accc));
@@ -186,7 +246,21 @@ struct NtmAddressingKernel {
           if (gk)
             simd::store_chunk((fresh_sim ? V(T(0)) : simd::load_chunk(gk, j, N, T(0))) + V(beta) * dz, gk, j, N);
         }
-        if (gbeta) gbeta[b] = (fresh_beta ? T(0) : gbeta[b]) + xsimd::hadd(acc);
+        if (gbeta) accumulate(gbeta, dbeta, b, fresh_beta, xsimd::hadd(acc));
+      }
+    }
+    if constexpr (Logits) {
+      if (gbeta) {
+        ops::simd::sigmoid(c.x[a], df, B);
+        through_activation(gbeta, dbeta, df, B, fresh_beta);
+      }
+      if (gg) {
+        for (std::int64_t b = 0; b < B; ++b) df[b] = hv.g[b] * (T(1) - hv.g[b]);
+        through_activation(gg, dg, df, B, fresh_g);
+      }
+      if (ggamma) {
+        ops::simd::sigmoid(c.x[a + 3], df, B);
+        through_activation(ggamma, dgamma, df, B, fresh_gamma);
       }
     }
   }
@@ -196,8 +270,13 @@ Flops flops(const Shape* x, int arity, const Shape& y, const OpAttrs&) {
   const double n = double(y.numel()) * double((arity - 1) / 5), k = double(x[3].cols);
   return {n * (2.0 * k + 16.0), n * (4.0 * k + 24.0)};
 }
+template <class T>
+using NtmAddressingKernel = NtmAddressingKernelOf<T, false>;
+template <class T>
+using NtmAddressingLogitsKernel = NtmAddressingKernelOf<T, true>;
 constexpr OpDef kOp = make_op<NtmAddressingKernel>("ntm_addressing", flops, /*assigns_fresh=*/true);
 constexpr OpDef kHeadsOp = make_op<NtmAddressingKernel>("ntm_addressing_heads", flops, /*assigns_fresh=*/true);
+constexpr OpDef kLogitsOp = make_op<NtmAddressingLogitsKernel>("ntm_addressing_logits", flops, /*assigns_fresh=*/true);
 
 void check_head(const char* op, Var similarity, std::int64_t head, Var beta, Var gate, Var shift, Var gamma,
                 Var w_prev) {
@@ -230,10 +309,12 @@ Var ntm_addressing(Var similarity, std::int64_t head, Var beta, Var gate, Var sh
                                 3 * k.cols + 32);
 }
 
-void ntm_addressing(Var similarity, std::int64_t first_head, std::span<const Var> beta, std::span<const Var> gate,
-                    std::span<const Var> shift, std::span<const Var> gamma, std::span<const Var> w_prev,
-                    std::span<Var> out) {
-  const char* op = "ntm_addressing_heads";
+namespace {
+void addressing_heads(const OpDef& kind, Var similarity, std::int64_t first_head, std::span<const Var> beta,
+                      std::span<const Var> gate, std::span<const Var> shift, std::span<const Var> gamma,
+                      std::span<const Var> w_prev, std::span<Var> out) {
+  const char* op = kind.name;
+  const bool logits = &kind == &kLogitsOp;
   const std::size_t G = beta.size();
   if (G < 1 || G > kNtmAddressingMaxHeads || gate.size() != G || shift.size() != G || gamma.size() != G ||
       w_prev.size() != G || out.size() != G)
@@ -254,33 +335,58 @@ void ntm_addressing(Var similarity, std::int64_t first_head, std::span<const Var
   std::fill_n(shapes.begin(), G, weighting(k.batch, k.cols));
   OpAttrs attrs;
   attrs.i[0] = first_head;
-  // saved: 3 [B,N] per head; scratch: one head's, reused by each
-  similarity.tape->apply(kHeadsOp, std::span<const Var>(in.data(), 1 + 5 * G), std::span<const Shape>(shapes.data(), G),
-                         out, attrs, 3 * std::int64_t(G) * k.batch * k.cols, 3 * k.cols + 32);
+  // saved: 3 [B,N] per head; scratch: one head's, reused by each (NtmAddressingKernelOf's layout)
+  const std::int64_t K = shift[0].shape().cols;
+  similarity.tape->apply(kind, std::span<const Var>(in.data(), 1 + 5 * G), std::span<const Shape>(shapes.data(), G),
+                         out, attrs, 3 * std::int64_t(G) * k.batch * k.cols,
+                         3 * k.cols + 32 + (logits ? k.batch * (3 + K) + K + 4 * k.batch : 0));
+}
+}  // namespace
+
+void ntm_addressing(Var similarity, std::int64_t first_head, std::span<const Var> beta, std::span<const Var> gate,
+                    std::span<const Var> shift, std::span<const Var> gamma, std::span<const Var> w_prev,
+                    std::span<Var> out) {
+  addressing_heads(kHeadsOp, similarity, first_head, beta, gate, shift, gamma, w_prev, out);
+}
+
+void ntm_addressing_logits(Var similarity, std::int64_t first_head, std::span<const Var> beta,
+                           std::span<const Var> gate, std::span<const Var> shift, std::span<const Var> gamma,
+                           std::span<const Var> w_prev, std::span<Var> out) {
+  addressing_heads(kLogitsOp, similarity, first_head, beta, gate, shift, gamma, w_prev, out);
 }
 
 // G heads' inputs in the ranges the NTM gives them: the similarity [B,G+1,N] (the heads take rows 1..G),
 // then β, g, s, γ, w_prev of each head; ntm_addressing_heads of them, its weightings summed with weights
 // 1, 2, .., G, so that a swap of two heads' outputs changes the value.
-OpSample ntm_addressing_heads_sample(Rng& rng, SampleSize size, int heads) {
+// With logits, β̂, ĝ, ŝ, γ̂ drawn from (−2, 2): activations well inside their ranges.
+OpSample ntm_addressing_heads_sample(Rng& rng, SampleSize size, int heads, bool logits) {
   const SampleDims d = sample_dims(size);
   OpSample sample;
   sample.inputs = {{"similarity", random_tensor(rng, matrices(d.batch, heads + 1, d.slots))}};
   for (int g = 1; g <= heads; ++g) {
-    sample.inputs.push_back({fmt::format("beta{}", g), random_tensor(rng, scalars(d.batch), 0.2, 3.0)});
-    sample.inputs.push_back({fmt::format("gate{}", g), random_tensor(rng, scalars(d.batch), 0.05, 0.95)});
-    sample.inputs.push_back({fmt::format("shift{}", g), random_tensor(rng, weighting(d.batch, 3), 0.05, 1.0)});
-    sample.inputs.push_back({fmt::format("gamma{}", g), random_tensor(rng, scalars(d.batch), 1.0, 3.0)});
+    const char* hat = logits ? "_logit" : "";
+    sample.inputs.push_back({fmt::format("beta{}{}", g, hat), logits ? random_tensor(rng, scalars(d.batch), -2.0, 2.0)
+                                                                     : random_tensor(rng, scalars(d.batch), 0.2, 3.0)});
+    sample.inputs.push_back({fmt::format("gate{}{}", g, hat), logits ? random_tensor(rng, scalars(d.batch), -2.0, 2.0)
+                                                                     : random_tensor(rng, scalars(d.batch), 0.05, 0.95)});
+    sample.inputs.push_back({fmt::format("shift{}{}", g, hat), logits ? random_tensor(rng, weighting(d.batch, 3), -2.0, 2.0)
+                                                                      : random_tensor(rng, weighting(d.batch, 3), 0.05, 1.0)});
+    sample.inputs.push_back({fmt::format("gamma{}{}", g, hat), logits ? random_tensor(rng, scalars(d.batch), -2.0, 2.0)
+                                                                      : random_tensor(rng, scalars(d.batch), 1.0, 3.0)});
     sample.inputs.push_back({fmt::format("w_prev{}", g), random_tensor(rng, weighting(d.batch, d.slots), 0.0, 1.0)});
   }
-  sample.apply = [heads](Tape&, std::span<const Var> x) {
+  sample.apply = [heads, logits](Tape&, std::span<const Var> x) {
     const auto G = std::size_t(heads);
     std::array<std::array<Var, kNtmAddressingMaxHeads>, 5> in;
     for (std::size_t g = 0; g < G; ++g)
       for (std::size_t p = 0; p < 5; ++p) in[p][g] = x[1 + 5 * g + p];
     std::array<Var, kNtmAddressingMaxHeads> w;
     auto part = [&](std::size_t p) { return std::span<const Var>(in[p].data(), G); };
-    ntm_addressing(x[0], 1, part(0), part(1), part(2), part(3), part(4), std::span<Var>(w.data(), G));
+    (logits ? ntm_addressing_logits : static_cast<void (*)(Var, std::int64_t, std::span<const Var>,
+                                                           std::span<const Var>, std::span<const Var>,
+                                                           std::span<const Var>, std::span<const Var>,
+                                                           std::span<Var>)>(ntm_addressing))(
+        x[0], 1, part(0), part(1), part(2), part(3), part(4), std::span<Var>(w.data(), G));
     Var y = w[0];
     for (std::size_t g = 1; g < G; ++g) y = add(y, scale(w[g], double(g + 1)));
     return y;
@@ -289,7 +395,13 @@ OpSample ntm_addressing_heads_sample(Rng& rng, SampleSize size, int heads) {
 }
 
 OpEntry ntm_addressing_heads_entry() {
-  return {"ntm_addressing_heads", [](Rng& rng, SampleSize size) { return ntm_addressing_heads_sample(rng, size, 3); }};
+  return {"ntm_addressing_heads",
+          [](Rng& rng, SampleSize size) { return ntm_addressing_heads_sample(rng, size, 3, false); }};
+}
+
+OpEntry ntm_addressing_logits_entry() {
+  return {"ntm_addressing_logits",
+          [](Rng& rng, SampleSize size) { return ntm_addressing_heads_sample(rng, size, 3, true); }};
 }
 
 OpEntry ntm_addressing_entry() {

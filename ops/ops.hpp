@@ -118,6 +118,11 @@ inline constexpr std::size_t kNtmAddressingMaxHeads = 12;  ///< the most heads o
 void ntm_addressing(Var similarity, std::int64_t first_head, std::span<const Var> beta, std::span<const Var> gate,
                     std::span<const Var> shift, std::span<const Var> gamma, std::span<const Var> w_prev,
                     std::span<Var> out);
+/// The same from the heads' logits, the NTM's activations inside (ops/ntm_addressing.cpp): β = softplus(β̂),
+/// g = sigm(ĝ), s = softmax(ŝ), γ = 1 + softplus(γ̂); equal bit for bit to those ops composed with it.
+void ntm_addressing_logits(Var similarity, std::int64_t first_head, std::span<const Var> beta_logit,
+                           std::span<const Var> gate_logit, std::span<const Var> shift_logit,
+                           std::span<const Var> gamma_logit, std::span<const Var> w_prev, std::span<Var> out);
 /// R = Σ_i w_i M_i.  M:[B,N,r,c], w:[B,N] -> [B,r,c]  (ops/memory_read.cpp)
 Var memory_read(Var memory, Var w);
 /// M'_i = M_i ⊙ (1 - w_i E) + w_i A.  M:[B,N,r,c], w:[B,N], E, A:[B,r,c] -> [B,N,r,c]  (ops/memory_write.cpp)

@@ -35,6 +35,7 @@ OpEntry circular_shift_entry();
 OpEntry sharpen_entry();
 OpEntry ntm_addressing_entry();
 OpEntry ntm_addressing_heads_entry();
+OpEntry ntm_addressing_logits_entry();
 OpEntry memory_read_entry();
 OpEntry memory_write_entry();
 OpEntry memory_read_write_entry();
@@ -67,7 +68,7 @@ std::vector<OpEntry>& entries() {
       bilinear_entry(),  mat_entry(),     add_entry(),     sub_entry(),          hadamard_entry(),
       scale_entry(),     sigmoid_entry(), tanh_entry(),    relu_entry(),         clip_entry(),     clip_gradient_entry(),     softplus_entry(),
       exp_entry(),       softmax_entry(), sum_entry(),     layer_norm_entry(), layer_norm_moments_entry(), batch_norm_entry(),     cosine_similarity_entry(),
-      row_entry(), stack_rows_entry(), stack_columns_entry(), circular_shift_entry(), sharpen_entry(), ntm_addressing_entry(), ntm_addressing_heads_entry(), memory_read_entry(),
+      row_entry(), stack_rows_entry(), stack_columns_entry(), circular_shift_entry(), sharpen_entry(), ntm_addressing_entry(), ntm_addressing_heads_entry(), ntm_addressing_logits_entry(), memory_read_entry(),
       memory_write_entry(), memory_read_write_entry(), memory_writes_entry(), projections_entry(), stacked_projections_entry(),
       bce_with_logits_entry(), mse_entry(), softmax_cross_entropy_entry(), frobenius_entry(),
       vec_outer_entry(), vec_matvec_entry(), neighbour_mean_entry(),

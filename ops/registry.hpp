@@ -81,7 +81,7 @@ OpSample cosine_similarity_sample(Rng& rng, SampleSize size, int keys);
 /// memory_writes of `writes` writes with `reads` reads.
 OpSample memory_writes_sample(Rng& rng, SampleSize size, int writes, int reads);
 /// ntm_addressing of `heads` heads in one call.
-OpSample ntm_addressing_heads_sample(Rng& rng, SampleSize size, int heads);
+OpSample ntm_addressing_heads_sample(Rng& rng, SampleSize size, int heads, bool logits = false);
 
 }  // namespace matmem
 

@@ -108,10 +108,11 @@ void MatNTM::step(Step& s) {
   n = 0;
   for (std::size_t k = 0; k < H; ++k) {
     keys[k] = proj[n++];
-    p[k].beta = softplus(proj[n++]);
-    p[k].gate = sigmoid(proj[n++]);
-    p[k].shift = softmax(proj[n++]);
-    p[k].gamma = affine(softplus(proj[n++]), 1.0, 1.0);
+    // the logits of β, g, s and γ: their activations are made inside ntm_addressing_logits
+    p[k].beta = proj[n++];
+    p[k].gate = proj[n++];
+    p[k].shift = proj[n++];
+    p[k].gamma = proj[n++];
     if (heads_[k].write) {
       p[k].erase = sigmoid(proj[n++]);
       p[k].added = config_.add_activation == NTMConfig::AddActivation::sigmoid ? sigmoid(proj[n++]) : proj[n++];
@@ -119,8 +120,9 @@ void MatNTM::step(Step& s) {
   }
   const Var similarity = cosine_similarity(std::span<const Var>(keys.data(), H), m_prev,
                                            CosineEps::from_setting(config_.cosine_eps));  // [B,H,N]
-  // w = sharpen(circular_shift(g softmax(β K_k) + (1 − g) w_{t−1}, s), γ), every head in one fused op (in
-  // even groups where there are more heads than one call takes).
+  // w = sharpen(circular_shift(g softmax(β K_k) + (1 − g) w_{t−1}, s), γ) with β = softplus(β̂), g = sigm(ĝ),
+  // s = softmax(ŝ), γ = 1 + softplus(γ̂), every head in one fused op (in even groups where there are more heads
+  // than one call takes).
   std::array<Var, 16> beta, gate, shift, gamma, w_prev, w;
   for (std::size_t k = 0; k < H; ++k) {
     beta[k] = p[k].beta, gate[k] = p[k].gate, shift[k] = p[k].shift, gamma[k] = p[k].gamma;
@@ -130,8 +132,8 @@ void MatNTM::step(Step& s) {
   for (std::size_t h0 = 0; h0 < H; h0 += per) {
     const std::size_t G = std::min(per, H - h0);
     auto part = [&](const std::array<Var, 16>& v) { return std::span<const Var>(v.data() + h0, G); };
-    ntm_addressing(similarity, std::int64_t(h0), part(beta), part(gate), part(shift), part(gamma), part(w_prev),
-                   std::span<Var>(w.data() + h0, G));
+    ntm_addressing_logits(similarity, std::int64_t(h0), part(beta), part(gate), part(shift), part(gamma),
+                          part(w_prev), std::span<Var>(w.data() + h0, G));
   }
   for (std::size_t k = 0; k < H; ++k) {
     s.next(heads_[k].weighting, w[k]);

@@ -111,3 +111,80 @@ TEST_CASE("ntm_addressing of several heads refuses more than 12, rows that do no
   CHECK_THROWS_WITH(ntm_addressing(x, 0, two(b13), two(b13), mixed, two(b13), two(w13), out2),
                     Catch::Contains("same width"));
 }
+
+// ntm_addressing_logits: the heads' activations inside the op. Its values and every gradient must be those of
+// softplus, sigmoid, softmax and 1 + softplus composed with ntm_addressing_heads bit for bit (the same arithmetic
+// in the same order), in float32 and float64, at batch 1 and 16, gradients assigned and added to.
+TEST_CASE("ntm_addressing_logits passes gradcheck and equals the activations composed with ntm_addressing, bit "
+          "for bit", "[ops][heads][gradcheck]") {
+  for (int heads : {1, 3, 8})
+    for (SampleSize size : {SampleSize::small, SampleSize::large}) {
+      Rng rng(53);
+      check_gradients(ntm_addressing_heads_sample(rng, size, heads, /*logits=*/true), size == SampleSize::small,
+                      std::to_string(heads) + " heads from logits");
+    }
+  struct Case {
+    std::int64_t batch, n, k;
+  };
+  for (Case cs : {Case{1, 128, 3}, Case{16, 120, 3}, Case{3, 17, 5}})
+    for (int heads : {1, 5, 12})
+      for (bool twice : {false, true}) {
+        Rng rng(std::uint64_t(heads) + 100);
+        const std::int64_t B = cs.batch, N = cs.n;
+        OpSample fused;
+        fused.inputs = {{"similarity", random_tensor(rng, matrices(B, heads, N))}};
+        for (int g = 0; g < heads; ++g) {
+          fused.inputs.push_back({"beta_logit", random_tensor(rng, scalars(B), -3.0, 3.0)});
+          fused.inputs.push_back({"gate_logit", random_tensor(rng, scalars(B), -3.0, 3.0)});
+          fused.inputs.push_back({"shift_logit", random_tensor(rng, weighting(B, cs.k), -3.0, 3.0)});
+          fused.inputs.push_back({"gamma_logit", random_tensor(rng, scalars(B), -3.0, 3.0)});
+          fused.inputs.push_back({"w_prev", random_tensor(rng, weighting(B, N), 0.0, 1.0)});
+        }
+        OpSample composed = fused;
+        const auto G = std::size_t(heads);
+        auto output = [G](std::span<Var> w) {
+          Var y = w[0];
+          for (std::size_t g = 1; g < G; ++g) y = add(y, scale(w[g], double(g + 1)));
+          return y;
+        };
+        // twice: the logits feed a second, identical call too, so every gradient is added to one already there
+        fused.apply = [=](Tape&, std::span<const Var> x) {
+          std::array<std::array<Var, kNtmAddressingMaxHeads>, 5> in;
+          for (std::size_t g = 0; g < G; ++g)
+            for (std::size_t p = 0; p < 5; ++p) in[p][g] = x[1 + 5 * g + p];
+          auto part = [&](std::size_t p) { return std::span<const Var>(in[p].data(), G); };
+          std::array<Var, kNtmAddressingMaxHeads> w, w2;
+          ntm_addressing_logits(x[0], 0, part(0), part(1), part(2), part(3), part(4), std::span<Var>(w.data(), G));
+          Var y = output(std::span<Var>(w.data(), G));
+          if (twice) {
+            ntm_addressing_logits(x[0], 0, part(0), part(1), part(2), part(3), part(4), std::span<Var>(w2.data(), G));
+            y = add(y, scale(output(std::span<Var>(w2.data(), G)), 0.5));
+          }
+          return y;
+        };
+        composed.apply = [=](Tape&, std::span<const Var> x) {
+          auto once = [&](std::array<Var, kNtmAddressingMaxHeads>& w) {
+            std::array<std::array<Var, kNtmAddressingMaxHeads>, 5> in;
+            for (std::size_t g = 0; g < G; ++g) {
+              const std::size_t a = 1 + 5 * g;
+              in[0][g] = softplus(x[a]);
+              in[1][g] = sigmoid(x[a + 1]);
+              in[2][g] = softmax(x[a + 2]);
+              in[3][g] = affine(softplus(x[a + 3]), 1.0, 1.0);
+              in[4][g] = x[a + 4];
+            }
+            auto part = [&](std::size_t p) { return std::span<const Var>(in[p].data(), G); };
+            ntm_addressing(x[0], 0, part(0), part(1), part(2), part(3), part(4), std::span<Var>(w.data(), G));
+            return output(std::span<Var>(w.data(), G));
+          };
+          std::array<Var, kNtmAddressingMaxHeads> w, w2;
+          Var y = once(w);
+          if (twice) y = add(y, scale(once(w2), 0.5));
+          return y;
+        };
+        const std::string what = std::to_string(heads) + " heads, B " + std::to_string(B) + " N " +
+                                 std::to_string(N) + " K " + std::to_string(cs.k) + (twice ? ", twice" : "");
+        check_close(run_in(DType::f64, composed, 17), run_in(DType::f64, fused, 17), 0.0, what + ", float64");
+        check_close(run_in(DType::f32, composed, 17), run_in(DType::f32, fused, 17), 0.0, what + ", float32");
+      }
+}

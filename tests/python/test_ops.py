@@ -10,6 +10,7 @@ from matmem import ops
 # Registered ops with no Python binding yet, and why.
 NOT_BOUND = {
     "ntm_addressing_heads": "several heads' ntm_addressing in one call, for the MatNTM step; ntm_addressing is bound",
+    "ntm_addressing_logits": "ntm_addressing_heads from the heads' logits, for the MatNTM step; ntm_addressing is bound",
     "memory_writes": "every write of a step in one pass, not used by any model (ops/README.md, Many heads)",
 }
 

@@ -204,5 +204,5 @@ TEST_CASE("bench train --profile: the GEMM and memory ops set against the core's
   }
   CHECK(limited == Approx(times).margin(1));
   CHECK(at_limits == Approx(limits).margin(1));
-  CHECK(cells("ntm_addressing_heads").size() == 7);  // no limit set (a step's heads in one call)
+  CHECK(cells("ntm_addressing_logits").size() == 7);  // no limit set (a step's heads in one call)
 }
