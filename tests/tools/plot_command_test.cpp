@@ -1,6 +1,9 @@
 // The picture commands run as a user runs them: matmem plot, inspect, eval --plot, capacity --plot, and the
 // line `matmem train` ends with. Tiny runs (a few steps of small models) keep them quick.
 #include <filesystem>
+#include <map>
+#include <sstream>
+#include <tuple>
 #include <regex>
 
 #include <catch2/catch.hpp>
@@ -87,6 +90,59 @@ TEST_CASE("inspect command: a MatNTM's sheet has its frames and both heads' weig
   const CommandResult items = run_matmem("inspect --checkpoint ntm --items 3 --out x.png", runs);
   CHECK(items.refused());
   CHECK(items.output.find("--items is for the recall task") != std::string::npos);
+}
+
+// inspect --csv: the values drawn, as numbers. The copy run of length 3 has 2·3 + 1 = 7 time steps of 6×5 input
+// frames and 3 targets of 5×5; each weighting is [time][slot] over the 12 slots and sums to 1 a step; outputs are
+// probabilities, and rounding them against the targets gives the bits wrong the summary line prints.
+TEST_CASE("inspect --csv: every drawn frame, output and weighting as numbers that agree with the summary", "[plot]") {
+  const fs::path runs = trained_runs("plot_inspect_csv");
+  const CommandResult r = run_matmem("inspect --checkpoint ntm --length 3 --seed 5 --out ntm.svg --csv ntm.csv", runs);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("wrote ntm.svg and ntm.csv") != std::string::npos);
+  std::smatch m;
+  REQUIRE(std::regex_search(r.output, m, std::regex(": (\\d+) bits wrong")));
+  const int printed_bits = std::stoi(m[1].str());
+  std::istringstream in(file_bytes(runs / "ntm.csv"));
+  std::string line;
+  std::getline(in, line);
+  CHECK(line == "time,series,row,col,value");
+  std::map<std::string, int> count;
+  std::map<std::pair<std::string, int>, double> weight_sum;  // (series, time) -> Σ over slots
+  std::map<std::tuple<int, int, int>, double> target, output;
+  while (std::getline(in, line)) {
+    std::istringstream row(line);
+    std::string t, series, i, j, v;
+    std::getline(row, t, ','), std::getline(row, series, ','), std::getline(row, i, ','), std::getline(row, j, ',');
+    std::getline(row, v);
+    const double value = std::stod(v);
+    ++count[series];
+    if (series.find("/weighting") != std::string::npos) weight_sum[{series, std::stoi(t)}] += value;
+    if (series == "target") target[{std::stoi(t), std::stoi(i), std::stoi(j)}] = value;
+    if (series == "output") {
+      CHECK(value > 0);
+      CHECK(value < 1);
+      output[{std::stoi(t), std::stoi(i), std::stoi(j)}] = value;
+    }
+  }
+  CHECK(count["input"] == 7 * 6 * 5);
+  CHECK(count["target"] == 3 * 5 * 5);
+  CHECK(count["output"] == 3 * 5 * 5);
+  CHECK(count["read1/weighting"] == 7 * 12);
+  CHECK(count["write1/weighting"] == 7 * 12);
+  CHECK(count.count("memory") == 0);
+  for (const auto& [key, sum] : weight_sum) {
+    INFO(key.first << " at " << key.second);
+    CHECK(sum == Approx(1.0).margin(1e-4));
+  }
+  int bits = 0;
+  for (const auto& [at, y] : output) bits += (y > 0.5) != (target.at(at) > 0.5);
+  CHECK(bits == printed_bits);
+  // To standard output: the CSV alone there, the summary on standard error.
+  const CommandResult out = run_matmem("inspect --checkpoint ntm --length 3 --out x.svg --csv -", runs);
+  CHECK(out.status == 0);
+  CHECK(out.output.find("time,series,row,col,value") != std::string::npos);
 }
 
 TEST_CASE("inspect command: a MatDNC's sheet adds its usage, allocation and link matrices to its weightings", "[plot]") {

@@ -2,7 +2,9 @@
 // input, target and output frames, the memory slots it wrote and its heads' weightings over time (the paper's
 // Figures 6 and 8); for a DNC also its usage and allocation over time and its link matrix. The model's
 // weightings and memory come from what it exposes (Step::expose) to a StepObserver during a run without
-// gradients.
+// gradients. --csv writes the drawn values as numbers, one per line (`time,series,row,col,value`): every input
+// frame, target and output (the output as a probability, at its target's time step), every weighting (row 0, col
+// the slot) and a DNC's usage and allocation; the memory is left out (a slot's values a step).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -15,6 +17,7 @@
 #include "matmem/models/training/rules/best_parameters.hpp"
 #include "matmem/models/tasks/flat_frames.hpp"
 #include "matmem/models/training/trainer.hpp"
+#include "matmem/tools/csv_file.hpp"
 #include "matmem/tools/one_sequence.hpp"
 #include "matmem/tools/options.hpp"
 #include "matmem/tools/plot/charts.hpp"
@@ -23,7 +26,7 @@
 namespace matmem::tools {
 namespace {
 struct Options {
-  std::string checkpoint, out;
+  std::string checkpoint, out, csv;
   std::int64_t length = 0, items = 0;
   std::uint64_t seed = 1;
   bool last = false;  // the last parameters, not the best evaluation's
@@ -55,6 +58,26 @@ class Recorder : public StepObserver {
  private:
   std::map<std::string, std::vector<std::vector<plot::Matrix>>> seen_;
 };
+
+void write_csv(const std::string& path, const plot::InspectData& d) {
+  const CsvFile csv(path, "inspect --csv");
+  std::FILE* f = csv.get();
+  fmt::print(f, "time,series,row,col,value\n");
+  auto frame = [&](std::int64_t t, const char* series, const plot::Matrix& m) {
+    for (std::int64_t i = 0; i < m.rows; ++i)
+      for (std::int64_t j = 0; j < m.cols; ++j)
+        fmt::print(f, "{},{},{},{},{}\n", t, series, i, j, m.values[std::size_t(i * m.cols + j)]);
+  };
+  for (std::size_t t = 0; t < d.inputs.size(); ++t) frame(std::int64_t(t), "input", d.inputs[t]);
+  for (std::size_t k = 0; k < d.targets.size(); ++k) {
+    frame(d.target_steps[k], "target", d.targets[k]);
+    frame(d.target_steps[k], "output", d.outputs[k]);
+  }
+  for (const auto* group : {&d.slot_states, &d.weightings})
+    for (const plot::InspectData::Weighting& w : *group)
+      for (std::size_t t = 0; t < w.w.size(); ++t)
+        for (std::size_t n = 0; n < w.w[t].size(); ++n) fmt::print(f, "{},{},0,{},{}\n", t, w.name, n, w.w[t][n]);
+}
 
 void run(const Options& o) {
   plot::format_of(o.out);
@@ -130,7 +153,10 @@ void run(const Options& o) {
       for (const auto& s : seen.at("link")) d.links.push_back(s.empty() ? plot::Matrix{} : s[0]);
   }
   plot::inspect_sheet(o.out, d);
-  fmt::print("{}\nwrote {}\n", line, o.out);
+  if (!o.csv.empty()) write_csv(o.csv, d);
+  // With the CSV on standard output, the summary goes to standard error.
+  fmt::print(o.csv == "-" ? stderr : stdout, "{}\nwrote {}{}\n", line, o.out,
+             o.csv.empty() || o.csv == "-" ? "" : " and " + o.csv);
 }
 }  // namespace
 
@@ -141,6 +167,9 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_option("--checkpoint", o->checkpoint, "Run directory holding checkpoint.safetensors")->required();
   add_sequence_options(cmd, o->length, o->items, o->seed);
   cmd->add_option("--out", o->out, "Picture to write: FILE.png or FILE.svg")->required();
+  cmd->add_option("--csv", o->csv,
+                  "Also write the drawn values (frames, outputs as probabilities, weightings; not the memory) as "
+                  "time,series,row,col,value lines to this file ('-': standard output)");
   cmd->add_flag("--last", o->last,
                 "Draw the last parameters, not those of the best evaluation of the held-out data (best.safetensors)");
   cmd->callback([o] { run(*o); });
