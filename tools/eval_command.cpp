@@ -3,6 +3,7 @@
 // several --checkpoint, one table (and one line of the picture) per run.
 #include <cerrno>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -109,9 +110,12 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
   const std::vector<std::int64_t> sizes = o.sizes.empty() ? task.eval_sizes() : parse_sizes(o.sizes);  // checked
   plot::EvalSeries series{fmt::format("{} ({}, {} steps)", checkpoint, trainer->config().str("model"), trainer->steps_done()),
                           {}, {}, {}, {}};
+  // Bit targets: also their cross-entropy in bits per sequence, Graves et al.'s cost (a probabilities task's
+  // cost is one already), from the outputs and targets themselves.
+  const bool xent = task.target_kind() == TargetKind::bits;
   if (csv && csv_header)
     fmt::print(csv, "{}{},bits_per_sequence,bits_per_sequence_min,bits_per_sequence_max,loss{}\n", several ? "run," : "",
-               task.size_name(), task.target_kind() == TargetKind::probabilities ? ",optimal" : "");
+               task.size_name(), task.target_kind() == TargetKind::probabilities ? ",optimal" : xent ? ",xent_bits" : "");
   csv_header = false;
   if (csv != stdout && several) fmt::print("{}:\n", checkpoint);
   if (csv != stdout)
@@ -119,7 +123,9 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
                trainer->config().str("model"), trainer->steps_done(), trainer->model().params().element_count(), task.name(),
                which, o.batches, task.batch(), o.seed, task.size_name(),
                task.target_kind() == TargetKind::bits ? "bits/sequence" : cost_name(task.target_kind()), "min", "max", "loss",
-               task.target_kind() == TargetKind::probabilities ? fmt::format(" {:>10}", "optimal") : "");
+               task.target_kind() == TargetKind::probabilities ? fmt::format(" {:>10}", "optimal")
+               : xent                                          ? fmt::format(" {:>10}", "xent bits")
+                                                               : "");
   Tape& tape = trainer->tape();
   Unroller unroller(trainer->model(), tape);
   NoGrad no_grad(tape);
@@ -127,7 +133,7 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
   Sequence seq;  // outlives each run: the tape points into its frames
   for (std::int64_t size : sizes) {
     Rng rng(o.seed + std::uint64_t(size));
-    double bits = 0, loss = 0, lo = 1e300, hi = 0, optimal = 0;
+    double bits = 0, loss = 0, lo = 1e300, hi = 0, optimal = 0, xent_bits = 0;
     std::size_t optimal_count = 0;
     for (int k = 0; k < o.batches; ++k) {
       task.sample_size_into(rng, size, seq, trainer->model().dtype());
@@ -135,17 +141,28 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
       const SequenceResult& r = unroller.run(seq);
       bits += r.bits;
       loss += r.loss.item();
+      if (xent) {
+        if (!seq.lane_mask.empty()) xent_bits = std::numeric_limits<double>::quiet_NaN();  // some lanes are no target
+        for (std::size_t t = 0; t < seq.targets.size(); ++t)
+          xent_bits += cross_entropy_bits_per_sequence(r.logits[t].value_copy(), seq.targets[t]);
+      }
       lo = std::min(lo, r.bits);
       hi = std::max(hi, r.bits);
     }
     bits /= o.batches;
     loss /= o.batches;
-    // A task with a cost floor (Sequence::optimal_cost: dynamic N-grams' optimal predictor) shows it beside.
-    const std::string floor = optimal_count ? fmt::format(" {:>10.3f}", optimal / double(optimal_count)) : "";
+    xent_bits /= o.batches;
+    // A task with a cost floor (Sequence::optimal_cost: dynamic N-grams' optimal predictor) shows it beside; a
+    // bit task its cross-entropy.
+    const std::string floor = optimal_count ? fmt::format(" {:>10.3f}", optimal / double(optimal_count))
+                              : xent        ? fmt::format(" {:>10.3f}", xent_bits)
+                                            : "";
     if (csv != stdout) fmt::print("{:>8} {:>16.3f} {:>10.3f} {:>10.3f} {:>10.4f}{}\n", size, bits, lo, hi, loss, floor);
     if (csv)
       fmt::print(csv, "{}{},{:.4f},{:.4f},{:.4f},{:.6f}{}\n", several ? checkpoint + "," : "", size, bits, lo, hi, loss,
-                 optimal_count ? fmt::format(",{:.4f}", optimal / double(optimal_count)) : "");
+                 optimal_count ? fmt::format(",{:.4f}", optimal / double(optimal_count))
+                 : xent        ? fmt::format(",{:.4f}", xent_bits)
+                               : "");
     series.size.push_back(double(size));
     series.bits.push_back(bits);
     series.lo.push_back(lo);

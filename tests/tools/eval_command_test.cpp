@@ -2,6 +2,8 @@
 // CSV (to a file, or to standard output with --csv -).
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -63,23 +65,28 @@ TEST_CASE("eval: one table row per size asked, in order", "[tools][eval]") {
   CHECK(table_sizes(r.output) == std::vector<std::string>{"2", "5", "3"});
 }
 
-TEST_CASE("eval: --csv writes a header and one row of five columns per size", "[tools][eval]") {
+// A bit task's row also has its cross-entropy in bits per sequence: for copy of length L with 2×3 target frames,
+// the mean BCE (nats a target bit) × 6L / ln 2.
+TEST_CASE("eval: --csv writes a header and one row of six columns per size, the cross-entropy last", "[tools][eval]") {
   const fs::path dir = trained_run();
   const CommandResult r = run_matmem("eval --checkpoint run --sizes 2,4 --batches 2 --csv eval.csv", dir);
   INFO(r.output);
   REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("xent bits"));
   const std::vector<std::string> csv = lines(read_file(dir / "eval.csv"));
   REQUIRE(csv.size() == 3);
-  CHECK(fields(csv[0]) ==
-        std::vector<std::string>{"length", "bits_per_sequence", "bits_per_sequence_min", "bits_per_sequence_max", "loss"});
+  CHECK(fields(csv[0]) == std::vector<std::string>{"length", "bits_per_sequence", "bits_per_sequence_min",
+                                                   "bits_per_sequence_max", "loss", "xent_bits"});
   for (std::size_t k = 1; k < csv.size(); ++k) {
     const std::vector<std::string> row = fields(csv[k]);
-    REQUIRE(row.size() == 5);
+    REQUIRE(row.size() == 6);
     CHECK(row[0] == (k == 1 ? "2" : "4"));
     const double bits = std::stod(row[1]), lo = std::stod(row[2]), hi = std::stod(row[3]), loss = std::stod(row[4]);
     CHECK(lo <= bits);
     CHECK(bits <= hi);
     CHECK(loss > 0);
+    const double length = std::stod(row[0]);
+    CHECK(std::stod(row[5]) == Approx(loss * 6 * length / std::log(2.0)).epsilon(1e-3));
   }
   // the table still goes to the terminal, with the same sizes
   CHECK(table_sizes(r.output) == std::vector<std::string>{"2", "4"});
@@ -92,8 +99,8 @@ TEST_CASE("eval: --csv - prints only the CSV", "[tools][eval]") {
   REQUIRE(r.status == 0);
   const std::vector<std::string> out = lines(r.output);
   REQUIRE(out.size() == 2);
-  CHECK(out[0] == "length,bits_per_sequence,bits_per_sequence_min,bits_per_sequence_max,loss");
-  CHECK(fields(out[1]).size() == 5);
+  CHECK(out[0] == "length,bits_per_sequence,bits_per_sequence_min,bits_per_sequence_max,loss,xent_bits");
+  CHECK(fields(out[1]).size() == 6);
   CHECK(fields(out[1])[0] == "3");
 }
 
