@@ -154,8 +154,8 @@ struct NtmAddressingKernelOf {
     if constexpr (Logits) d[b] = T(0) + sum;  // assigned, as a fresh gradient is
     else grad[b] = (fresh ? T(0) : grad[b]) + sum;
   }
-  // grad_x = d f'(x) (fresh) or grad_x += d f'(x) over the B items, as the softplus op (f' = sigm(x): sigm_x
-  // the sigmoids of the logits) or the sigmoid op (f' = y (1 − y), y its output) write it, so that the compiler
+  // grad_x = d f'(x) (fresh) or grad_x += d f'(x) over the B items (df: f' of each), as the softplus op
+  // (f' = sigm(x) of the logit) or the sigmoid op (f' = y (1 − y), y its output) write it, so that the compiler
   // forms the same products.
   static void through_activation(T* grad, const T* d, const T* df, std::int64_t B, bool fresh) {
     if (fresh)
