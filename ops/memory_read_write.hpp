@@ -361,15 +361,23 @@ struct MemoryReadWriteKernel {
   // Whether this call takes the periodic path: a batch B < W dividing W.
   static bool periodic(const Work& k) { return ops::use_periodic_lanes<T>(k.B); }
 
-  // The write alone (RK = 0), forward or backward, on the path of the call's batch.
-  static void write_pass(const OpCall<T>& c, const Work& k, bool backward) {
+  // One forward or backward pass over the slots for RK reads (0: the write alone), on the path of the call's
+  // batch: periodic lanes, or lanes over the batch (backward in blocks of kBlock elements).
+  template <int RK>
+  static void forward_pass(const OpCall<T>& c, const Work& k) {
 #ifdef MATMEM_PERIODIC_LANES
-    if (periodic(k)) return backward ? backward_periodic<0>(c, k) : forward_periodic<0>(c, k);
+    if (periodic(k)) return forward_periodic<RK>(c, k);
 #endif
-    if (!backward) return forward_slots<0>(c, k);
+    forward_slots<RK>(c, k);
+  }
+  template <int RK>
+  static void backward_pass(const OpCall<T>& c, const Work& k) {
+#ifdef MATMEM_PERIODIC_LANES
+    if (periodic(k)) return backward_periodic<RK>(c, k);
+#endif
     std::int64_t e0 = 0;
-    for (; e0 + kBlock <= k.E; e0 += kBlock) backward_block<0, int(kBlock)>(c, k, e0, kBlock);
-    if (e0 < k.E) backward_block<0, kAnyBlock>(c, k, e0, k.E - e0);
+    for (; e0 + kBlock <= k.E; e0 += kBlock) backward_block<RK, int(kBlock)>(c, k, e0, kBlock);
+    if (e0 < k.E) backward_block<RK, kAnyBlock>(c, k, e0, k.E - e0);
   }
 
   // Batch 1 with reads: the memory is the N × E matrix M of its slots, the read weightings the R × N matrix
@@ -393,18 +401,13 @@ struct MemoryReadWriteKernel {
     const Work k = prepare(c);
     const Shape& m = c.x_shape[0];
     if (k.B == 1 && k.R > 0) {
-      write_pass(c, k, false);
+      forward_pass<0>(c, k);
       reads_one(c, k, false);
       for (std::int64_t r = 0; r < k.R; ++r) std::copy_n(k.rt + r * k.E, k.E, c.ys[1 + r]);
       return;
     }
     std::fill_n(k.rt, k.R * k.E * k.B, T(0));
-    with_reads(k.R, [&](auto rk) {
-#ifdef MATMEM_PERIODIC_LANES
-      if (periodic(k)) return forward_periodic<decltype(rk)::value>(c, k);
-#endif
-      forward_slots<decltype(rk)::value>(c, k);
-    });
+    with_reads(k.R, [&](auto rk) { forward_pass<decltype(rk)::value>(c, k); });
     for (std::int64_t r = 0; r < k.R; ++r)
       ops::from_batch_inner(k.rt + r * k.E * k.B, k.B, m.rows, m.cols, c.ys[1 + r], /*accumulate=*/false);
   }
@@ -415,18 +418,11 @@ struct MemoryReadWriteKernel {
     const Shape& m = c.x_shape[0];
     for (std::int64_t r = 0; r < R; ++r) ops::to_batch_inner(c.grad_ys[1 + r], B, m.rows, m.cols, k.rt + r * E * B);
     if (B == 1 && R > 0) {  // the write's pass first: it assigns grad_M where fresh, the reads' GEMM adds to it
-      write_pass(c, k, true);
+      backward_pass<0>(c, k);
       reads_one(c, k, true);
-    } else
-    with_reads(R, [&](auto rk) {
-      constexpr int RK = decltype(rk)::value;
-#ifdef MATMEM_PERIODIC_LANES
-      if (periodic(k)) return backward_periodic<RK>(c, k);
-#endif
-      std::int64_t e0 = 0;
-      for (; e0 + kBlock <= E; e0 += kBlock) backward_block<RK, int(kBlock)>(c, k, e0, kBlock);
-      if (e0 < E) backward_block<RK, kAnyBlock>(c, k, e0, E - e0);
-    });
+    } else {
+      with_reads(R, [&](auto rk) { backward_pass<decltype(rk)::value>(c, k); });
+    }
     if (T* g = c.grad_x[1]) ops::from_batch_inner(k.gwt, B, 1, N, g, !c.fresh(1));
     if (T* g = c.grad_x[2]) ops::from_batch_inner(k.get, B, m.rows, m.cols, g, !c.fresh(2));
     if (T* g = c.grad_x[3]) ops::from_batch_inner(k.gat, B, m.rows, m.cols, g, !c.fresh(3));

@@ -382,11 +382,9 @@ OpSample ntm_addressing_heads_sample(Rng& rng, SampleSize size, int heads, bool 
       for (std::size_t p = 0; p < 5; ++p) in[p][g] = x[1 + 5 * g + p];
     std::array<Var, kNtmAddressingMaxHeads> w;
     auto part = [&](std::size_t p) { return std::span<const Var>(in[p].data(), G); };
-    (logits ? ntm_addressing_logits : static_cast<void (*)(Var, std::int64_t, std::span<const Var>,
-                                                           std::span<const Var>, std::span<const Var>,
-                                                           std::span<const Var>, std::span<const Var>,
-                                                           std::span<Var>)>(ntm_addressing))(
-        x[0], 1, part(0), part(1), part(2), part(3), part(4), std::span<Var>(w.data(), G));
+    const std::span<Var> out(w.data(), G);
+    if (logits) ntm_addressing_logits(x[0], 1, part(0), part(1), part(2), part(3), part(4), out);
+    else ntm_addressing(x[0], 1, part(0), part(1), part(2), part(3), part(4), out);
     Var y = w[0];
     for (std::size_t g = 1; g < G; ++g) y = add(y, scale(w[g], double(g + 1)));
     return y;

@@ -25,29 +25,35 @@ Tensor logical(Shape s, F f) {
 }
 
 // {y, grad of input 0, grad of input 1, …}; the upstream gradient is normal noise drawn from `seed`.
-// Runs a sample in dtype with the output's gradient given (flat, any dtype): the output and every input's gradient.
-inline std::vector<Tensor> run_with(DType dtype, const OpSample& sample, const Tensor& grad_y) {
+// Runs a sample in dtype, the output's gradient grad_of(the output's shape) (flat, any dtype): the output and
+// every input's gradient.
+template <class GradOf>
+inline std::vector<Tensor> run_grad(DType dtype, const OpSample& sample, GradOf&& grad_of) {
   std::vector<Tensor> inputs;  // declared first: they outlive the tape that refers to them
   for (const auto& in : sample.inputs) inputs.push_back(in.value.to(dtype));
   Tape tape(dtype);
   std::vector<Var> vars;
   for (const Tensor& t : inputs) vars.push_back(tape.input(t, true));
   Var y = sample.apply(tape, vars);
-  tape.backward(y, grad_y.to(dtype));
+  tape.backward(y, grad_of(y.shape()).to(dtype));
   std::vector<Tensor> out = {y.value_copy()};
   for (const Var& v : vars) out.push_back(v.grad_copy());
   return out;
 }
 
-// run_with an output gradient of standard normal values drawn from seed.
+// run_grad with the output's gradient given.
+inline std::vector<Tensor> run_with(DType dtype, const OpSample& sample, const Tensor& grad_y) {
+  return run_grad(dtype, sample, [&](const Shape&) { return grad_y; });
+}
+
+// run_grad with an output gradient of standard normal values drawn from seed.
 inline std::vector<Tensor> run_in(DType dtype, const OpSample& sample, std::uint64_t seed) {
-  Tape probe(sample.inputs.at(0).value.dtype());  // for the output's shape
-  std::vector<Var> vars;
-  for (const auto& in : sample.inputs) vars.push_back(probe.input(in.value));
-  Rng rng(seed);
-  Tensor seed_grad(DType::f64, sample.apply(probe, vars).shape());
-  for (std::int64_t k = 0; k < seed_grad.numel(); ++k) seed_grad.set(k, rng.normal());
-  return run_with(dtype, sample, seed_grad);
+  return run_grad(dtype, sample, [&](const Shape& shape) {
+    Rng rng(seed);
+    Tensor g(DType::f64, shape);
+    for (std::int64_t k = 0; k < g.numel(); ++k) g.set(k, rng.normal());
+    return g;
+  });
 }
 
 // gradcheck of a sample in float64 (with the full Jacobian when `full`), then of it applied twice (every
