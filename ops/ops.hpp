@@ -38,6 +38,14 @@ void projections(Var x, std::span<const Projection> p, std::span<Var> out);
 /// time steps' calls on one V_s (Step::projections stacks it once a pass) sum their V gradients in V_s's, which
 /// stack_columns splits once. At most 16.
 void stacked_projections(Var x, Var v_stacked, std::span<const Var> u, std::span<const Var> b, std::span<Var> out);
+/// The most inputs one stacked_mats takes (the tape's limit for a node).
+constexpr std::size_t kStackedMatsMaxInputs = 64;
+/// Several mats into rows of the same terms (ops/stacked_mats.cpp): out[g] = Σ_t u[t G + g]ᵀ (x_t V_s[t])_g +
+/// b[g], equal to mat({{x_t, u[t G + g], V_t,g}, …}, b[g]) for each g, with V_s[t] = stack_columns(V_t,1..V_t,G)
+/// [1,c_t,C]; x_t [B,r_t,c_t], u [r_t,1], b[g] [1,c'_g]. An LSTM's gates (Step::mats stacks each V_s[t] once a
+/// pass). At most 16 outputs and kStackedMatsMaxInputs inputs (2 T + T G + G).
+void stacked_mats(std::span<const Var> x, std::span<const Var> v_stacked, std::span<const Var> u, std::span<const Var> b,
+                  std::span<Var> out);
 
 // --- elementwise, with broadcasting -------------------------------------------------------------------------
 /// a + b, broadcasting: along each of batch, slots, rows and cols an operand's size equals the result's or

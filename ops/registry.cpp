@@ -42,6 +42,7 @@ OpEntry memory_read_write_entry();
 OpEntry memory_writes_entry();
 OpEntry projections_entry();
 OpEntry stacked_projections_entry();
+OpEntry stacked_mats_entry();
 OpEntry stack_columns_entry();
 OpEntry layer_norm_moments_entry();
 OpEntry bce_with_logits_entry();
@@ -69,7 +70,7 @@ std::vector<OpEntry>& entries() {
       scale_entry(),     sigmoid_entry(), tanh_entry(),    relu_entry(),         clip_entry(),     clip_gradient_entry(),     softplus_entry(),
       exp_entry(),       softmax_entry(), sum_entry(),     layer_norm_entry(), layer_norm_moments_entry(), batch_norm_entry(),     cosine_similarity_entry(),
       row_entry(), stack_rows_entry(), stack_columns_entry(), circular_shift_entry(), sharpen_entry(), ntm_addressing_entry(), ntm_addressing_heads_entry(), ntm_addressing_logits_entry(), memory_read_entry(),
-      memory_write_entry(), memory_read_write_entry(), memory_writes_entry(), projections_entry(), stacked_projections_entry(),
+      memory_write_entry(), memory_read_write_entry(), memory_writes_entry(), projections_entry(), stacked_projections_entry(), stacked_mats_entry(),
       bce_with_logits_entry(), mse_entry(), softmax_cross_entropy_entry(), frobenius_entry(),
       vec_outer_entry(), vec_matvec_entry(), neighbour_mean_entry(),
       neighbour_attention_entry(), neighbour_stack_entry(), transpose_entry(), attention_read_entry(),

@@ -187,25 +187,53 @@ void Step::projections(NamedTerm x, std::span<const ProjectionSpec> p, std::span
       matmem::projections(x.x, group, out.subspan(first, n));
       continue;
     }
-    std::array<Var, Tape::kMaxOutputs> u, b;
-    for (std::size_t k = 0; k < n; ++k) u[k] = ops_p[k].u, b[k] = ops_p[k].b;
-    matmem::stacked_projections(x.x, stacked_v(group), std::span<const Var>(u.data(), n),
-                                std::span<const Var>(b.data(), n), out.subspan(first, n));
+    std::array<Var, Tape::kMaxOutputs> u, v, b;
+    for (std::size_t k = 0; k < n; ++k) u[k] = ops_p[k].u, v[k] = ops_p[k].v, b[k] = ops_p[k].b;
+    matmem::stacked_projections(x.x, stacked_columns(std::span<const Var>(v.data(), n)),
+                                std::span<const Var>(u.data(), n), std::span<const Var>(b.data(), n),
+                                out.subspan(first, n));
   }
 }
 
-Var Step::stacked_v(std::span<const Projection> group) {
+void Step::mats(std::span<const NamedTerm> terms, std::span<const MatSpec> p, std::span<Var> out) {
+  if (out.size() != p.size()) throw Error(fmt::format("mats: {} specs, room for {} outputs", p.size(), out.size()));
+  const std::size_t T = terms.size(), G = p.size();
+  const bool rows = std::all_of(p.begin(), p.end(), [](const MatSpec& q) { return q.rows == 1; });
+  if (!rows || T == 0 || G > Tape::kMaxOutputs || 2 * T + T * G + G > kStackedMatsMaxInputs) {
+    for (std::size_t g = 0; g < G; ++g) out[g] = mat(p[g].path, terms, p[g].rows, p[g].cols, p[g].bias);
+    return;
+  }
+  // The parameters in mat()'s order: each output's U and V term by term, then its B.
+  std::array<Var, kStackedMatsMaxInputs> u, v, b;
+  std::array<Shape, kStackedMatsMaxInputs> xs;  // copies: parameter() may move the tape's nodes
+  for (std::size_t t = 0; t < T; ++t) xs[t] = terms[t].x.shape();
+  for (std::size_t g = 0; g < G; ++g) {
+    for (std::size_t t = 0; t < T; ++t) {
+      const std::int64_t rows_t = xs[t].rows, cols_t = xs[t].cols;
+      u[t * G + g] = unit_u_.valid() && rows_t == 1
+                         ? unit_u_
+                         : parameter(p[g].path, terms[t].name, "U", matmem::parameter(rows_t, 1));
+      v[t * G + g] = parameter(p[g].path, terms[t].name, "V", matmem::parameter(cols_t, p[g].cols));
+    }
+    b[g] = parameter(p[g].path, "", "B", matmem::parameter(1, p[g].cols), Init::Constant(p[g].bias));
+  }
+  std::array<Var, kStackedMatsMaxInputs> x, vs;
+  for (std::size_t t = 0; t < T; ++t)
+    x[t] = terms[t].x, vs[t] = stacked_columns(std::span<const Var>(v.data() + t * G, G));
+  matmem::stacked_mats(std::span<const Var>(x.data(), T), std::span<const Var>(vs.data(), T),
+                       std::span<const Var>(u.data(), T * G), std::span<const Var>(b.data(), G), out);
+}
+
+Var Step::stacked_columns(std::span<const Var> v) {
   // The pass's stacks in the order the step asks for them; a group whose first V is another than the one
-  // stacked at this place (a step that changes its projections) gets a stack of its own.
+  // stacked at this place (a step that changes its maps) gets a stack of its own.
   const std::size_t k = stacked_request_++;
-  if (k < stacked_.size() && stacked_[k].first == group[0].v.id) return stacked_[k].second;
-  std::array<Var, Tape::kMaxOutputs> v;
-  for (std::size_t i = 0; i < group.size(); ++i) v[i] = group[i].v;
-  const Var vs = stack_columns(std::span<const Var>(v.data(), group.size()));
+  if (k < stacked_.size() && stacked_[k].first == v[0].id) return stacked_[k].second;
+  const Var vs = stack_columns(v);
   if (k < stacked_.size())
-    stacked_[k] = {group[0].v.id, vs};
+    stacked_[k] = {v[0].id, vs};
   else
-    stacked_.push_back({group[0].v.id, vs});
+    stacked_.push_back({v[0].id, vs});
   return vs;
 }
 

@@ -158,6 +158,13 @@ struct ProjectionSpec {
   double bias = 0.0;                ///< the bias's constant start
 };
 
+/// One mat of Step::mats: mat(path, terms, rows, cols, bias) with the terms they share.
+struct MatSpec {
+  std::string_view path;            ///< the parameters' path
+  std::int64_t rows = 1, cols = 1;  ///< the output's per-sample size
+  double bias = 0.0;                ///< the bias's constant start
+};
+
 /// What a Model's step() works with: the time step's input, the states, the parameters by name, and where
 /// the next states and the output go.
 class Step {
@@ -208,6 +215,11 @@ class Step {
   /// state (an NTM's heads) share their first-stage GEMM. A row x's projections into rows (a vector NTM's
   /// heads) stack each group's V once a pass and run stacked_projections at every time step.
   void projections(NamedTerm x, std::span<const ProjectionSpec> p, std::span<Var> out);
+  /// out[g] = mat(p[g].path, terms, p[g].rows, p[g].cols, p[g].bias) for every g, with the same parameters
+  /// created in the same order: several maps of the same terms (an LSTM's gates). Maps into rows (a vector
+  /// model's cell) stack each term's V's once a pass and run one stacked_mats at every time step (ops/ops.hpp);
+  /// maps into matrices, or more than one op takes, one mat each.
+  void mats(std::span<const NamedTerm> terms, std::span<const MatSpec> p, std::span<Var> out);
 
   /// Inside the returned scope, the next op recorded writes the next value of state `name` as a link of its
   /// recomputed chain (StateDecl::segment, Tape::chain). Wrap the one op that produces the new value. For a
@@ -250,8 +262,9 @@ class Step {
   std::vector<std::uint32_t> chains_;  // per state: its chain in this pass, or ChainLink::kNone
   std::vector<CachedParam> cache_;
   std::size_t request_ = 0;
-  // V_s of each vector-form projections group, stacked once a pass: (its first V's node, the stack).
-  Var stacked_v(std::span<const Projection> group);
+  // V's side by side (a vector-form projections group's, a stacked_mats term's), stacked once a pass: (the
+  // first V's node, the stack).
+  Var stacked_columns(std::span<const Var> v);
   std::vector<std::pair<std::uint32_t, Var>> stacked_;
   std::size_t stacked_request_ = 0;
   Var unit_u_;  // this pass's constant 1 for a row map's U when the model holds it at one (Model::VectorU)

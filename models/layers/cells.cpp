@@ -107,16 +107,19 @@ MatCell::State MatCell::step(Step& s, std::span<const NamedTerm> terms, State pr
     case CellKind::ff:
     case CellKind::rnn: return {tanh(s.mat(gate1_, in, rows_, cols_)), {}};
     case CellKind::lstm: {
-      Var i = sigmoid(s.mat(gate1_, in, rows_, cols_));
-      Var f = sigmoid(s.mat(gate2_, in, rows_, cols_, forget_bias_));
-      Var o = sigmoid(s.mat(gate3_, in, rows_, cols_));
-      Var chat = tanh(s.mat(gate4_, in, rows_, cols_));
+      const MatSpec gates[] = {{gate1_, rows_, cols_, 0.0}, {gate2_, rows_, cols_, forget_bias_},
+                               {gate3_, rows_, cols_, 0.0}, {gate4_, rows_, cols_, 0.0}};
+      std::array<Var, 4> pre;
+      s.mats(in, gates, pre);
+      Var i = sigmoid(pre[0]), f = sigmoid(pre[1]), o = sigmoid(pre[2]), chat = tanh(pre[3]);
       Var c = add(hadamard(f, prev.c), hadamard(i, chat));
       return {hadamard(o, tanh(c)), c};
     }
     case CellKind::gru: {
-      Var z = sigmoid(s.mat(gate1_, in, rows_, cols_));
-      Var r = sigmoid(s.mat(gate2_, in, rows_, cols_));
+      const MatSpec gates[] = {{gate1_, rows_, cols_, 0.0}, {gate2_, rows_, cols_, 0.0}};
+      std::array<Var, 2> pre;
+      s.mats(in, gates, pre);
+      Var z = sigmoid(pre[0]), r = sigmoid(pre[1]);
       all[terms.size()] = {"h", hadamard(r, prev.h)};
       Var htilde = tanh(s.mat(gate3_, in, rows_, cols_));
       return {add(hadamard(one_minus(z), prev.h), hadamard(z, htilde)), {}};

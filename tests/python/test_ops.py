@@ -51,6 +51,12 @@ def stacked(t, x1, x2, v0, v1, u0, u1, b0, b1):
     return ops.add(ops.hadamard(a0, c1), ops.hadamard(a1, c0))
 
 
+def mats(t, x1, x2, v11, v12, v21, v22, u11, u12, u21, u22, b1, b2):
+    vs = [ops.stack_columns([v11, v12]), ops.stack_columns([v21, v22])]  # a row term and a frame of two rows
+    y1, y2 = ops.stacked_mats([x1, x2], vs, [u11, u12, u21, u22], [b1, b2])
+    return ops.add(ops.hadamard(y1, y1), ops.scale(y2, 0.5))
+
+
 def read_write(t, m, r0, r1, w, e, a, w2):
     out = ops.memory_read_write(m, [r0, r1], w, e, a)
     assert len(out) == 3
@@ -95,6 +101,8 @@ CASES = {
     "stack_columns": (lambda t, a, b: ops.stack_columns([a, b, a]), [u(B, R, 1), u(B, R, 2)], None, {}),
     "stacked_projections": (stacked, [u(B, 1, C), u(B, 1, C), u(1, C, 2), u(1, C, 2), u(1, 1, 1), u(1, 1, 1),
                                       u(1, 1, 2), u(1, 1, 2)], None, {}),
+    "stacked_mats": (mats, [u(B, 1, C), u(B, 2, 3), u(1, C, 2), u(1, C, 2), u(1, 3, 2), u(1, 3, 2), u(1, 1, 1),
+                            u(1, 1, 1), u(1, 2, 1), u(1, 2, 1), u(1, 1, 2), u(1, 1, 2)], None, {}),
     "circular_shift": (lambda t, w, s: ops.circular_shift(w, s), [prob(B, 1, N), prob(B, 1, 3)], None, {}),
     "sharpen": (lambda t, w, g: ops.sharpen(w, g), [prob(B, 1, N), u(B, 1, 1, lo=1.0, hi=3.0)], None, {}),
     "ntm_addressing": (lambda t, sim, beta, g, s, gamma, w: ops.ntm_addressing(sim, 1, beta, g, s, gamma, w),

@@ -104,6 +104,24 @@ void bind_ops(py::module_& m) {
       py::arg("x"), py::arg("v_stacked"), py::arg("u"), py::arg("b"),
       "projections' vector form on V_s = stack_columns(V_1..V_K): [u_k (x V_s)_k + B_k]; x [B,1,c], u_k [1,1,1], "
       "B_k [1,1,c'_k]");
+  ops.def(
+      "stacked_mats",
+      [](const std::vector<PyVar>& xs, const std::vector<PyVar>& vs, const std::vector<PyVar>& us,
+         const std::vector<PyVar>& bs) {
+        std::vector<const PyVar*> ptrs;
+        add_all(ptrs, xs);
+        add_all(ptrs, vs);
+        add_all(ptrs, us);
+        add_all(ptrs, bs);
+        const auto ref = common_tape("stacked_mats", ptrs);
+        const std::vector<Var> x = gets(xs), v = gets(vs), u = gets(us), b = gets(bs);
+        std::vector<Var> out(b.size());
+        stacked_mats(x, v, u, b, out);
+        return wrap_all(ref, out);
+      },
+      py::arg("x"), py::arg("v_stacked"), py::arg("u"), py::arg("b"),
+      "several mats into rows of the same terms: [Σ_t u[t G + g]ᵀ (x_t V_s[t])_g + B_g for g < G], V_s[t] = "
+      "stack_columns(V_t,1..V_t,G); x_t [B,r_t,c_t], u [1,r_t,1], B_g [1,1,c'_g]");
 
   MATMEM_BINARY(add, a, b, "a + b, broadcasting (a size of 1 along an axis broadcasts)");
   MATMEM_BINARY(sub, a, b, "a - b, broadcasting as add");
