@@ -89,4 +89,20 @@ inline void check_close(const std::vector<Tensor>& a, const std::vector<Tensor>&
   }
 }
 
+// A fused op against the separate ops it replaces, and against itself with its saved buffer recomputed: every
+// element of each tensor of `fused` equal to `separate`'s within 1e-12 (1e-13 absolute) and to `recomputed`'s
+// exactly; where(k) names tensor k.
+template <class Where>
+void check_fused(const std::vector<Tensor>& fused, const std::vector<Tensor>& separate,
+                 const std::vector<Tensor>& recomputed, Where&& where) {
+  REQUIRE(fused.size() == separate.size());
+  REQUIRE(recomputed.size() == fused.size());
+  for (std::size_t k = 0; k < fused.size(); ++k)
+    for (std::int64_t e = 0; e < fused[k].numel(); ++e) {
+      INFO(where(k) << ", element " << e);
+      CHECK(fused[k].get(e) == Approx(separate[k].get(e)).epsilon(1e-12).margin(1e-13));
+      CHECK(recomputed[k].get(e) == fused[k].get(e));
+    }
+}
+
 }  // namespace matmem::testing

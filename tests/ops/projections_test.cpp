@@ -13,6 +13,7 @@
 #include "matmem/autodiff/gradcheck.hpp"
 #include "matmem/ops/ops.hpp"
 #include "matmem/ops/registry.hpp"
+#include "matmem/tests/ops/op_testing.hpp"
 
 using namespace matmem;
 
@@ -56,16 +57,10 @@ void check_against_mats(std::int64_t B, std::int64_t r, std::int64_t c, const Ou
       for (const Var& v : x) result.push_back(v.grad_copy());
       return result;
     };
-    const std::vector<Tensor> fused = run(true, false), separate = run(false, false), recomputed = run(true, true);
-    REQUIRE(fused.size() == separate.size());
-    REQUIRE(recomputed.size() == fused.size());
-    for (std::size_t k = 0; k < fused.size(); ++k)
-      for (std::int64_t e = 0; e < fused[k].numel(); ++e) {
-        INFO((k < K ? "output " : "gradient of input ") << (k < K ? k : k - K) << " element " << e
-                                                          << (later_consumer ? " (grad X added to)" : " (grad X fresh)"));
-        CHECK(fused[k].get(e) == Approx(separate[k].get(e)).epsilon(1e-12).margin(1e-13));
-        CHECK(recomputed[k].get(e) == fused[k].get(e));
-      }
+    testing::check_fused(run(true, false), run(false, false), run(true, true), [&](std::size_t k) {
+      return (k < K ? "output " : "gradient of input ") + std::to_string(k < K ? k : k - K) +
+             (later_consumer ? " (grad X added to)" : " (grad X fresh)");
+    });
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "matmem/ops/ops.hpp"
 #include "matmem/ops/registry.hpp"
+#include "matmem/tests/ops/op_testing.hpp"
 
 using namespace matmem;
 
@@ -74,16 +75,10 @@ void check_against_mats(std::int64_t B, const std::vector<std::int64_t>& terms, 
           if (p.requires_grad()) result.push_back(p.grad_copy());
       return result;
     };
-    const std::vector<Tensor> fused = run(true, false), separate = run(false, false), recomputed = run(true, true);
-    REQUIRE(fused.size() == separate.size());
-    REQUIRE(recomputed.size() == fused.size());
-    for (std::size_t k = 0; k < fused.size(); ++k)
-      for (std::int64_t e = 0; e < fused[k].numel(); ++e) {
-        INFO((k < G ? "output " : "gradient ") << (k < G ? k : k - G) << " element " << e << ", batch " << B << ", "
-                                               << calls << " calls" << (later_consumer ? ", grad X added to" : ""));
-        CHECK(fused[k].get(e) == Approx(separate[k].get(e)).epsilon(1e-12).margin(1e-13));
-        CHECK(recomputed[k].get(e) == fused[k].get(e));
-      }
+    testing::check_fused(run(true, false), run(false, false), run(true, true), [&](std::size_t k) {
+      return (k < G ? "output " : "gradient ") + std::to_string(k < G ? k : k - G) + ", batch " + std::to_string(B) +
+             ", " + std::to_string(calls) + " calls" + (later_consumer ? ", grad X added to" : "");
+    });
   }
 }
 
