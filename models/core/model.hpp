@@ -199,8 +199,8 @@ class Step {
 
   /// The parameter path/term/leaf (path/leaf when term is empty) of the given shape, created with `init` on
   /// the build pass.
-  Var parameter(std::string_view path, std::string_view term, std::string_view leaf, Shape shape,
-                Init init = Init::Glorot());
+  Var parameter(std::string_view path, std::string_view term, std::string_view leaf, const Shape& shape,
+                const Init& init = Init::Glorot());
   /// mat(x_1..x_k) = Σ_t U_tᵀ x_t V_t + B, giving [B, rows, cols]; U_t, V_t Glorot, B constant `bias`.
   /// The parameters are `<path>/<term>/U`, `<path>/<term>/V` and `<path>/B` (no U for a row into a row when
   /// the model holds it at one, Model::VectorU). `bias` std::nullopt: no B
