@@ -46,6 +46,14 @@ namespace matmem {
 namespace {
 constexpr double kEps = 1e-12;  // as sharpen
 
+// Scratch of one head's pass, reused by each head: a row of w_g (forward) or ∂w̃ (backward) extended and a row
+// of ∂w_c (Np + 2S + Np ≤ 3N + 2W elements, W ≤ 16); with logits after them the head's activations [3B + BK], a
+// row ∂s [K], then ∂β, ∂g, ∂γ and the activations' derivatives [4B].
+std::int64_t activations_offset(std::int64_t N) { return 3 * N + 32; }
+std::int64_t scratch_size(std::int64_t N, std::int64_t B, std::int64_t K, bool logits) {
+  return activations_offset(N) + (logits ? B * (3 + K) + K + 4 * B : 0);
+}
+
 // One head's β, g, s, γ for every batch item: the inputs themselves, or (Logits) their activations in scratch.
 template <class T>
 struct HeadValues {
@@ -70,10 +78,6 @@ struct NtmAddressingKernelOf {
   static void forward(const OpCall<T>& c) {
     for (int head = 0; head < (c.arity - 1) / 5; ++head) forward_head(c, head);
   }
-  // Scratch: a row of w_g (forward) or ∂w̃ (backward) extended, a row of ∂w_c; with Logits after them the
-  // head's activations [3B + BK], a row ∂s [K], then ∂β, ∂g, ∂γ and the activations' derivatives [4B]
-  // (addressing_heads' scratch size).
-  static std::int64_t activations_offset(std::int64_t N) { return 3 * N + 32; }
   static HeadValues<T> head_values(const OpCall<T>& c, int head) {
     const int a = 1 + 5 * head;
     if constexpr (!Logits) {
@@ -304,9 +308,8 @@ Var ntm_addressing(Var similarity, std::int64_t head, Var beta, Var gate, Var sh
   const Shape w = weighting(k.batch, k.cols);
   OpAttrs attrs;
   attrs.i[0] = head;
-  // scratch: Np + 2S + Np ≤ 3N + 2W elements, W ≤ 16
   return similarity.tape->apply(kOp, {similarity, beta, gate, shift, gamma, w_prev}, w, attrs, 3 * w.numel(),
-                                3 * k.cols + 32);
+                                scratch_size(k.cols, k.batch, shift.shape().cols, false));
 }
 
 namespace {
@@ -339,7 +342,7 @@ void addressing_heads(const OpDef& kind, Var similarity, std::int64_t first_head
   const std::int64_t K = shift[0].shape().cols;
   similarity.tape->apply(kind, std::span<const Var>(in.data(), 1 + 5 * G), std::span<const Shape>(shapes.data(), G),
                          out, attrs, 3 * std::int64_t(G) * k.batch * k.cols,
-                         3 * k.cols + 32 + (logits ? k.batch * (3 + K) + K + 4 * k.batch : 0));
+                         scratch_size(k.cols, k.batch, K, logits));
 }
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -154,15 +155,15 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
     xent_bits /= o.batches;
     // A task with a cost floor (Sequence::optimal_cost: dynamic N-grams' optimal predictor) shows it beside; a
     // bit task its cross-entropy.
-    const std::string floor = optimal_count ? fmt::format(" {:>10.3f}", optimal / double(optimal_count))
-                              : xent        ? fmt::format(" {:>10.3f}", xent_bits)
-                                            : "";
-    if (csv != stdout) fmt::print("{:>8} {:>16.3f} {:>10.3f} {:>10.3f} {:>10.4f}{}\n", size, bits, lo, hi, loss, floor);
+    const std::optional<double> extra = optimal_count ? std::optional(optimal / double(optimal_count))
+                                        : xent        ? std::optional(xent_bits)
+                                                      : std::nullopt;
+    if (csv != stdout)
+      fmt::print("{:>8} {:>16.3f} {:>10.3f} {:>10.3f} {:>10.4f}{}\n", size, bits, lo, hi, loss,
+                 extra ? fmt::format(" {:>10.3f}", *extra) : "");
     if (csv)
       fmt::print(csv, "{}{},{:.4f},{:.4f},{:.4f},{:.6f}{}\n", several ? checkpoint + "," : "", size, bits, lo, hi, loss,
-                 optimal_count ? fmt::format(",{:.4f}", optimal / double(optimal_count))
-                 : xent        ? fmt::format(",{:.4f}", xent_bits)
-                               : "");
+                 extra ? fmt::format(",{:.4f}", *extra) : "");
     series.size.push_back(double(size));
     series.bits.push_back(bits);
     series.lo.push_back(lo);
