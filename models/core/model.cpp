@@ -22,9 +22,10 @@ void initialise(Parameter& p, const Init& init, Rng& rng) {
     case Init::identity: init_identity(p, init.a); break;
   }
 }
-// A 64-bit hash of the name's parts, eight bytes a multiply (byte by byte, FNV-1a's chain of multiplies was a few
-// percent of a vector NTM's batch-1 step: a parameter is looked up at every time step), each part closed by its
-// length so ("ab","c") and ("a","bc") differ. Kept in memory only (Step's cache), never written.
+// A 64-bit hash of the name's parts, eight bytes a multiply, each part closed by its length so ("ab","c") and
+// ("a","bc") differ. A parameter is looked up at every time step (Step's cache checks the name's hash), so the
+// hash is a few multiplies: a part's last 1–8 bytes are one load (overlapping the bytes before them, or two or
+// three loads of a short part), not a loop over bytes. Kept in memory only (Step's cache), never written.
 std::uint64_t name_key(std::string_view path, std::string_view term, std::string_view leaf) {
   constexpr std::uint64_t kMul = 0x9E3779B97F4A7C15ULL;
   std::uint64_t h = 0xcbf29ce484222325ULL;
@@ -32,18 +33,23 @@ std::uint64_t name_key(std::string_view path, std::string_view term, std::string
     h = (h ^ w) * kMul;
     h ^= h >> 32;
   };
+  const auto load = [](const char* p, std::size_t bytes) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, p, bytes);
+    return w;
+  };
   for (std::string_view part : {path, term, leaf}) {
     const char* p = part.data();
-    std::size_t n = part.size();
-    for (; n >= 8; p += 8, n -= 8) {
-      std::uint64_t w;
-      std::memcpy(&w, p, 8);
-      mix(w);
-    }
-    std::uint64_t tail = 0;  // in a register: a memcpy of n bytes to the stack stalled the load of all eight
-    for (std::size_t k = 0; k < n; ++k) tail |= std::uint64_t(std::uint8_t(p[k])) << (8 * k);
-    mix(tail);
-    mix(part.size());
+    const std::size_t size = part.size();
+    std::size_t n = size;
+    for (; n > 8; p += 8, n -= 8) mix(load(p, 8));
+    // the last n (0..8) bytes
+    std::uint64_t tail = 0;
+    if (size >= 8) tail = load(p + n - 8, 8) >> (8 * (8 - n));  // n = 8 in a part of exactly 8: no shift past 56
+    else if (n >= 4) tail = load(p, 4) | load(p + n - 4, 4) << 32;
+    else if (n > 0) tail = std::uint64_t(std::uint8_t(p[0])) | std::uint64_t(std::uint8_t(p[n / 2])) << 8 |
+                           std::uint64_t(std::uint8_t(p[n - 1])) << 16;
+    mix(tail ^ std::uint64_t(size) << 56);
   }
   return h;
 }
