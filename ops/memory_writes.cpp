@@ -10,9 +10,11 @@
 //   grad_w_k,n += <G_k,n, A_k − M_{k−1},n ⊙ E_k>_F,   grad_E_k −= Σ_n w_k,n G_k,n ⊙ M_{k−1},n,
 //   grad_A_k   += Σ_n w_k,n G_k,n,                    grad_v_j,n += <H_j, M_n>_F
 // Equal to memory_read and K memory_writes one after another (a test checks values and every gradient).
+// At a batch of 1, 2, 4 or 8 (AVX-512) the lanes run along each slot's values (periodic lanes, as
+// memory_read_write's), not over the batch.
 // Forward reads M once and writes M' once, where the separate writes read and write the memory K times;
 // backward reads M and G_K once and writes grad_M once, where they read 2K times and write K times. Nothing
-// is saved. Layout as in ops/slots.hpp: lanes over the batch (simd_loop, at any batch), the small operands
+// is saved. Layout as in ops/slots.hpp: lanes over the batch (simd_loop) at other batches, the small operands
 // transposed in scratch; the slots' elements in blocks of kBlock, every slot of a block before the next
 // block, so that the block's E_k, A_k, read sums and grad_E_k, grad_A_k terms stay in L1 across the slots.
 #include <algorithm>
@@ -152,11 +154,103 @@ struct MemoryWritesKernel {
     });
   }
 
+#ifdef MATMEM_PERIODIC_LANES
+  // Periodic lanes (a batch B < W dividing W, ops/slots.hpp), as memory_read_write's: a slot, each E_k and A_k,
+  // each read and its gradient are L = E·B consecutive values, walked in W-wide chunks, the last one masked;
+  // w_k,n and v_j,n are periodic vectors, and grad_w_k,n and grad_v_j,n (sums along a slot) end in folds.
+  // Slot after slot: a chunk of the slot goes through every write in registers, the E_k and A_k chunks and the
+  // reads' sums (forward) or the grad_E_k and grad_A_k terms (backward) coming from scratch, all of it in L1.
+  using P = ops::Periodic<T>;
+  using V = typename P::V;
+  using Mask = typename P::Mask;
+  static Mask chunk_mask(std::int64_t i, std::int64_t L) { return i + P::W <= L ? P::kFull : P::first(L - i); }
+
+  template <int KK>
+  static void forward_periodic(const OpCall<T>& c, const Work& k) {
+    const std::int64_t B = k.B, N = k.N, L = k.E * k.B, K = KK > 0 ? KK : k.K, R = k.R;
+    constexpr std::size_t kW = KK > 0 ? std::size_t(KK) : std::size_t(kMaxWrites);
+    const typename P::Lanes ln(B);
+    for (std::int64_t n = 0; n < N; ++n) {
+      std::array<V, kW> wv;
+      std::array<V, Tape::kMaxOutputs> vv;
+      for (std::int64_t j = 0; j < K; ++j) wv[j] = ln.periodic(k.wt + (j * N + n) * B);
+      for (std::int64_t r = 0; r < R; ++r) vv[r] = ln.periodic(k.vt + (r * N + n) * B);
+      const T* mp = c.x[0] + n * L;
+      T* yp = c.y + n * L;
+      for (std::int64_t i = 0; i < L; i += P::W) {
+        const Mask m = chunk_mask(i, L);
+        ops::prefetch_for_write(yp + i + ops::kPrefetchSlots * L);
+        V mv = P::load(mp + i, m);
+        for (std::int64_t r = 0; r < R; ++r) {
+          T* rp = k.rt + r * L + i;
+          P::store(rp, P::load(rp, m) + vv[r] * mv, m);
+        }
+        for (std::int64_t j = 0; j < K; ++j)
+          mv = mv + wv[j] * (P::load(k.at + j * L + i, m) - mv * P::load(k.et + j * L + i, m));
+        P::store(yp + i, mv, m);
+      }
+    }
+  }
+
+  template <int KK>
+  static void backward_periodic(const OpCall<T>& c, const Work& k) {
+    const std::int64_t B = k.B, N = k.N, L = k.E * k.B, K = KK > 0 ? KK : k.K, R = k.R;
+    constexpr std::size_t kW = KK > 0 ? std::size_t(KK) : std::size_t(kMaxWrites);
+    const typename P::Lanes ln(B);
+    T* gm = c.grad_x[0];
+    const bool assign_m = c.fresh(0);
+    for (std::int64_t n = 0; n < N; ++n) {
+      std::array<V, kW> wv, gw;
+      std::array<V, Tape::kMaxOutputs> vv, gv;
+      for (std::int64_t j = 0; j < K; ++j) {
+        wv[j] = ln.periodic(k.wt + (j * N + n) * B);
+        gw[j] = V(T(0));
+      }
+      for (std::int64_t r = 0; r < R; ++r) {
+        vv[r] = ln.periodic(k.vt + (r * N + n) * B);
+        gv[r] = V(T(0));
+      }
+      const T *mp = c.x[0] + n * L, *gp = c.grad_y + n * L;
+      for (std::int64_t i = 0; i < L; i += P::W) {
+        const Mask m = chunk_mask(i, L);
+        std::array<V, kW> mk;  // M_0 .. M_{K−1} at this chunk
+        mk[0] = P::load(mp + i, m);
+        for (std::int64_t j = 0; j + 1 < K; ++j)
+          mk[j + 1] = mk[j] + wv[j] * (P::load(k.at + j * L + i, m) - mk[j] * P::load(k.et + j * L + i, m));
+        V g = P::load(gp + i, m);
+        for (std::int64_t j = K - 1; j >= 0; --j) {
+          const V ev = P::load(k.et + j * L + i, m), av = P::load(k.at + j * L + i, m), wg = wv[j] * g;
+          gw[j] += g * (av - mk[j] * ev);
+          T *ge = k.get + j * L + i, *ga = k.gat + j * L + i;
+          P::store(ge, P::load(ge, m) - wg * mk[j], m);
+          P::store(ga, P::load(ga, m) + wg, m);
+          g = g - wg * ev;
+        }
+        for (std::int64_t r = 0; r < R; ++r) {
+          const V h = P::load(k.rt + r * L + i, m);
+          g += vv[r] * h;
+          gv[r] += h * mk[0];
+        }
+        if (gm) P::store(gm + n * L + i, assign_m ? g : P::load(gm + n * L + i, m) + g, m);
+      }
+      for (std::int64_t j = 0; j < K; ++j) ln.fold_store(k.gwt + (j * N + n) * B, gw[j], false);
+      for (std::int64_t r = 0; r < R; ++r) ln.fold_store(k.gvt + (r * N + n) * B, gv[r], false);
+    }
+  }
+#endif
+  // Periodic lanes at a batch of 1, 2, 4 or 8 (AVX-512 builds), else lanes over the batch.
+  static bool periodic(const Work& k) { return ops::use_periodic_lanes<T>(k.B); }
+
   static void forward(const OpCall<T>& c) {
     const Work k = prepare(c);
     const Shape& m = c.x_shape[0];
     std::fill_n(k.rt, k.R * k.E * k.B, T(0));
-    with_writes(k.K, [&](auto kk) { forward_lanes<decltype(kk)::value>(c, k); });
+#ifdef MATMEM_PERIODIC_LANES
+    if (periodic(k))
+      with_writes(k.K, [&](auto kk) { forward_periodic<decltype(kk)::value>(c, k); });
+    else
+#endif
+      with_writes(k.K, [&](auto kk) { forward_lanes<decltype(kk)::value>(c, k); });
     for (std::int64_t r = 0; r < k.R; ++r)
       ops::from_batch_inner(k.rt + r * k.E * k.B, k.B, m.rows, m.cols, c.ys[1 + r], /*accumulate=*/false);
   }
@@ -167,7 +261,12 @@ struct MemoryWritesKernel {
     const Shape& m = c.x_shape[0];
     for (std::int64_t r = 0; r < R; ++r) ops::to_batch_inner(c.grad_ys[1 + r], B, m.rows, m.cols, k.rt + r * E * B);
     std::fill_n(k.get, 2 * K * E * B, T(0));  // grad_E and grad_A, side by side
-    with_writes(K, [&](auto kk) { backward_lanes<decltype(kk)::value>(c, k); });
+#ifdef MATMEM_PERIODIC_LANES
+    if (periodic(k))
+      with_writes(K, [&](auto kk) { backward_periodic<decltype(kk)::value>(c, k); });
+    else
+#endif
+      with_writes(K, [&](auto kk) { backward_lanes<decltype(kk)::value>(c, k); });
     for (std::int64_t j = 0; j < K; ++j) {
       if (T* g = c.grad_x[1 + 3 * j]) ops::from_batch_inner(k.gwt + j * N * B, B, 1, N, g, !c.fresh(1 + 3 * int(j)));
       if (T* g = c.grad_x[2 + 3 * j])
