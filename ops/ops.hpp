@@ -31,8 +31,14 @@ struct Projection {
 };
 /// Several projections of one x in one op (ops/projections.cpp): out[k] = U_kᵀ x V_k + B_k, equal to
 /// mat({{x, U_k, V_k}}, B_k) each, with the K first-stage GEMMs as one. At most 16.
-/// For a row x (r = 1, every U_k 1x1): stack_columns of the V_k, then stacked_projections.
+/// For a row x (r = 1, every U_k 1x1): stack_columns of the V_k, then stacked_projections; else stack_columns of
+/// the U_k, then the form below.
 void projections(Var x, std::span<const Projection> p, std::span<Var> out);
+/// projections' matrix form with the U_k already side by side, U_s = stack_columns(U_1..U_K) [1,r,R']: out[k] =
+/// (U_sᵀ x)_k V_k + B_k, (U_sᵀ x)_k its rows of U_k, B_k [r'_k,c'_k] (ops/projections.cpp). Several time steps'
+/// calls on one U_s (Step::projections stacks it once a pass) sum their U gradients in U_s's, which
+/// stack_columns splits once. At most 16.
+void projections(Var x, Var u_stacked, std::span<const Var> v, std::span<const Var> b, std::span<Var> out);
 /// projections' vector form with the V_k already side by side, V_s = stack_columns(V_1..V_K) [1,c,C]: out[k] =
 /// u_k (x V_s)_k + B_k, (x V_s)_k its columns of V_k, u_k [1,1] and B_k [1,c'_k] (ops/projections.cpp). Several
 /// time steps' calls on one V_s (Step::projections stacks it once a pass) sum their V gradients in V_s's, which

@@ -2,8 +2,9 @@
 //   x_k:[B,r,c_k] (k = 1..K, 1 ≤ K ≤ 64) -> y:[B, r, Σ c_k],  y_b = [x_1,b | x_2,b | … | x_K,b];
 //   grad_x_k += the columns of grad_y that x_k filled.
 // In matmem's layout (runtime/shape.hpp) a [B,r,c] batch is r·B rows of c contiguous values (row i of sample b
-// is row i B + b), so y is r·B rows of Σ c_k and the op is K strided copies. It puts a vector model's V_k side
-// by side once a pass, for stacked_projections (ops/projections.cpp; Step::projections).
+// is row i B + b), so y is r·B rows of Σ c_k and the op is K strided copies. It puts a model's U_k, or a vector
+// model's V_k, side by side once a pass, for projections and stacked_projections (ops/projections.cpp;
+// Step::projections), and an LSTM's gates' V's for stacked_mats (Step::mats).
 #include <fmt/format.h>
 
 #include "matmem/ops/bilinear.hpp"

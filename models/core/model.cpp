@@ -193,29 +193,25 @@ void Step::projections(NamedTerm x, std::span<const ProjectionSpec> p, std::span
   // A copy: a Var's shape lives in the tape's node list, which the parameters' leaves and every group's
   // op node may move to a larger allocation.
   const Shape xs = x.x.shape();
-  // The vector form (a row x, every output a row: every U 1x1) stacks each group's V_k once a pass
-  // (stacked_v) and projects x on it at every time step (ops/projections.cpp).
+  // Each group's U_k (the matrix form) or, for a row x with every output a row (every U 1x1), its V_k (the
+  // vector form, stacked_projections) are stacked once a pass, and x projected through the stack at every time
+  // step (ops/projections.cpp).
   const bool vector = xs.rows == 1 && std::all_of(p.begin(), p.end(), [](const ProjectionSpec& q) { return q.rows == 1; });
-  std::array<Projection, Tape::kMaxOutputs> ops_p;
+  std::array<Var, Tape::kMaxOutputs> u, v, b;
   for (std::size_t first = 0; first < p.size(); first += Tape::kMaxOutputs) {
     const std::size_t n = std::min(p.size() - first, Tape::kMaxOutputs);
-    for (std::size_t k = 0; k < n; ++k) {
+    for (std::size_t k = 0; k < n; ++k) {  // each map's U, V and B in that order
       const ProjectionSpec& q = p[first + k];
       const bool unit = unit_u_.valid() && xs.rows == 1 && q.rows == 1;
-      ops_p[k] = {unit ? unit_u_ : parameter(q.path, x.name, "U", matmem::parameter(xs.rows, q.rows)),
-                  parameter(q.path, x.name, "V", matmem::parameter(xs.cols, q.cols)),
-                  parameter(q.path, "", "B", matmem::parameter(q.rows, q.cols), Init::Constant(q.bias))};
+      u[k] = unit ? unit_u_ : parameter(q.path, x.name, "U", matmem::parameter(xs.rows, q.rows));
+      v[k] = parameter(q.path, x.name, "V", matmem::parameter(xs.cols, q.cols));
+      b[k] = parameter(q.path, "", "B", matmem::parameter(q.rows, q.cols), Init::Constant(q.bias));
     }
-    const std::span<const Projection> group(ops_p.data(), n);
-    if (!vector) {
-      matmem::projections(x.x, group, out.subspan(first, n));
-      continue;
-    }
-    std::array<Var, Tape::kMaxOutputs> u, v, b;
-    for (std::size_t k = 0; k < n; ++k) u[k] = ops_p[k].u, v[k] = ops_p[k].v, b[k] = ops_p[k].b;
-    matmem::stacked_projections(x.x, stacked_columns(std::span<const Var>(v.data(), n)),
-                                std::span<const Var>(u.data(), n), std::span<const Var>(b.data(), n),
-                                out.subspan(first, n));
+    const std::span<const Var> us(u.data(), n), vs(v.data(), n), bs(b.data(), n);
+    if (vector)
+      matmem::stacked_projections(x.x, stacked_columns(vs), us, bs, out.subspan(first, n));
+    else
+      matmem::projections(x.x, stacked_columns(us), vs, bs, out.subspan(first, n));
   }
 }
 

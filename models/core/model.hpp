@@ -212,8 +212,9 @@ class Step {
           std::optional<double> bias = 0.0);
   /// out[k] = mat(p[k].path, {x}, p[k].rows, p[k].cols, p[k].bias) for every k, with the same parameters
   /// created in the same order, computed by ops' projections (one op per 16): several projections of one
-  /// state (an NTM's heads) share their first-stage GEMM. A row x's projections into rows (a vector NTM's
-  /// heads) stack each group's V once a pass and run stacked_projections at every time step.
+  /// state (an NTM's heads) share their first-stage GEMM. Each group's U's are stacked once a pass and every
+  /// time step projects through the stack; a row x's projections into rows (a vector NTM's heads) stack the
+  /// group's V's instead and run stacked_projections.
   void projections(NamedTerm x, std::span<const ProjectionSpec> p, std::span<Var> out);
   /// out[g] = mat(p[g].path, terms, p[g].rows, p[g].cols, p[g].bias) for every g, with the same parameters
   /// created in the same order: several maps of the same terms (an LSTM's gates). Maps into rows (a vector

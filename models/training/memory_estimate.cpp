@@ -51,7 +51,7 @@ MemoryEstimate estimate_memory(const Config& config, Model& model, const Task& t
   Sequence seq;
   double bytes[2], frames[2];
   // Bytes per sequence of the largest value an op records for each sequence (an NTM's memory); a value the
-  // batch shares (of batch size 1: a vector model's stacked V, Step::projections) does not grow with a micro-batch.
+  // batch shares (of batch size 1: a stacked V or U, Step::projections) does not grow with a micro-batch.
   double state = 0;
   for (int k = 0; k < 2; ++k) {
     probe_task->sample_size_into(rng, k == 0 ? sizes.first : sizes.second, seq, model.dtype());

@@ -454,16 +454,20 @@ TEST_CASE("projections split over two ops survive the tape's node list moving be
 }
 
 namespace {
-// 19 projections (two groups: more than one op takes) of a row state h = tanh(mat(x)) into rows of three, by
-// Step::projections (each group's V stacked once a pass) or by one ops projections call per group and time
-// step (V stacked and its gradient split at each), the parameters created in the same order either way.
+// 19 projections (two groups: more than one op takes) of a state h = tanh(mat(x)), a row into rows of three
+// (rows 1) or 4 x 6 into 2 x 3 (rows 4), by Step::projections (each group's V, or U, stacked once a pass) or by
+// one ops projections call per group and time step (the stack made and its gradient split at each), the
+// parameters created in the same order either way.
 class RowProjections : public Model {
  public:
-  explicit RowProjections(bool per_step) : Model("p", DType::f64, 1), per_step_(per_step) { set_io(1, 5, 1, 3); }
+  RowProjections(bool per_step, std::int64_t rows)
+      : Model("p", DType::f64, 1), per_step_(per_step), rows_(rows), out_rows_(rows == 1 ? 1 : 2) {
+    set_io(1, 5, out_rows_, 3);
+  }
   void step(Step& s) override {
-    const Var h = tanh(s.mat("p/in", {{"x", s.input()}}, 1, 6));
+    const Var h = tanh(s.mat("p/in", {{"x", s.input()}}, rows_, 6));
     std::array<ProjectionSpec, 19> spec;
-    for (std::size_t k = 0; k < spec.size(); ++k) spec[k] = {paths_[k], 1, 3, 0.01 * double(k)};
+    for (std::size_t k = 0; k < spec.size(); ++k) spec[k] = {paths_[k], out_rows_, 3, 0.01 * double(k)};
     std::array<Var, 19> out;
     if (per_step_) {
       for (std::size_t first = 0; first < spec.size(); first += Tape::kMaxOutputs) {
@@ -471,8 +475,9 @@ class RowProjections : public Model {
         std::array<Projection, Tape::kMaxOutputs> p;
         for (std::size_t k = 0; k < n; ++k) {
           const ProjectionSpec& q = spec[first + k];
-          p[k] = {s.parameter(q.path, "h", "U", parameter(1, 1)), s.parameter(q.path, "h", "V", parameter(6, 3)),
-                  s.parameter(q.path, "", "B", parameter(1, 3), Init::Constant(q.bias))};
+          p[k] = {s.parameter(q.path, "h", "U", parameter(rows_, out_rows_)),
+                  s.parameter(q.path, "h", "V", parameter(6, 3)),
+                  s.parameter(q.path, "", "B", parameter(out_rows_, 3), Init::Constant(q.bias))};
         }
         projections(h, std::span<const Projection>(p.data(), n), std::span<Var>(out.data() + first, n));
       }
@@ -487,6 +492,7 @@ class RowProjections : public Model {
 
  private:
   bool per_step_;
+  std::int64_t rows_, out_rows_;
 };
 
 // The loss, every parameter's gradient, and the stack_columns ops on the tape, of one run of 7 steps.
@@ -494,8 +500,8 @@ struct RowRun {
   std::vector<double> values;
   int stacks = 0;
 };
-RowRun row_projections_run(bool per_step, bool recompute_saved) {
-  RowProjections m(per_step);
+RowRun row_projections_run(bool per_step, bool recompute_saved, std::int64_t rows = 1) {
+  RowProjections m(per_step, rows);
   m.build();
   const Sequence seq = random_sequence(m, 3, 7, 13);
   Tape tape(DType::f64);
@@ -530,6 +536,25 @@ TEST_CASE("a row state's projections stack each group's V once a pass, with the 
       INFO((k == 0 ? "loss" : "gradient value ") << k);
       if (k == 0) CHECK(once.values[k] == every.values[k]);  // forward is the same
       else CHECK(once.values[k] == Approx(every.values[k]).epsilon(1e-5).margin(1e-7));
+    }
+  }
+}
+
+// U_s's gradient is each step's term added in the order of the steps' backward, as the split at every step adds
+// them to each U's: the same sums in the same order.
+TEST_CASE("a matrix state's projections stack each group's U once a pass, with the loss and gradients of stacking "
+          "at every time step, bit for bit",
+          "[models][ntm]") {
+  for (bool recompute : {false, true}) {
+    INFO((recompute ? "T̂ recomputed" : "T̂ saved"));
+    const RowRun once = row_projections_run(false, recompute, 4), every = row_projections_run(true, recompute, 4);
+    CHECK(once.stacks == 2);       // two groups, once a pass
+    CHECK(every.stacks == 2 * 7);  // two groups at each of 7 steps
+    REQUIRE(once.values.size() == every.values.size());
+    REQUIRE(once.values.size() > 19 * 30);
+    for (std::size_t k = 0; k < once.values.size(); ++k) {
+      INFO((k == 0 ? "loss" : "gradient value ") << k);
+      CHECK(once.values[k] == every.values[k]);
     }
   }
 }

@@ -354,7 +354,8 @@ TEST_CASE("a step's FLOPs count every micro-batch and every thread's part", "[tr
   };
   const double one = flops(8, 0, 1);
   REQUIRE(one > 0);
-  CHECK(flops(32, 0, 1) == Approx(4 * one).epsilon(1e-4));  // a few ops do not scale with the batch
+  // a few ops do not scale with the batch (the stack of the heads' U's, once a pass)
+  CHECK(flops(32, 0, 1) == Approx(4 * one).epsilon(3e-4));
   CHECK(flops(32, 8, 1) == Approx(4 * one).epsilon(1e-12));  // four micro-batches of 8
   CHECK(flops(32, 8, 2) == Approx(4 * one).epsilon(1e-12));  // two parts of two micro-batches
 }
