@@ -215,6 +215,14 @@ Flops stacked_flops(const Shape* x, int arity, const Shape&, const OpAttrs& attr
 }
 constexpr OpDef kStackedOp =
     as_gemm(make_op<StackedProjectionsKernel>("stacked_projections", stacked_flops, /*assigns_fresh=*/true));
+// The stacked forms' counts: K maps (1 to 16) of `what` (V's or u's), with as many biases and outputs.
+void check_counts(const char* op, const char* what, std::size_t K, std::size_t biases, std::size_t outputs) {
+  if (K == 0 || K > Tape::kMaxOutputs)
+    throw Error(fmt::format("{}: between 1 and {} projections, got {}", op, Tape::kMaxOutputs, K));
+  if (biases != K || outputs != K)
+    throw Error(fmt::format("{}: {} {}, {} biases and room for {} outputs (need one each)", op, K, what, biases,
+                            outputs));
+}
 }  // namespace
 
 void projections(Var x, std::span<const Projection> p, std::span<Var> out) {
@@ -253,11 +261,7 @@ void projections(Var x, std::span<const Projection> p, std::span<Var> out) {
 void projections(Var x, Var u_stacked, std::span<const Var> v, std::span<const Var> b, std::span<Var> out) {
   const char* op = "projections";
   const std::size_t K = v.size();
-  if (K == 0 || K > Tape::kMaxOutputs)
-    throw Error(fmt::format("{}: between 1 and {} projections, got {}", op, Tape::kMaxOutputs, K));
-  if (b.size() != K || out.size() != K)
-    throw Error(fmt::format("{}: {} V's, {} biases and room for {} outputs (need one each)", op, K, b.size(),
-                            out.size()));
+  check_counts(op, "V's", K, b.size(), out.size());
   ops::same_tape(op, x, u_stacked);
   const Shape xs = x.shape(), us = u_stacked.shape();  // copies: apply() may move the tape's nodes
   if (xs.slots != 1) ops::shape_error(op, "x must be a batch of matrices [B,r,c], not a memory", x);
@@ -294,11 +298,7 @@ void projections(Var x, Var u_stacked, std::span<const Var> v, std::span<const V
 void stacked_projections(Var x, Var v_stacked, std::span<const Var> u, std::span<const Var> b, std::span<Var> out) {
   const char* op = "stacked_projections";
   const std::size_t K = u.size();
-  if (K == 0 || K > Tape::kMaxOutputs)
-    throw Error(fmt::format("{}: between 1 and {} projections, got {}", op, Tape::kMaxOutputs, K));
-  if (b.size() != K || out.size() != K)
-    throw Error(fmt::format("{}: {} u's, {} biases and room for {} outputs (need one each)", op, K, b.size(),
-                            out.size()));
+  check_counts(op, "u's", K, b.size(), out.size());
   ops::same_tape(op, x, v_stacked);
   const Shape xs = x.shape(), vs = v_stacked.shape();  // copies: apply() may move the tape's nodes
   if (xs.slots != 1 || xs.rows != 1) ops::shape_error(op, "x must be a batch of rows [B,1,c]", x);
