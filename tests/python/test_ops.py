@@ -51,6 +51,13 @@ def stacked(t, x1, x2, v0, v1, u0, u1, b0, b1):
     return ops.add(ops.hadamard(a0, c1), ops.hadamard(a1, c0))
 
 
+def stacked_u(t, x1, x2, u0, u1, v0, v1, b0, b1):
+    us = ops.stack_columns([u0, u1])  # one U_s for two time steps' x
+    a0, a1 = ops.projections(x1, us, [v0, v1], [b0, b1])
+    c0, c1 = ops.projections(x2, us, [v0, v1], [b0, b1])
+    return ops.add(ops.hadamard(a0, c1), ops.hadamard(c0, a1))  # the one-row outputs broadcast
+
+
 def mats(t, x1, x2, v11, v12, v21, v22, u11, u12, u21, u22, b1, b2):
     vs = [ops.stack_columns([v11, v12]), ops.stack_columns([v21, v22])]  # a row term and a frame of two rows
     y1, y2 = ops.stacked_mats([x1, x2], vs, [u11, u12, u21, u22], [b1, b2])
@@ -101,6 +108,8 @@ CASES = {
     "stack_columns": (lambda t, a, b: ops.stack_columns([a, b, a]), [u(B, R, 1), u(B, R, 2)], None, {}),
     "stacked_projections": (stacked, [u(B, 1, C), u(B, 1, C), u(1, C, 2), u(1, C, 2), u(1, 1, 1), u(1, 1, 1),
                                       u(1, 1, 2), u(1, 1, 2)], None, {}),
+    "projections (U_s)": (stacked_u, [u(B, R, C), u(B, R, C), u(1, R, 2), u(1, R, 1), u(1, C, 2), u(1, C, 2),
+                                      u(1, 2, 2), u(1, 1, 2)], None, {}),
     "stacked_mats": (mats, [u(B, 1, C), u(B, 2, 3), u(1, C, 2), u(1, C, 2), u(1, 3, 2), u(1, 3, 2), u(1, 1, 1),
                             u(1, 1, 1), u(1, 2, 1), u(1, 2, 1), u(1, 1, 2), u(1, 1, 2)], None, {}),
     "circular_shift": (lambda t, w, s: ops.circular_shift(w, s), [prob(B, 1, N), prob(B, 1, 3)], None, {}),

@@ -90,6 +90,21 @@ void bind_ops(py::module_& m) {
       },
       py::arg("x"), py::arg("projections"), "[U_kᵀ x V_k + B_k for (U_k, V_k, B_k) in projections]");
   ops.def(
+      "projections",
+      [](V x, V u_stacked, const std::vector<PyVar>& vs, const std::vector<PyVar>& bs) {
+        std::vector<const PyVar*> ptrs{&x, &u_stacked};
+        add_all(ptrs, vs);
+        add_all(ptrs, bs);
+        const auto ref = common_tape("projections", ptrs);
+        const std::vector<Var> v = gets(vs), b = gets(bs);
+        std::vector<Var> out(v.size());
+        projections(x.get(), u_stacked.get(), v, b, out);
+        return wrap_all(ref, out);
+      },
+      py::arg("x"), py::arg("u_stacked"), py::arg("v"), py::arg("b"),
+      "projections' matrix form on U_s = stack_columns(U_1..U_K): [(U_sᵀ x)_k V_k + B_k]; x [B,r,c], V_k "
+      "[1,c,c'_k], B_k [1,r'_k,c'_k]");
+  ops.def(
       "stacked_projections",
       [](V x, V v_stacked, const std::vector<PyVar>& us, const std::vector<PyVar>& bs) {
         std::vector<const PyVar*> ptrs{&x, &v_stacked};
