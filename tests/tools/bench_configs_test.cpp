@@ -57,10 +57,13 @@ std::vector<Sizes> layer_sizes(const std::string& text) {  // "20x20,20x20" -> {
   return out;
 }
 
+// model.vector_u = one: a map of a row into a row has no U (held at one), in the description being counted.
+bool unit_u = false;
+
 // The parameters of mat(terms) -> rows x cols at `path`.
 void mat(Shapes& p, const std::string& path, const std::vector<std::pair<std::string, Sizes>>& terms, Sizes out) {
   for (const auto& [term, in] : terms) {
-    p[path + "/" + term + "/U"] = {in.first, out.first};
+    if (!(unit_u && in.first == 1 && out.first == 1)) p[path + "/" + term + "/U"] = {in.first, out.first};
     p[path + "/" + term + "/V"] = {in.second, out.second};
   }
   p[path + "/B"] = out;
@@ -85,6 +88,7 @@ void cells(Shapes& p, const std::string& prefix, const std::string& kind, const 
 // The parameters a description's settings give, from the sizes alone.
 Shapes expected_parameters(const json& s) {
   const std::string model = s.at("model"), task = s.at("task");
+  unit_u = s.value("model.vector_u", "learned") == "one";
   const std::int64_t rows = s.at("task.rows"), cols = s.at("task.cols");
   REQUIRE((task == "copy" || task == "recall" || task == "priority_sort" || task == "repeat_copy" || task == "ngrams"));
   // A delimiter row (copy), or two (recall, priority sort, repeat copy's delimiter and count); repeat copy's
