@@ -43,9 +43,9 @@ std::uint64_t name_key(std::string_view path, std::string_view term, std::string
     const std::size_t size = part.size();
     std::size_t n = size;
     for (; n > 8; p += 8, n -= 8) mix(load(p, 8));
-    // the last n (0..8) bytes
+    // the last n bytes (1..8 of a part of 8 or more: its last eight, shifted down to them; else 0..7)
     std::uint64_t tail = 0;
-    if (size >= 8) tail = load(p + n - 8, 8) >> (8 * (8 - n));  // n = 8 in a part of exactly 8: no shift past 56
+    if (size >= 8) tail = load(p + n - 8, 8) >> (8 * (8 - n));
     else if (n >= 4) tail = load(p, 4) | load(p + n - 4, 4) << 32;
     else if (n > 0) tail = std::uint64_t(std::uint8_t(p[0])) | std::uint64_t(std::uint8_t(p[n / 2])) << 8 |
                            std::uint64_t(std::uint8_t(p[n - 1])) << 16;
