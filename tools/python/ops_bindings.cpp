@@ -1,6 +1,7 @@
 // Every op with a public front-end, by its C++ name, in the submodule _matmem.ops (matmem.ops). Operands
 // are Vars of one tape; lists of Vars where the C++ op takes a span; an absent bias is None.
 #include <optional>
+#include <span>
 #include <vector>
 
 #include <pybind11/stl.h>
@@ -57,6 +58,22 @@ py::list wrap_all(const std::shared_ptr<TapeRef>& ref, const std::vector<Var>& v
   ops.def(#name, [](V a, V b) { return wrap(tape_of(#name, a, b), name(a.get(), b.get())); }, py::arg(#a), \
           py::arg(#b), doc)
 
+
+// The stacked forms of projections: x, a stack made once (stack_columns) and a list of maps' other operands a
+// map (V's or u's) with their biases; `op` records the op into `out`.
+template <class Op>
+auto stacked_form(const char* name, Op op) {
+  return [name, op](V x, V stacked, const std::vector<PyVar>& maps, const std::vector<PyVar>& biases) {
+    std::vector<const PyVar*> ptrs{&x, &stacked};
+    add_all(ptrs, maps);
+    add_all(ptrs, biases);
+    const auto ref = common_tape(name, ptrs);
+    const std::vector<Var> m = gets(maps), b = gets(biases);
+    std::vector<Var> out(m.size());
+    op(x.get(), stacked.get(), m, b, out);
+    return wrap_all(ref, out);
+  };
+}
 }  // namespace
 
 void bind_ops(py::module_& m) {
@@ -91,31 +108,15 @@ void bind_ops(py::module_& m) {
       py::arg("x"), py::arg("projections"), "[U_kᵀ x V_k + B_k for (U_k, V_k, B_k) in projections]");
   ops.def(
       "projections",
-      [](V x, V u_stacked, const std::vector<PyVar>& vs, const std::vector<PyVar>& bs) {
-        std::vector<const PyVar*> ptrs{&x, &u_stacked};
-        add_all(ptrs, vs);
-        add_all(ptrs, bs);
-        const auto ref = common_tape("projections", ptrs);
-        const std::vector<Var> v = gets(vs), b = gets(bs);
-        std::vector<Var> out(v.size());
-        projections(x.get(), u_stacked.get(), v, b, out);
-        return wrap_all(ref, out);
-      },
+      stacked_form("projections", [](Var x, Var us, std::span<const Var> v, std::span<const Var> b,
+                                     std::span<Var> out) { projections(x, us, v, b, out); }),
       py::arg("x"), py::arg("u_stacked"), py::arg("v"), py::arg("b"),
       "projections' matrix form on U_s = stack_columns(U_1..U_K): [(U_sᵀ x)_k V_k + B_k]; x [B,r,c], V_k "
       "[1,c,c'_k], B_k [1,r'_k,c'_k]");
   ops.def(
       "stacked_projections",
-      [](V x, V v_stacked, const std::vector<PyVar>& us, const std::vector<PyVar>& bs) {
-        std::vector<const PyVar*> ptrs{&x, &v_stacked};
-        add_all(ptrs, us);
-        add_all(ptrs, bs);
-        const auto ref = common_tape("stacked_projections", ptrs);
-        const std::vector<Var> u = gets(us), b = gets(bs);
-        std::vector<Var> out(u.size());
-        stacked_projections(x.get(), v_stacked.get(), u, b, out);
-        return wrap_all(ref, out);
-      },
+      stacked_form("stacked_projections", [](Var x, Var vs, std::span<const Var> u, std::span<const Var> b,
+                                             std::span<Var> out) { stacked_projections(x, vs, u, b, out); }),
       py::arg("x"), py::arg("v_stacked"), py::arg("u"), py::arg("b"),
       "projections' vector form on V_s = stack_columns(V_1..V_K): [u_k (x V_s)_k + B_k]; x [B,1,c], u_k [1,1,1], "
       "B_k [1,1,c'_k]");
