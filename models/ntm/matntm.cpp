@@ -139,14 +139,24 @@ void MatNTM::step(Step& s) {
     s.next(heads_[k].weighting, w[k]);
     s.expose(heads_[k].exposed, w[k]);
   }
-  // Read heads read M_{t−1}; write heads then update it in order. The reads and the first write go through
-  // M_{t−1} together, in one pass (memory_read_write); each later write is a pass of its own. (memory_writes,
-  // every write in one pass, made the 8 + 8 heads step slower: ops/README.md, "Many heads".)
+  // Read heads read M_{t−1}; write heads then update it in order. From 8 sequences a batch with several writes,
+  // the reads and every write are one pass over M (memory_writes); below that, the reads and the first write
+  // go through M_{t−1} together (memory_read_write) and each later write is a pass of its own, faster there
+  // (tools/results/op-speed.md, "Many heads"). The two are equal but for float32 rounding.
   const auto R = std::size_t(c.read_heads);
   std::array<Var, 17> out;  // M after the first write, then the reads
   Var m = m_prev;
   if (c.write_heads == 0) {
     for (std::size_t k = 0; k < R; ++k) out[1 + k] = memory_read(m_prev, w[k]);
+  } else if (c.write_heads > 1 && s.batch() >= 8) {
+    std::array<Var, 16> erase, added;
+    for (std::size_t k = R; k < H; ++k) erase[k - R] = p[k].erase, added[k - R] = p[k].added;
+    const auto W = H - R;
+    const ChainLink link = s.link("memory");
+    memory_writes(m_prev, std::span<const Var>(w.data(), R), std::span<const Var>(w.data() + R, W),
+                  std::span<const Var>(erase.data(), W), std::span<const Var>(added.data(), W),
+                  std::span<Var>(out.data(), R + 1));
+    m = out[0];
   } else {
     {
       const ChainLink link = s.link("memory");

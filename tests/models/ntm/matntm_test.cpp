@@ -17,6 +17,7 @@
 #include "../training/small_config.hpp"
 #include "matmem/models/registry.hpp"
 #include "matmem/models/rnn/recurrent.hpp"
+#include "matmem/models/tasks/tasks.hpp"
 #include "matmem/models/training/trainer.hpp"
 
 using namespace matmem;
@@ -76,6 +77,18 @@ TEST_CASE("MatNTM from a random memory passes gradcheck with every parameter's g
     CHECK(r.passed);
     CHECK(r.elements_checked == m.params().element_count());
   }
+}
+
+// From 8 sequences a batch, a step's reads and writes are one memory_writes (models/ntm/matntm.cpp).
+TEST_CASE("MatNTM with two read and two write heads at 8 sequences a batch passes gradcheck, every parameter checked",
+          "[models][ntm][gradcheck]") {
+  NTMConfig c = small(CellKind::rnn, 2, 2);
+  c.memory_init = NTMConfig::MemoryInit::random;
+  MatNTM m(c, DType::f64, 5);
+  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 8, 3));
+  INFO(r.str());
+  CHECK(r.passed);
+  CHECK(r.elements_checked == m.params().element_count());
 }
 
 TEST_CASE("MatNTM with a learned initial memory passes gradcheck, the memory's start included",
@@ -324,12 +337,13 @@ TEST_CASE("with w0 = 0 and a uniform memory every slot stays identical and a fir
 namespace {
 // Loss and every parameter gradient of one run of 9 steps at batch 3, with the memory's chain segment;
 // recompute_saved: the tape also recomputes mat's and projections' first-stage products (Tape::recompute_saved).
-std::vector<double> run_with_segment(int segment, DType dtype, int writes, bool recompute_saved = false) {
+std::vector<double> run_with_segment(int segment, DType dtype, int writes, bool recompute_saved = false,
+                                     std::int64_t batch = 3) {
   NTMConfig c = small(CellKind::rnn, 1, writes);
   c.memory_segment = segment;
   MatNTM m(c, dtype, 7);
   m.build();
-  Sequence seq = random_sequence(m, 3, 9, 11);
+  Sequence seq = random_sequence(m, batch, 9, 11);
   if (dtype == DType::f32)
     for (std::vector<Tensor>* ts : {&seq.inputs, &seq.targets})
       for (Tensor& t : *ts) t = t.to(DType::f32);
@@ -358,6 +372,56 @@ TEST_CASE("recomputing the memory in backward changes no loss or gradient bit", 
       CHECK(run_with_segment(1, dtype, writes, true) == keep);
       CHECK(run_with_segment(3, dtype, writes, true) == keep);
     }
+  // at 8 sequences, the reads and writes in one memory_writes
+  for (DType dtype : {DType::f32, DType::f64}) {
+    const std::vector<double> keep = run_with_segment(1, dtype, 2, false, 8);
+    for (int segment : {2, 3}) {
+      INFO(name_of(dtype) << ", batch 8, segment " << segment);
+      CHECK(run_with_segment(segment, dtype, 2, false, 8) == keep);
+    }
+  }
+}
+
+// Below 8 sequences a batch each write is an op of its own, from 8 on the reads and writes are one
+// memory_writes: a batch of 8 has the loss and gradients of its two halves run apart (their mean: the loss is
+// the mean over the batch), in float64 to rounding.
+TEST_CASE("MatNTM at 8 sequences a batch, its writes in one pass, has the loss and gradients of its halves run "
+          "apart with a write op each",
+          "[models][ntm]") {
+  for (int writes : {2, 3}) {
+    NTMConfig c = small(CellKind::rnn, 2, writes);
+    c.memory_init = NTMConfig::MemoryInit::random;
+    MatNTM m(c, DType::f64, 8);
+    m.build();
+    const Sequence seq = random_sequence(m, 8, 5, 13);
+    const auto run = [&](const Sequence& s) {
+      Tape tape(DType::f64);
+      Unroller u(m, tape);
+      m.params().zero_grad();
+      const Var loss = u.run(s).loss;
+      tape.backward(loss);
+      std::vector<double> out{loss.item()};
+      for (const auto& p : m.params())
+        for (std::int64_t k = 0; k < p->grad.numel(); ++k) out.push_back(p->grad.get(k));
+      return out;
+    };
+    const std::vector<double> whole = run(seq);
+    Sequence half;
+    batch_slice(seq, 0, 4, half);
+    const std::vector<double> first = run(half);
+    batch_slice(seq, 4, 4, half);
+    const std::vector<double> second = run(half);
+    REQUIRE(whole.size() == first.size());
+    double worst = 0, largest = 0;
+    for (std::size_t k = 0; k < whole.size(); ++k) {
+      const double mean = (first[k] + second[k]) / 2;
+      worst = std::max(worst, std::abs(whole[k] - mean));
+      largest = std::max(largest, std::abs(mean));
+    }
+    INFO(writes << " write heads: largest difference " << worst << ", largest value " << largest);
+    CHECK(largest > 1e-3);
+    CHECK(worst <= 1e-13 * largest);
+  }
 }
 
 TEST_CASE("MatNTM with its memory recomputed every second step passes gradcheck unrolled 5 steps",
