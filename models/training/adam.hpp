@@ -16,12 +16,12 @@ struct AdamOptions {
 
 class Adam : public Optimizer {
  public:
-  Adam(ParameterStore& params, AdamOptions options = {});
+  Adam(ParameterStore& params, AdamOptions options = {}, UpdateMode mode = UpdateMode::whole);
   const char* name() const override { return "adam"; }
 
  private:
   bool compute_update() override;
-  struct State {  // a parameter's state, and the buffers its next values go to
+  struct State {  // a parameter's state, and the buffers its next values go to (empty in place)
     Parameter* param;
     Tensor exp_avg, exp_avg_sq;
     Tensor value_next, exp_avg_next, exp_avg_sq_next;

@@ -2,11 +2,14 @@
 /// Optimiser interface: one update from the gradients held by the parameters, with state keyed by
 /// parameter name (so a checkpoint stores and restores it by name, never by position).
 ///
-/// An update is taken whole or not at all. Each tensor it writes (the parameters' values, the optimiser's
-/// state) has a second buffer; the update computes every new value into those from the current ones, and
-/// only when all of them are finite are the two buffers of each tensor swapped. So an update that would
-/// overflow changes nothing, without a copy of everything kept for a rollback or a pass to look for
-/// non-finite values (the kernels flag them as they write).
+/// An update is taken whole or not at all (UpdateMode::whole). Each tensor it writes (the parameters' values,
+/// the optimiser's state) has a second buffer; the update computes every new value into those from the current
+/// ones, and only when all of them are finite are the two buffers of each tensor swapped. So an update that
+/// would overflow changes nothing, without a copy of everything kept for a rollback or a pass to look for
+/// non-finite values (the kernels flag them as they write). UpdateMode::in_place writes the new values over
+/// the current ones, with the same arithmetic (the same values, bit for bit) and no second buffers: it moves
+/// about half the bytes of the whole mode's pass, and an update that overflows leaves its values partly new.
+/// The trainer takes it where a non-finite update stops the run (nonfinite = "stop").
 #pragma once
 #include <cstdint>
 #include <map>
@@ -21,15 +24,21 @@ namespace matmem {
 
 class Config;
 
+/// How an update writes its values (above): whole, into second buffers swapped when all are finite (an update
+/// that overflows changes nothing); in_place, over the current values (the same values, fewer bytes moved).
+enum class UpdateMode { whole, in_place };
+
 /// An optimiser (RMSprop, Adam, SGD: make_optimizer() below) over a ParameterStore.
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
   /// One update of every parameter from the gradient it holds. Returns nothing when it was taken; when a new
-  /// value would not be finite nothing changes (values, state, steps()) and it returns what the update would
-  /// have made non-finite: "parameter NAME", or "optimiser state NAME/SLOT" (the first such, parameters in
-  /// their order, then the state in state_tensors()' order).
+  /// value would not be finite it returns what the update would have made non-finite: "parameter NAME", or
+  /// "optimiser state NAME/SLOT" (the first such, parameters in their order, then the state in
+  /// state_tensors()' order), and steps() is unchanged. UpdateMode::whole then leaves every value and state as
+  /// it was; UpdateMode::in_place leaves them partly updated, that value among them (the run is over).
   std::optional<std::string> step();
+  UpdateMode mode() const { return mode_; }  ///< whole or in place
   virtual const char* name() const = 0;  ///< "rmsprop", "adam", "sgd"
   /// Every state tensor, as "<parameter>/<slot>" -> tensor (for checkpoints): those writes_state() registered.
   std::map<std::string, Tensor*> state_tensors() const;
@@ -42,18 +51,23 @@ class Optimizer {
   double lr_scale() const { return lr_scale_; }  ///< the factor set_lr_scale() set
 
  protected:
-  /// Registers a parameter the update writes and `next`, the buffer its new values go to (shaped here like it).
+  explicit Optimizer(UpdateMode mode) : mode_(mode) {}  ///< each optimiser's constructor passes its mode
+  /// Registers a parameter the update writes and `next`, the buffer its new values go to (shaped here like it;
+  /// left empty in place).
   void writes_parameter(Parameter& p, Tensor& next);
-  /// Registers a state tensor "<parameter>/<slot>" and `next`, the buffer its new values go to.
+  /// Registers a state tensor "<parameter>/<slot>" and `next`, the buffer its new values go to (left empty in
+  /// place).
   void writes_state(const std::string& name, Tensor& current, Tensor& next);
-  /// Computes the new value of every registered tensor into its `next` buffer from the current values and
-  /// the gradients, as of steps() + 1 steps; returns false when one of them may not be finite.
+  /// Computes the new value of every registered tensor from the current values and the gradients, as of
+  /// steps() + 1 steps, into its `next` buffer, or in place over the current values (mode()); returns false
+  /// when one of them may not be finite.
   virtual bool compute_update() = 0;
 
   std::int64_t steps_ = 0;  ///< steps taken
   double lr_scale_ = 1.0;   ///< the learning rate's factor
 
  private:
+  UpdateMode mode_;
   struct Written {
     std::string what;  // "parameter NAME", "optimiser state NAME/SLOT"
     Tensor* current;
@@ -71,6 +85,7 @@ inline int not_finite(T y) {
 }
 
 /// The optimiser the config names (key "optimizer": rmsprop, adam, sgd) with its settings, over `params`.
-std::unique_ptr<Optimizer> make_optimizer(const Config& config, ParameterStore& params);
+std::unique_ptr<Optimizer> make_optimizer(const Config& config, ParameterStore& params,
+                                          UpdateMode mode = UpdateMode::whole);
 
 }  // namespace matmem

@@ -5,7 +5,8 @@
 
 namespace matmem {
 
-RMSprop::RMSprop(ParameterStore& params, RMSpropOptions options) : options_(options) {
+RMSprop::RMSprop(ParameterStore& params, RMSpropOptions options, UpdateMode mode)
+    : Optimizer(mode), options_(options) {
   for (auto& p : params) {
     if (p->buffer) continue;
     State s{p.get(), Tensor(p->value.dtype(), p->value.shape()), {}, {}, {}, {}, {}, {}};
@@ -23,45 +24,76 @@ RMSprop::RMSprop(ParameterStore& params, RMSpropOptions options) : options_(opti
 }
 
 namespace {
-// One parameter's update into the next buffers, with the options' two variants (centered, momentum) fixed at
-// compile time so that the loop holds no branch; false when a new value may not be finite. A MatNTM has about a
-// hundred parameters, many of one to a few values (3,592 values in the copy model), so what each parameter
-// costs besides its values counts.
-// x, v, m, b: the value, square_avg, grad_avg and momentum_buffer, and x1, v1, m1, b1 their next buffers. No two
-// overlap (__restrict): with nine arrays GCC would otherwise need more overlap checks than it makes, and leave the
-// loop scalar.
+// One value's update (the header's math), with the options' two variants (centered, momentum) fixed at compile
+// time so that the loops below hold no branch: x, v, m, b are the value, square_avg, grad_avg and
+// momentum_buffer (m, b unused when their variant is off), and they become the new ones; `bad` flags a new value
+// that is not finite. Both loops call it, so the whole and in-place updates are the same arithmetic.
 template <class T, bool Centered, bool Momentum>
-bool update(std::int64_t n, const T* __restrict x, const T* __restrict g0, const T* __restrict v,
-            const T* __restrict m, const T* __restrict b, T* __restrict x1, T* __restrict v1, T* __restrict m1,
-            T* __restrict b1, const RMSpropOptions& o, double lr_scale) {
-  const T alpha = T(o.alpha), lr = T(o.lr * lr_scale), mu = T(o.momentum), wd = T(o.weight_decay);
-  // d = √(s + inside) + outside: ε in one of the two places, 0 in the other.
-  const T inside = o.eps_inside ? T(o.eps) : T(0), outside = o.eps_inside ? T(0) : T(o.eps);
-  int bad = 0;
-  for (std::int64_t k = 0; k < n; ++k) {
-    const T g = g0[k] + wd * x[k];
-    const T vk = alpha * v[k] + (T(1) - alpha) * g * g;
+struct Rule {
+  T alpha, lr, mu, wd, inside, outside;  // d = √(s + inside) + outside: ε in one of the two places, 0 in the other
+  Rule(const RMSpropOptions& o, double lr_scale)
+      : alpha(T(o.alpha)), lr(T(o.lr * lr_scale)), mu(T(o.momentum)), wd(T(o.weight_decay)),
+        inside(o.eps_inside ? T(o.eps) : T(0)), outside(o.eps_inside ? T(0) : T(o.eps)) {}
+  [[gnu::always_inline]] void operator()(T& x, T g0, T& v, T& m, T& b, int& bad) const {
+    const T g = g0 + wd * x;
+    const T vk = alpha * v + (T(1) - alpha) * g * g;
     T d;
     if constexpr (Centered) {
-      const T mk = alpha * m[k] + (T(1) - alpha) * g;
+      const T mk = alpha * m + (T(1) - alpha) * g;
       d = std::sqrt(vk - mk * mk + inside) + outside;
-      m1[k] = mk;
+      m = mk;
       bad |= not_finite(mk);
     } else {
       d = std::sqrt(vk + inside) + outside;
     }
     T xk;
     if constexpr (Momentum) {
-      const T bk = mu * b[k] + g / d;
-      xk = x[k] - lr * bk;
-      b1[k] = bk;
+      const T bk = mu * b + g / d;
+      xk = x - lr * bk;
+      b = bk;
       bad |= not_finite(bk);
     } else {
-      xk = x[k] - lr * g / d;
+      xk = x - lr * g / d;
     }
-    v1[k] = vk;
-    x1[k] = xk;
+    v = vk;
+    x = xk;
     bad |= not_finite(vk) | not_finite(xk);
+  }
+};
+
+// One parameter's update into the next buffers x1, v1, m1, b1 of x, v, m, b (null where their variant is off);
+// false when a new value may not be finite. A MatNTM has about a hundred parameters, many of one to a few values
+// (3,592 values in the copy model), so what each parameter costs besides its values counts. No two arrays overlap
+// (__restrict): with nine arrays GCC would otherwise need more overlap checks than it makes, and leave the loop
+// scalar.
+template <class T, bool Centered, bool Momentum>
+bool update(std::int64_t n, const T* __restrict x, const T* __restrict g0, const T* __restrict v,
+            const T* __restrict m, const T* __restrict b, T* __restrict x1, T* __restrict v1, T* __restrict m1,
+            T* __restrict b1, const Rule<T, Centered, Momentum>& rule) {
+  int bad = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    T xk = x[k], vk = v[k], mk = Centered ? m[k] : T(0), bk = Momentum ? b[k] : T(0);
+    rule(xk, g0[k], vk, mk, bk, bad);
+    x1[k] = xk;
+    v1[k] = vk;
+    if constexpr (Centered) m1[k] = mk;
+    if constexpr (Momentum) b1[k] = bk;
+  }
+  return bad == 0;
+}
+
+// The same over the current values, in place: five arrays, each element read and then written.
+template <class T, bool Centered, bool Momentum>
+bool update_in_place(std::int64_t n, T* __restrict x, const T* __restrict g0, T* __restrict v, T* __restrict m,
+                     T* __restrict b, const Rule<T, Centered, Momentum>& rule) {
+  int bad = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    T xk = x[k], vk = v[k], mk = Centered ? m[k] : T(0), bk = Momentum ? b[k] : T(0);
+    rule(xk, g0[k], vk, mk, bk, bad);
+    x[k] = xk;
+    v[k] = vk;
+    if constexpr (Centered) m[k] = mk;
+    if constexpr (Momentum) b[k] = bk;
   }
   return bad == 0;
 }
@@ -69,15 +101,25 @@ bool update(std::int64_t n, const T* __restrict x, const T* __restrict g0, const
 
 bool RMSprop::compute_update() {
   bool finite = true;
+  const bool in_place = mode() == UpdateMode::in_place;
   const auto all = [&](auto z, auto centered, auto momentum) {
     using T = decltype(z);
     constexpr bool C = decltype(centered)::value, M = decltype(momentum)::value;
-    for (State& s : state_)
-      finite &= update<T, C, M>(s.param->value.numel(), s.param->value.view<T>().data, s.param->grad.view<T>().data,
-                                s.square_avg.view<T>().data, C ? s.grad_avg.view<T>().data : nullptr,
-                                M ? s.momentum_buffer.view<T>().data : nullptr, s.value_next.view<T>().data,
-                                s.square_avg_next.view<T>().data, C ? s.grad_avg_next.view<T>().data : nullptr,
-                                M ? s.momentum_buffer_next.view<T>().data : nullptr, options_, lr_scale_);
+    const Rule<T, C, M> rule(options_, lr_scale_);
+    for (State& s : state_) {
+      T* x = s.param->value.view<T>().data;
+      const T* g = s.param->grad.view<T>().data;
+      T* v = s.square_avg.view<T>().data;
+      T* m = C ? s.grad_avg.view<T>().data : nullptr;
+      T* b = M ? s.momentum_buffer.view<T>().data : nullptr;
+      const std::int64_t n = s.param->value.numel();
+      if (in_place)
+        finite &= update_in_place<T, C, M>(n, x, g, v, m, b, rule);
+      else
+        finite &= update<T, C, M>(n, x, g, v, m, b, s.value_next.view<T>().data, s.square_avg_next.view<T>().data,
+                                  C ? s.grad_avg_next.view<T>().data : nullptr,
+                                  M ? s.momentum_buffer_next.view<T>().data : nullptr, rule);
+    }
   };
   using Yes = std::true_type;
   using No = std::false_type;

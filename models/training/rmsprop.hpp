@@ -31,13 +31,14 @@ struct RMSpropOptions {
 
 class RMSprop : public Optimizer {
  public:
-  RMSprop(ParameterStore& params, RMSpropOptions options = {});
+  RMSprop(ParameterStore& params, RMSpropOptions options = {}, UpdateMode mode = UpdateMode::whole);
   const char* name() const override { return "rmsprop"; }
   const RMSpropOptions& options() const { return options_; }
 
  private:
   bool compute_update() override;
-  // A parameter's state, and the buffers its next values (the parameter's and the state's) go to.
+  // A parameter's state, and the buffers its next values (the parameter's and the state's) go to (empty in
+  // place).
   struct State {
     Parameter* param;
     Tensor square_avg, grad_avg, momentum_buffer;

@@ -1,8 +1,10 @@
 #include "matmem/models/training/sgd.hpp"
 
+#include <type_traits>
+
 namespace matmem {
 
-SGD::SGD(ParameterStore& params, SGDOptions options) : options_(options) {
+SGD::SGD(ParameterStore& params, SGDOptions options, UpdateMode mode) : Optimizer(mode), options_(options) {
   for (auto& p : params)
     if (!p->buffer) state_.push_back({p.get(), Tensor(p->value.dtype(), p->value.shape()), {}, {}});
   for (State& s : state_) {
@@ -12,36 +14,75 @@ SGD::SGD(ParameterStore& params, SGDOptions options) : options_(options) {
   }
 }
 
+namespace {
+// One value's update (the header's math): x and b (the value, momentum_buffer; b unused without momentum)
+// become the new ones, `bad` flags a new value that is not finite. Both loops call it.
+template <class T, bool Momentum>
+struct Rule {
+  T lr, mu, wd;
+  [[gnu::always_inline]] void operator()(T& x, T g0, T& b, int& bad) const {
+    if constexpr (Momentum) {
+      const T bk = mu * b + (g0 + wd * x);
+      const T xk = x - lr * bk;
+      b = bk;
+      x = xk;
+      bad |= not_finite(bk) | not_finite(xk);
+    } else {
+      const T xk = x - lr * (g0 + wd * x);
+      x = xk;
+      bad |= not_finite(xk);
+    }
+  }
+};
+// Into the next buffers x1, b1 (false: a new value may not be finite), or in place over x and b.
+template <class T, bool Momentum>
+bool update(std::int64_t n, const T* __restrict x, const T* __restrict g0, const T* __restrict b, T* __restrict x1,
+            T* __restrict b1, const Rule<T, Momentum>& rule) {
+  int bad = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    T xk = x[k], bk = Momentum ? b[k] : T(0);
+    rule(xk, g0[k], bk, bad);
+    if constexpr (Momentum) b1[k] = bk;
+    x1[k] = xk;
+  }
+  return bad == 0;
+}
+template <class T, bool Momentum>
+bool update_in_place(std::int64_t n, T* __restrict x, const T* __restrict g0, T* __restrict b,
+                     const Rule<T, Momentum>& rule) {
+  int bad = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    T xk = x[k], bk = Momentum ? b[k] : T(0);
+    rule(xk, g0[k], bk, bad);
+    if constexpr (Momentum) b[k] = bk;
+    x[k] = xk;
+  }
+  return bad == 0;
+}
+}  // namespace
+
 bool SGD::compute_update() {
   const SGDOptions& o = options_;
+  const bool in_place = mode() == UpdateMode::in_place;
   bool finite = true;
   for (State& s : state_)
     dispatch(s.param->value.dtype(), [&](auto z) {
       using T = decltype(z);
-      const T* x = s.param->value.view<T>().data;
-      const T* g0 = s.param->grad.view<T>().data;
-      T* x1 = s.value_next.view<T>().data;
-      const T lr = T(o.lr * lr_scale_), mu = T(o.momentum), wd = T(o.weight_decay);
-      const std::int64_t n = s.param->value.numel();
-      int bad = 0;
-      if (o.momentum > 0) {
-        const T* b = s.momentum_buffer.view<T>().data;
-        T* b1 = s.momentum_buffer_next.view<T>().data;
-        for (std::int64_t k = 0; k < n; ++k) {
-          const T bk = mu * b[k] + (g0[k] + wd * x[k]);
-          const T xk = x[k] - lr * bk;
-          b1[k] = bk;
-          x1[k] = xk;
-          bad |= not_finite(bk) | not_finite(xk);
-        }
-      } else {
-        for (std::int64_t k = 0; k < n; ++k) {
-          const T xk = x[k] - lr * (g0[k] + wd * x[k]);
-          x1[k] = xk;
-          bad |= not_finite(xk);
-        }
-      }
-      finite &= bad == 0;
+      const auto run = [&](auto momentum) {
+        constexpr bool M = decltype(momentum)::value;
+        const Rule<T, M> rule{T(o.lr * lr_scale_), T(o.momentum), T(o.weight_decay)};
+        T* x = s.param->value.view<T>().data;
+        const T* g = s.param->grad.view<T>().data;
+        T* b = M ? s.momentum_buffer.view<T>().data : nullptr;
+        const std::int64_t n = s.param->value.numel();
+        if (in_place)
+          finite &= update_in_place<T, M>(n, x, g, b, rule);
+        else
+          finite &= update<T, M>(n, x, g, b, s.value_next.view<T>().data,
+                                 M ? s.momentum_buffer_next.view<T>().data : nullptr, rule);
+      };
+      if (o.momentum > 0) run(std::true_type{});
+      else run(std::false_type{});
     });
   return finite;
 }

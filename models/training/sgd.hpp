@@ -15,12 +15,12 @@ struct SGDOptions {
 
 class SGD : public Optimizer {
  public:
-  SGD(ParameterStore& params, SGDOptions options = {});
+  SGD(ParameterStore& params, SGDOptions options = {}, UpdateMode mode = UpdateMode::whole);
   const char* name() const override { return "sgd"; }
 
  private:
   bool compute_update() override;
-  struct State {  // a parameter's state, and the buffers its next values go to
+  struct State {  // a parameter's state, and the buffers its next values go to (empty in place)
     Parameter* param;
     Tensor momentum_buffer;
     Tensor value_next, momentum_buffer_next;

@@ -78,7 +78,11 @@ Trainer::Trainer(const Config& config, const Communicator* ranks)
                             "starts it anyway)",
                             memory_.bytes / double(1 << 30), memory_.longest_frames, memory_.batch,
                             memory_.available / double(1 << 30)));
-  optimizer_ = make_optimizer(config_, model_->params());
+  // A run that stops at a non-finite update needs no second buffers to take an update whole or not at all
+  // (models/training/optimizer.hpp): it updates in place, the same values in fewer bytes moved; one that skips
+  // such updates keeps them.
+  optimizer_ = make_optimizer(config_, model_->params(),
+                              config_.str("nonfinite") == "stop" ? UpdateMode::in_place : UpdateMode::whole);
   unroller_ = std::make_unique<Unroller>(*model_, tape_);
   parallel_ = std::make_unique<DataParallel>(config_, *task_, *model_, tape_, *unroller_, config_.integer("threads"),
                                              config_.integer("batch"), ranks);
@@ -210,10 +214,11 @@ StepStats Trainer::step() {
   double factor = 1.0;  // 3.: the rules' factors on lr.schedule's rate
   for (const auto& r : rules_) factor *= r->lr_factor();
   optimizer_->set_lr_scale(lr_scale(config_, step_, config_.integer("steps")) * factor);
-  if (const std::optional<std::string> bad = optimizer_->step()) {  // taken whole or not at all
+  if (const std::optional<std::string> bad = optimizer_->step()) {  // whole or not at all, or in place (stop)
     discard_step();
     return not_finite(stats, fmt::format("the {} update (lr = {}) made {} non-finite", optimizer_->name(),
-                                         config_.num("lr") * optimizer_->lr_scale(), *bad));
+                                         config_.num("lr") * optimizer_->lr_scale(), *bad),
+                      optimizer_->mode() == UpdateMode::in_place);
   }
   ++step_;
   for (const auto& r : rules_) r->after_step(step_, stats);  // 4.
@@ -250,12 +255,14 @@ SplitResult Trainer::evaluate_held_out() {
   });
 }
 
-StepStats Trainer::not_finite(StepStats& stats, const std::string& what) {
+StepStats Trainer::not_finite(StepStats& stats, const std::string& what, bool updated) {
   const std::int64_t max_skips = config_.integer("nonfinite.max_skips");
   if (config_.str("nonfinite") == "stop")
-    throw TrainingError(fmt::format("step {}: {}; nothing was updated and no checkpoint was written "
+    throw TrainingError(fmt::format("step {}: {}; {} and no checkpoint was written "
                                     "(nonfinite = \"stop\"; `--set nonfinite=skip` skips such steps)",
-                                    step_ + 1, what));
+                                    step_ + 1, what,
+                                    updated ? "the update was taken in place, so the model holds it in part,"
+                                            : "nothing was updated"));
   if (++skipped_ > max_skips)
     throw TrainingError(fmt::format("step {}: {}; nothing was updated. {} steps were skipped for a NaN/Inf, more "
                                     "than nonfinite.max_skips = {}: stopping",

@@ -6,11 +6,14 @@
 /// gradient by `loss.reduction` (below), clips
 /// (by value, then by global norm, as configured) and applies the optimiser, then checks that every
 /// parameter and optimiser state is still finite. A non-finite loss or gradient changes nothing: the step is
-/// re-run in anomaly mode to name the op that produced the first NaN/Inf. A non-finite update (a learning
-/// rate large enough to overflow) is undone from a copy taken before it. Then, by the config key
+/// re-run in anomaly mode to name the op that produced the first NaN/Inf. Then, by the config key
 /// `nonfinite`: "stop" (the default) throws a TrainingError naming the step and the op; "skip" counts the
 /// step as done without an update (StepStats::skipped, skipped()) and throws once more than
-/// `nonfinite.max_skips` steps were skipped. save() refuses to write a NaN or Inf.
+/// `nonfinite.max_skips` steps were skipped. A non-finite update (a learning rate large enough to overflow) is
+/// handled alike: under "skip" the optimiser takes its updates whole or not at all (UpdateMode::whole), so it
+/// changes nothing; under "stop", where such an update ends the run, it updates in place (UpdateMode::in_place,
+/// the same values with about half the bytes moved) and the model holds that update in part. save() refuses to
+/// write a NaN or Inf.
 ///
 /// Training rules (models/training/rules/, models/training/README.md "Training rules"): the curriculum,
 /// grad.outlier, lr.solved_below, early stopping and the best parameters are TrainingRules, built by make_rules()
@@ -246,7 +249,8 @@ class Trainer {
 
   void set_anomaly_mode(bool on);
   void sample_batch();
-  StepStats not_finite(StepStats& stats, const std::string& what);
+  // A step that is not finite, under nonfinite's policy; `updated`: an update in place has left part of itself.
+  StepStats not_finite(StepStats& stats, const std::string& what, bool updated = false);
   // Undoes a step's pass: the gradients zeroed, the buffers as they were before its forward.
   void discard_step();
 };

@@ -104,16 +104,36 @@ TEST_CASE("nonfinite=skip: a skipped step leaves the run as it was and the next 
   CHECK(t.steps_done() == 3);
 }
 
-TEST_CASE("an update that overflows is undone and named", "[trainer][nonfinite]") {
+// Under "skip" the optimiser takes an update whole or not at all; under "stop", which ends the run there, in
+// place: the error says the model holds the update in part, and no checkpoint can be written of it.
+TEST_CASE("an update that overflows is named: under skip it is undone, under stop taken in place and never saved",
+          "[trainer][nonfinite]") {
   Config c = testing::small_config("matrnn");
   c.set("lr", "1e39", "test");  // RMSprop's first step moves each parameter by about 4.5 lr: beyond float
+  c.set("nonfinite", "skip", "test");
+  {
+    Trainer t(c);
+    REQUIRE(t.optimizer().mode() == UpdateMode::whole);
+    const std::string before = state_bytes(t);
+    const StepStats s = t.step();
+    CHECK(s.skipped);
+    CHECK_THAT(s.nonfinite, Contains("the rmsprop update (lr = 1e+39) made parameter") && Contains("non-finite"));
+    CHECK(state_bytes(t) == before);
+    CHECK(t.optimizer().steps() == 0);
+  }
+  c.set("nonfinite", "stop", "test");
   Trainer t(c);
+  REQUIRE(t.optimizer().mode() == UpdateMode::in_place);
   const std::string before = state_bytes(t);
   CHECK_THROWS_WITH(t.step(), Contains("step 1: the rmsprop update (lr = 1e+39) made parameter") &&
-                                  Contains("non-finite"));
-  CHECK(state_bytes(t) == before);
+                                  Contains("non-finite") && Contains("taken in place") &&
+                                  Contains("no checkpoint was written"));
+  CHECK(state_bytes(t) != before);
   CHECK(t.optimizer().steps() == 0);
   CHECK(t.steps_done() == 0);
+  const std::string dir = temp_dir("in_place");
+  CHECK_THROWS_WITH(t.save(dir), Contains("not written") && Contains("NaN or Inf"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/checkpoint.safetensors"));
 }
 
 TEST_CASE("a checkpoint is never written with a NaN or Inf", "[trainer][nonfinite]") {

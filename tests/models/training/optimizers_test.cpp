@@ -161,3 +161,87 @@ TEST_CASE("an update that would make a value non-finite is not taken: nothing ch
     }, 1e36f, "parameter b");
   }
 }
+
+namespace {
+// `make(store, mode)` in place and whole over the same parameters (1,003 and 5 values: whole SIMD vectors and a
+// tail) and the same gradients for five steps: every value and state equal bit for bit after each step.
+template <class Make>
+void check_in_place_is_whole(Make make, DType dtype) {
+  ParameterStore whole_params(dtype), in_place_params(dtype);
+  for (ParameterStore* store : {&whole_params, &in_place_params}) {
+    Parameter& c = store->add("c", matrices(1, 17, 59));
+    Parameter& d = store->add("d", matrices(1, 1, 5));
+    for (Parameter* p : {&c, &d})
+      for (std::int64_t k = 0; k < p->value.numel(); ++k) p->value.set(k, 0.3 * std::sin(0.7 * double(k)));
+  }
+  std::unique_ptr<Optimizer> whole = make(whole_params, UpdateMode::whole);
+  std::unique_ptr<Optimizer> in_place = make(in_place_params, UpdateMode::in_place);
+  REQUIRE(in_place->mode() == UpdateMode::in_place);
+  for (int step = 1; step <= 5; ++step) {
+    for (ParameterStore* store : {&whole_params, &in_place_params})
+      for (auto& p : *store)
+        for (std::int64_t k = 0; k < p->grad.numel(); ++k)
+          p->grad.set(k, std::cos(1.3 * double(k) + double(step)) * (k % 7 == 0 ? 30.0 : 0.2));
+    REQUIRE_FALSE(whole->step());
+    REQUIRE_FALSE(in_place->step());
+    INFO("step " << step);
+    CHECK(same_bits(snapshot(whole_params, *whole), snapshot(in_place_params, *in_place)));
+  }
+  CHECK(in_place->steps() == 5);
+}
+}  // namespace
+
+TEST_CASE("an update in place gives the whole update's values and state, bit for bit", "[optim]") {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    INFO(name_of(dtype));
+    SECTION("RMSprop, Graves' (centred, momentum, ε inside)") {
+      check_in_place_is_whole([](ParameterStore& p, UpdateMode m) -> std::unique_ptr<Optimizer> {
+        return std::make_unique<RMSprop>(p, RMSpropOptions{.lr = 1e-2, .alpha = 0.95, .momentum = 0.9, .eps = 1e-4,
+                                                           .centered = true, .eps_inside = true}, m);
+      }, dtype);
+    }
+    SECTION("RMSprop, plain, weight decay") {
+      check_in_place_is_whole([](ParameterStore& p, UpdateMode m) -> std::unique_ptr<Optimizer> {
+        return std::make_unique<RMSprop>(p, RMSpropOptions{.lr = 1e-2, .momentum = 0, .weight_decay = 0.01}, m);
+      }, dtype);
+    }
+    SECTION("RMSprop, centred without momentum; momentum without centring") {
+      check_in_place_is_whole([](ParameterStore& p, UpdateMode m) -> std::unique_ptr<Optimizer> {
+        return std::make_unique<RMSprop>(p, RMSpropOptions{.lr = 1e-2, .momentum = 0, .eps = 1e-4, .centered = true}, m);
+      }, dtype);
+      check_in_place_is_whole([](ParameterStore& p, UpdateMode m) -> std::unique_ptr<Optimizer> {
+        return std::make_unique<RMSprop>(p, RMSpropOptions{.lr = 1e-2, .momentum = 0.5}, m);
+      }, dtype);
+    }
+    SECTION("Adam") {
+      check_in_place_is_whole([](ParameterStore& p, UpdateMode m) -> std::unique_ptr<Optimizer> {
+        return std::make_unique<Adam>(p, AdamOptions{.lr = 1e-2, .weight_decay = 0.01}, m);
+      }, dtype);
+    }
+    SECTION("SGD, with and without momentum") {
+      check_in_place_is_whole([](ParameterStore& p, UpdateMode m) -> std::unique_ptr<Optimizer> {
+        return std::make_unique<SGD>(p, SGDOptions{.lr = 1e-2, .momentum = 0.9, .weight_decay = 0.01}, m);
+      }, dtype);
+      check_in_place_is_whole([](ParameterStore& p, UpdateMode m) -> std::unique_ptr<Optimizer> {
+        return std::make_unique<SGD>(p, SGDOptions{.lr = 1e-2, .momentum = 0}, m);
+      }, dtype);
+    }
+  }
+}
+
+TEST_CASE("an update in place that overflows names what the whole update would and counts no step", "[optim]") {
+  ParameterStore params(DType::f32);
+  Parameter& a = params.add("a", matrices(1, 1, 2));
+  params.add("b", matrices(1, 1, 3));
+  a.value.set(0, 0.5);
+  RMSprop opt(params, {.lr = 1e-2, .alpha = 0.95, .momentum = 0.9, .eps = 1e-4, .centered = true, .eps_inside = true},
+              UpdateMode::in_place);
+  set_grads(params, {0.3f, -0.2f}, {0.1f, 0.7f, -0.4f});
+  REQUIRE_FALSE(opt.step());
+  set_grads(params, {0.3f, -0.2f}, {0.1f, 1e21f, -0.4f});
+  const std::optional<std::string> refused = opt.step();
+  REQUIRE(refused);
+  CHECK(*refused == "optimiser state b/square_avg");  // as the whole update names it (above)
+  CHECK(opt.steps() == 1);
+  CHECK_FALSE(opt.state_tensors().at("b/square_avg")->all_finite());  // written over: the update is in part there
+}
