@@ -38,34 +38,19 @@ struct Rule {
   }
 };
 
-// One parameter's update into the next buffers x1, m1, v1 of x, m, v; false when a new value may not be finite.
-// No two arrays overlap (__restrict): GCC then vectorises without overlap checks, of which seven arrays need more
-// than it makes.
-template <class T>
-bool update(std::int64_t n, const T* __restrict x, const T* __restrict g0, const T* __restrict m,
-            const T* __restrict v, T* __restrict x1, T* __restrict m1, T* __restrict v1, const Rule<T>& rule) {
+// One parameter's update, into the next buffers x1, m1, v1 of x, m, v, or InPlace over x, m, v (x1, m1, v1
+// null); false when a new value may not be finite. No two arrays overlap (__restrict): GCC then vectorises without
+// overlap checks, of which seven arrays need more than it makes.
+template <bool InPlace, class T>
+bool update(std::int64_t n, T* __restrict x, const T* __restrict g0, T* __restrict m, T* __restrict v,
+            T* __restrict x1, T* __restrict m1, T* __restrict v1, const Rule<T>& rule) {
   int bad = 0;
   for (std::int64_t k = 0; k < n; ++k) {
     T xk = x[k], mk = m[k], vk = v[k];
     rule(xk, g0[k], mk, vk, bad);
-    m1[k] = mk;
-    v1[k] = vk;
-    x1[k] = xk;
-  }
-  return bad == 0;
-}
-
-// The same over the current values, in place.
-template <class T>
-bool update_in_place(std::int64_t n, T* __restrict x, const T* __restrict g0, T* __restrict m, T* __restrict v,
-                     const Rule<T>& rule) {
-  int bad = 0;
-  for (std::int64_t k = 0; k < n; ++k) {
-    T xk = x[k], mk = m[k], vk = v[k];
-    rule(xk, g0[k], mk, vk, bad);
-    m[k] = mk;
-    v[k] = vk;
-    x[k] = xk;
+    (InPlace ? m : m1)[k] = mk;
+    (InPlace ? v : v1)[k] = vk;
+    (InPlace ? x : x1)[k] = xk;
   }
   return bad == 0;
 }
@@ -85,10 +70,10 @@ bool Adam::compute_update() {
       const T* g = s.param->grad.view<T>().data;
       const std::int64_t n = s.param->value.numel();
       if (in_place)
-        finite &= update_in_place<T>(n, x, g, m, v, rule);
+        finite &= update<true, T>(n, x, g, m, v, nullptr, nullptr, nullptr, rule);
       else
-        finite &= update<T>(n, x, g, m, v, s.value_next.view<T>().data, s.exp_avg_next.view<T>().data,
-                            s.exp_avg_sq_next.view<T>().data, rule);
+        finite &= update<false, T>(n, x, g, m, v, s.value_next.view<T>().data, s.exp_avg_next.view<T>().data,
+                                   s.exp_avg_sq_next.view<T>().data, rule);
     });
   return finite;
 }

@@ -61,39 +61,23 @@ struct Rule {
   }
 };
 
-// One parameter's update into the next buffers x1, v1, m1, b1 of x, v, m, b (null where their variant is off);
-// false when a new value may not be finite. A MatNTM has about a hundred parameters, many of one to a few values
-// (3,592 values in the copy model), so what each parameter costs besides its values counts. No two arrays overlap
-// (__restrict): with nine arrays GCC would otherwise need more overlap checks than it makes, and leave the loop
-// scalar.
-template <class T, bool Centered, bool Momentum>
-bool update(std::int64_t n, const T* __restrict x, const T* __restrict g0, const T* __restrict v,
-            const T* __restrict m, const T* __restrict b, T* __restrict x1, T* __restrict v1, T* __restrict m1,
-            T* __restrict b1, const Rule<T, Centered, Momentum>& rule) {
+// One parameter's update, into the next buffers x1, v1, m1, b1 of x, v, m, b (null where their variant is off),
+// or InPlace over x, v, m, b (x1 … b1 null); false when a new value may not be finite. A MatNTM has about a
+// hundred parameters, many of one to a few values (3,592 values in the copy model), so what each parameter costs
+// besides its values counts. No two arrays overlap (__restrict): with nine arrays GCC would otherwise need more
+// overlap checks than it makes, and leave the loop scalar.
+template <bool InPlace, class T, bool Centered, bool Momentum>
+bool update(std::int64_t n, T* __restrict x, const T* __restrict g0, T* __restrict v, T* __restrict m,
+            T* __restrict b, T* __restrict x1, T* __restrict v1, T* __restrict m1, T* __restrict b1,
+            const Rule<T, Centered, Momentum>& rule) {
   int bad = 0;
   for (std::int64_t k = 0; k < n; ++k) {
     T xk = x[k], vk = v[k], mk = Centered ? m[k] : T(0), bk = Momentum ? b[k] : T(0);
     rule(xk, g0[k], vk, mk, bk, bad);
-    x1[k] = xk;
-    v1[k] = vk;
-    if constexpr (Centered) m1[k] = mk;
-    if constexpr (Momentum) b1[k] = bk;
-  }
-  return bad == 0;
-}
-
-// The same over the current values, in place: five arrays, each element read and then written.
-template <class T, bool Centered, bool Momentum>
-bool update_in_place(std::int64_t n, T* __restrict x, const T* __restrict g0, T* __restrict v, T* __restrict m,
-                     T* __restrict b, const Rule<T, Centered, Momentum>& rule) {
-  int bad = 0;
-  for (std::int64_t k = 0; k < n; ++k) {
-    T xk = x[k], vk = v[k], mk = Centered ? m[k] : T(0), bk = Momentum ? b[k] : T(0);
-    rule(xk, g0[k], vk, mk, bk, bad);
-    x[k] = xk;
-    v[k] = vk;
-    if constexpr (Centered) m[k] = mk;
-    if constexpr (Momentum) b[k] = bk;
+    (InPlace ? x : x1)[k] = xk;
+    (InPlace ? v : v1)[k] = vk;
+    if constexpr (Centered) (InPlace ? m : m1)[k] = mk;
+    if constexpr (Momentum) (InPlace ? b : b1)[k] = bk;
   }
   return bad == 0;
 }
@@ -114,11 +98,11 @@ bool RMSprop::compute_update() {
       T* b = M ? s.momentum_buffer.view<T>().data : nullptr;
       const std::int64_t n = s.param->value.numel();
       if (in_place)
-        finite &= update_in_place<T, C, M>(n, x, g, v, m, b, rule);
+        finite &= update<true, T, C, M>(n, x, g, v, m, b, nullptr, nullptr, nullptr, nullptr, rule);
       else
-        finite &= update<T, C, M>(n, x, g, v, m, b, s.value_next.view<T>().data, s.square_avg_next.view<T>().data,
-                                  C ? s.grad_avg_next.view<T>().data : nullptr,
-                                  M ? s.momentum_buffer_next.view<T>().data : nullptr, rule);
+        finite &= update<false, T, C, M>(n, x, g, v, m, b, s.value_next.view<T>().data,
+                                         s.square_avg_next.view<T>().data, C ? s.grad_avg_next.view<T>().data : nullptr,
+                                         M ? s.momentum_buffer_next.view<T>().data : nullptr, rule);
     }
   };
   using Yes = std::true_type;

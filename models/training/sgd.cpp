@@ -34,28 +34,16 @@ struct Rule {
     }
   }
 };
-// Into the next buffers x1, b1 (false: a new value may not be finite), or in place over x and b.
-template <class T, bool Momentum>
-bool update(std::int64_t n, const T* __restrict x, const T* __restrict g0, const T* __restrict b, T* __restrict x1,
+// Into the next buffers x1, b1 (false: a new value may not be finite), or InPlace over x and b (x1, b1 null).
+template <bool InPlace, class T, bool Momentum>
+bool update(std::int64_t n, T* __restrict x, const T* __restrict g0, T* __restrict b, T* __restrict x1,
             T* __restrict b1, const Rule<T, Momentum>& rule) {
   int bad = 0;
   for (std::int64_t k = 0; k < n; ++k) {
     T xk = x[k], bk = Momentum ? b[k] : T(0);
     rule(xk, g0[k], bk, bad);
-    if constexpr (Momentum) b1[k] = bk;
-    x1[k] = xk;
-  }
-  return bad == 0;
-}
-template <class T, bool Momentum>
-bool update_in_place(std::int64_t n, T* __restrict x, const T* __restrict g0, T* __restrict b,
-                     const Rule<T, Momentum>& rule) {
-  int bad = 0;
-  for (std::int64_t k = 0; k < n; ++k) {
-    T xk = x[k], bk = Momentum ? b[k] : T(0);
-    rule(xk, g0[k], bk, bad);
-    if constexpr (Momentum) b[k] = bk;
-    x[k] = xk;
+    if constexpr (Momentum) (InPlace ? b : b1)[k] = bk;
+    (InPlace ? x : x1)[k] = xk;
   }
   return bad == 0;
 }
@@ -76,10 +64,10 @@ bool SGD::compute_update() {
         T* b = M ? s.momentum_buffer.view<T>().data : nullptr;
         const std::int64_t n = s.param->value.numel();
         if (in_place)
-          finite &= update_in_place<T, M>(n, x, g, b, rule);
+          finite &= update<true, T, M>(n, x, g, b, nullptr, nullptr, rule);
         else
-          finite &= update<T, M>(n, x, g, b, s.value_next.view<T>().data,
-                                 M ? s.momentum_buffer_next.view<T>().data : nullptr, rule);
+          finite &= update<false, T, M>(n, x, g, b, s.value_next.view<T>().data,
+                                        M ? s.momentum_buffer_next.view<T>().data : nullptr, rule);
       };
       if (o.momentum > 0) run(std::true_type{});
       else run(std::false_type{});

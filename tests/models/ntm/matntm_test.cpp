@@ -335,6 +335,18 @@ TEST_CASE("with w0 = 0 and a uniform memory every slot stays identical and a fir
 }
 
 namespace {
+// The loss of one pass of `m` over `seq` on `tape`, then every parameter's gradient.
+std::vector<double> loss_and_gradients(MatNTM& m, Tape& tape, const Sequence& seq) {
+  Unroller u(m, tape);
+  m.params().zero_grad();
+  const Var loss = u.run(seq).loss;
+  tape.backward(loss);
+  std::vector<double> out{loss.item()};
+  for (const auto& p : m.params())
+    for (std::int64_t k = 0; k < p->grad.numel(); ++k) out.push_back(p->grad.get(k));
+  return out;
+}
+
 // Loss and every parameter gradient of one run of 9 steps at batch 3, with the memory's chain segment;
 // recompute_saved: the tape also recomputes mat's and projections' first-stage products (Tape::recompute_saved).
 std::vector<double> run_with_segment(int segment, DType dtype, int writes, bool recompute_saved = false,
@@ -349,14 +361,7 @@ std::vector<double> run_with_segment(int segment, DType dtype, int writes, bool 
       for (Tensor& t : *ts) t = t.to(DType::f32);
   Tape tape(dtype);
   tape.set_recompute_above(recompute_saved ? 0 : SIZE_MAX);
-  Unroller u(m, tape);
-  m.params().zero_grad();
-  const Var loss = u.run(seq).loss;
-  tape.backward(loss);
-  std::vector<double> out{loss.item()};
-  for (const auto& p : m.params())
-    for (std::int64_t k = 0; k < p->grad.numel(); ++k) out.push_back(p->grad.get(k));
-  return out;
+  return loss_and_gradients(m, tape, seq);
 }
 }  // namespace
 
@@ -396,14 +401,7 @@ TEST_CASE("MatNTM at 8 sequences a batch, its writes in one pass, has the loss a
     const Sequence seq = random_sequence(m, 8, 5, 13);
     const auto run = [&](const Sequence& s) {
       Tape tape(DType::f64);
-      Unroller u(m, tape);
-      m.params().zero_grad();
-      const Var loss = u.run(s).loss;
-      tape.backward(loss);
-      std::vector<double> out{loss.item()};
-      for (const auto& p : m.params())
-        for (std::int64_t k = 0; k < p->grad.numel(); ++k) out.push_back(p->grad.get(k));
-      return out;
+      return loss_and_gradients(m, tape, s);
     };
     const std::vector<double> whole = run(seq);
     Sequence half;
