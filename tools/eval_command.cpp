@@ -14,6 +14,7 @@
 #include "matmem/models/training/rules/best_parameters.hpp"
 #include "matmem/models/training/trainer.hpp"
 #include "matmem/ops/batch_norm.hpp"
+#include "matmem/runtime/float_env.hpp"
 #include "matmem/tools/commands.hpp"
 #include "matmem/tools/options.hpp"
 #include "matmem/tools/csv_file.hpp"
@@ -130,6 +131,7 @@ plot::EvalSeries run_one(const Options& o, const std::string& checkpoint, std::F
   Tape& tape = trainer->tape();
   Unroller unroller(trainer->model(), tape);
   NoGrad no_grad(tape);
+  const FlushDenormals flush(trainer->config().flag("flush_denormals"));  // as the run trained
   BatchNormScope running({BatchNormMode::running});  // batch norm on its running statistics
   Sequence seq;  // outlives each run: the tape points into its frames
   for (std::int64_t size : sizes) {

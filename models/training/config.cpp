@@ -239,13 +239,17 @@ std::vector<ConfigKey>& all_keys() {
        {.min = 1}},
       {"curriculum.start", "0", "curriculum: the largest size drawn at first (0: the task's smallest)"},
       {"anomaly", "false", "anomaly mode: check every op for NaN/Inf (slower)"},
+      {"flush_denormals", "true",
+       "training and evaluation flush subnormal floats to zero (x86's flush-to-zero and denormals-are-zero): a "
+       "trained model's subnormal values otherwise slow its steps severalfold; false keeps IEEE subnormals "
+       "(runtime/float_env.hpp)"},
       {"dtype", "\"float32\"",
        "the precision a run trains in: its parameters, values, gradients and optimiser state (float64 takes "
        "about twice the time and memory: for telling a run's float32 rounding and overflow from its dynamics)",
        {.choices = {"float32", "float64"}}},
       {"nonfinite", "\"stop\"",
-       "a step whose loss, gradient or update is NaN/Inf changes nothing, then: stop (with an error naming the step "
-       "and the op) or skip (count it and go on)",
+       "a step whose loss, gradient or update is NaN/Inf: stop (with an error naming the step and the op; an update "
+       "is then taken in place, in part) or skip (it changes nothing; count it and go on)",
        {.choices = {"stop", "skip"}}},
       {"nonfinite.max_skips", "10", "nonfinite = skip: stop once more than this many steps were skipped",
        {.min = 0}},

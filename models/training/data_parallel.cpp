@@ -12,6 +12,7 @@
 #include "matmem/ops/batch_norm.hpp"
 #include "matmem/runtime/communicator.hpp"
 #include "matmem/runtime/error.hpp"
+#include "matmem/runtime/float_env.hpp"
 #include "matmem/runtime/thread_team.hpp"
 
 namespace matmem {
@@ -66,7 +67,8 @@ struct DataParallel::Part {
 
 DataParallel::DataParallel(const Config& config, const Task& task, Model& model, Tape& tape, Unroller& unroller,
                            std::int64_t threads_asked, std::int64_t B, const Communicator* ranks)
-    : model_(model), ranks_(ranks && ranks->size() > 1 ? ranks : nullptr) {
+    : model_(model), ranks_(ranks && ranks->size() > 1 ? ranks : nullptr),
+      flush_denormals_(config.flag("flush_denormals")) {
   const std::int64_t K = ranks_ ? ranks_->size() : 1, r = ranks_ ? ranks_->rank() : 0;
   if (ranks_ && model.dtype() != DType::f32)
     throw Error("distributed: the ranks exchange float32 gradients; a float64 run (dtype) trains in one process");
@@ -131,6 +133,7 @@ void DataParallel::run_parts(const Sequence& seq, std::int64_t total, std::int64
   const std::int64_t S = seq.inputs[0].shape().batch, n = std::int64_t(parts_.size());
   ParameterStore& params = model_.params();
   auto run = [&](Part& p, int k, const Sequence& part) {
+    const FlushDenormals flush(flush_denormals_);  // each part's thread as the trainer's (Trainer::step)
     BatchNormScope scope({BatchNormMode::batch, true, collective_.get(), k, part.inputs[0].shape().batch});
     p.pass = part_gradients(*p.model, *p.unroller, *p.tape, part, total, micro, p.chunk, p.seed);
   };

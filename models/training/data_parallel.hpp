@@ -58,6 +58,7 @@ class DataParallel {
   std::unique_ptr<ThreadTeam> team_;             // threads > 1
   std::unique_ptr<BatchCollective> collective_;  // threads > 1 or distributed: batch norm's sums over the parts
   const Communicator* ranks_ = nullptr;
+  bool flush_denormals_ = true;  // config flush_denormals: each part's thread flushes subnormals to zero
   Sequence rank_part_;  // distributed: this rank's sequences of the batch
   std::vector<float> gradients_, gathered_;
   std::vector<double> sums_, gathered_sums_;

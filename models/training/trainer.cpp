@@ -13,6 +13,7 @@
 #include "matmem/models/training/rules/registry.hpp"
 #include "matmem/models/training/schedule.hpp"
 #include "matmem/ops/batch_norm.hpp"
+#include "matmem/runtime/float_env.hpp"
 
 namespace matmem {
 
@@ -164,6 +165,7 @@ bool Trainer::stopped() const {
 }
 
 StepStats Trainer::step() {
+  const FlushDenormals flush(config_.flag("flush_denormals"));  // and in each part's thread (DataParallel)
   sample_batch();
   const Sequence& seq = sequence_;
   ParameterStore& params = model_->params();
@@ -241,6 +243,7 @@ std::int64_t step_budget(const Config& config, const Task& task) {
 }
 
 SplitResult Trainer::evaluate(Split split) {
+  const FlushDenormals flush(config_.flag("flush_denormals"));
   const SplitTask* data = split_task();
   if (!data) throw Error(fmt::format("evaluate: task {} has no {} part (only data sets do)", task_->name(), split_name(split)));
   return evaluate_split(*model_, tape_, *data, split, data->eval_batch(split, config_.integer("eval.batch")));

@@ -153,7 +153,7 @@ class Trainer {
                                                 "lr.cosine_final", "clip.norm", "clip.value", "clip.state_gradient", "nonfinite",
                                                 "nonfinite.max_skips", "grad.outlier", "grad.outlier_window",
                                                 "lr.solved_below", "lr.solved_factor", "lr.solved_window",
-                                                "log_every", "checkpoint_every"};
+                                                "log_every", "checkpoint_every", "flush_denormals"};
 
   /// One training step (see the file).
   StepStats step();

@@ -1,9 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
+#include "matmem/runtime/float_env.hpp"
 #include "matmem/runtime/safetensors.hpp"
 #include "small_config.hpp"
 #include "matmem/models/training/trainer.hpp"
@@ -201,6 +203,54 @@ void register_exploding() {
   (void)registered;
 }
 }  // namespace
+
+namespace {
+// A model that counts, at each time step it builds, whether its thread flushes subnormals to zero.
+std::atomic<int> flushing{0}, not_flushing{0};
+class FloatModeSpy : public Model {
+ public:
+  explicit FloatModeSpy(const Task& t) : Model("float_mode_spy", DType::f32, 1) {
+    set_io(t.input_rows(), t.input_cols(), t.output_rows(), t.output_cols());
+  }
+  void step(Step& s) override {
+    ++(flushes_denormals() ? flushing : not_flushing);
+    s.output(s.mat("spy/out", {{"x", s.input()}}, output_rows(), output_cols()));
+  }
+};
+void register_spy() {
+  static const bool registered = [] {
+    register_model("float_mode_spy", [](const Config&, const Task& t, DType, std::uint64_t) {
+      return std::unique_ptr<Model>(new FloatModeSpy(t));
+    });
+    return true;
+  }();
+  (void)registered;
+}
+}  // namespace
+
+TEST_CASE("a training step and its evaluation flush subnormals to zero on every thread, unless flush_denormals "
+          "is false, and leave the caller's mode as it was",
+          "[trainer][threads]") {
+  register_spy();
+  REQUIRE_FALSE(flushes_denormals());
+  for (const bool flush : {true, false})
+    for (const int threads : {1, 2}) {
+      Config c = small("float_mode_spy");
+      c.set("batch", "8", "test");
+      c.set("threads", std::to_string(threads), "test");
+      c.set("flush_denormals", flush ? "true" : "false", "test");
+      c.set("eval.interval", "1", "test");  // the held-out evaluation runs in the trainer's own thread
+      c.set("eval.batches", "1", "test");
+      Trainer t(c);
+      REQUIRE(t.threads() == threads);
+      flushing = 0, not_flushing = 0;  // the models' builds counted too
+      t.step();
+      INFO("flush_denormals " << flush << ", " << threads << " threads");
+      CHECK((flush ? flushing : not_flushing) > 0);
+      CHECK((flush ? not_flushing : flushing) == 0);
+      CHECK_FALSE(flushes_denormals());
+    }
+}
 
 TEST_CASE("a non-finite loss stops the step, names the op and leaves parameters and checkpoint intact", "[trainer][errors]") {
   register_exploding();
