@@ -192,16 +192,19 @@ class Exploding : public Model {
   }
 };
 
-// The registry refuses a second model of one name: register once per process, whichever case runs first.
-void register_exploding() {
-  static const bool registered = [] {
-    register_model("exploding", [](const Config&, const Task& t, DType, std::uint64_t) {
-      return std::unique_ptr<Model>(new Exploding(t));
+// The registry refuses a second model of one name: each test model registers once per process, whichever case
+// runs first (one static a model type).
+template <class M>
+void register_once(const char* name) {
+  static const bool registered = [name] {
+    register_model(name, [](const Config&, const Task& t, DType, std::uint64_t) {
+      return std::unique_ptr<Model>(new M(t));
     });
     return true;
   }();
   (void)registered;
 }
+void register_exploding() { register_once<Exploding>("exploding"); }
 }  // namespace
 
 namespace {
@@ -217,15 +220,7 @@ class FloatModeSpy : public Model {
     s.output(s.mat("spy/out", {{"x", s.input()}}, output_rows(), output_cols()));
   }
 };
-void register_spy() {
-  static const bool registered = [] {
-    register_model("float_mode_spy", [](const Config&, const Task& t, DType, std::uint64_t) {
-      return std::unique_ptr<Model>(new FloatModeSpy(t));
-    });
-    return true;
-  }();
-  (void)registered;
-}
+void register_spy() { register_once<FloatModeSpy>("float_mode_spy"); }
 }  // namespace
 
 TEST_CASE("a training step and its evaluation flush subnormals to zero on every thread, unless flush_denormals "
