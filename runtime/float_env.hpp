@@ -4,8 +4,8 @@
 /// A trained model's values and gradients reach the subnormal range (|x| < 1.2e-38 in float32, 2.2e-308 in
 /// float64), and x86 cores take each operation on a subnormal operand or result through a microcode assist of
 /// about a hundred cycles. On Graves' priority sort with the LSTM controller, one sequence an update, the step of
-/// a model trained to 620,000 sequences took 7–8.7 ms where a fresh model's took 3.3; with subnormals flushed,
-/// 3.4–3.9 (models/training/README.md). FlushDenormals sets the MXCSR's flush-to-zero (a subnormal result is 0)
+/// a model trained to 620,000 sequences took 7.0–8.7 ms where a fresh model's took 3.3; with subnormals flushed,
+/// 3.5–3.8 (models/training/README.md). FlushDenormals sets the MXCSR's flush-to-zero (a subnormal result is 0)
 /// and denormals-are-zero (a subnormal operand reads as 0) bits, as TensorFlow does for its CPU kernels, and
 /// restores the register's previous value when it ends. Values at or above the smallest normal number compute as
 /// before, bit for bit. Only SSE and AVX arithmetic sees the bits (all of matmem's and its libraries' kernels on
