@@ -15,12 +15,15 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "matmem/runtime/communicator.hpp"
 #include "matmem/runtime/error.hpp"
@@ -37,6 +40,7 @@ struct Options {
   std::string plan;
   std::int64_t jobs = 1;
   bool status = false;
+  std::vector<std::int64_t> seeds;  // train only these of the plan's seeds (empty: all)
 };
 
 // This program's own path, so the runs are trained by the same build as the sweep.
@@ -158,20 +162,37 @@ class Runner {
   std::string who() const { return ranks_ > 1 ? fmt::format("rank {}: ", rank_) : ""; }
 };
 
+// The plan's runs of the given seeds (all of them when `seeds` is empty); a seed the plan does not have is
+// refused, naming the plan's.
+Plan with_seeds(const Plan& plan, const std::vector<std::int64_t>& seeds) {
+  if (seeds.empty()) return plan;
+  std::vector<std::int64_t> planned;
+  for (const PlannedRun& r : plan.runs)
+    if (std::find(planned.begin(), planned.end(), r.seed) == planned.end()) planned.push_back(r.seed);
+  for (std::int64_t s : seeds)
+    if (std::find(planned.begin(), planned.end(), s) == planned.end())
+      throw Error(fmt::format("sweep --seeds: {} has no seed {} (its seeds: {})", plan.file.string(), s,
+                              fmt::join(planned, ", ")));
+  Plan chosen = plan;
+  std::erase_if(chosen.runs,
+                [&](const PlannedRun& r) { return std::find(seeds.begin(), seeds.end(), r.seed) == seeds.end(); });
+  return chosen;
+}
+
 // The runs not complete yet, in plan order.
-std::vector<std::size_t> runs_left(const Plan& plan, int workers, const char* how) {
+std::vector<std::size_t> runs_left(const Plan& plan, int workers, const char* how, const std::string& which) {
   std::vector<std::size_t> todo;
   for (std::size_t k = 0; k < plan.runs.size(); ++k)
     if (!finished(run_state(plan.runs[k]).state)) todo.push_back(k);
-  fmt::print("sweep {}: {} runs, {} complete, {} to train ({} {}), into {}\n", plan.file.string(), plan.runs.size(),
-             plan.runs.size() - todo.size(), todo.size(), workers, how, plan.out.string());
+  fmt::print("sweep {}: {} runs{}, {} complete, {} to train ({} {}), into {}\n", plan.file.string(), plan.runs.size(),
+             which, plan.runs.size() - todo.size(), todo.size(), workers, how, plan.out.string());
   std::fflush(stdout);
   return todo;
 }
 
 // Trains what is left of the plan with `jobs` processes at a time; returns the number of runs that failed.
-int train_left(const Plan& plan, std::int64_t jobs) {
-  const std::vector<std::size_t> todo = runs_left(plan, int(jobs), "at a time");
+int train_left(const Plan& plan, std::int64_t jobs, const std::string& which) {
+  const std::vector<std::size_t> todo = runs_left(plan, int(jobs), "at a time", which);
   Runner runner(plan, 0, 1);
   std::map<pid_t, std::size_t> running;
   std::size_t next = 0;
@@ -202,7 +223,7 @@ constexpr int kReady = 1, kRun = 2;
 // Over the ranks of an MPI job: rank 0 hands out the runs left, one at a time, to whichever rank is ready
 // (itself included: it trains a run while it answers the others); every rank trains one run at a time. Returns
 // the number of runs that failed (on rank 0; 0 on the others).
-int train_left(const Plan& plan, const Communicator& ranks) {
+int train_left(const Plan& plan, const Communicator& ranks, const std::string& which) {
   Runner runner(plan, ranks.rank(), ranks.size());
   if (ranks.rank() != 0) {
     std::int64_t finished = -1;
@@ -217,7 +238,7 @@ int train_left(const Plan& plan, const Communicator& ranks) {
       finished = 2 * k + (runner.finish(std::size_t(k), pid, status) ? 0 : 1);
     }
   }
-  const std::vector<std::size_t> todo = runs_left(plan, ranks.size(), "ranks, a run each at a time");
+  const std::vector<std::size_t> todo = runs_left(plan, ranks.size(), "ranks, a run each at a time", which);
   std::size_t next = 0;
   int stopped = 0, failed = 0;
   pid_t own = -1;
@@ -249,20 +270,22 @@ int train_left(const Plan& plan, const Communicator& ranks) {
 
 void run(const Options& o) {
   const Plan plan = read_plan(o.plan);
+  const Plan chosen = with_seeds(plan, o.seeds);  // what this sweep trains; the tables are the whole plan's
+  const std::string which = o.seeds.empty() ? "" : fmt::format(" of seeds {}", fmt::join(o.seeds, ", "));
   int failed = 0;
   if (Communicator::launched() && Communicator::world().size() > 1) {  // mpirun -np K, K > 1
     const Communicator& ranks = Communicator::world();
     if (ranks.rank() != 0) {
-      if (!o.status) train_left(plan, ranks);
+      if (!o.status) train_left(chosen, ranks, which);
       return;
     }
     if (!o.status) {
       const Lock lock(plan.out);
-      failed = train_left(plan, ranks);
+      failed = train_left(chosen, ranks, which);
     }
   } else if (!o.status) {
     const Lock lock(plan.out);
-    failed = train_left(plan, o.jobs);
+    failed = train_left(chosen, o.jobs, which);
   }
   const std::vector<RunResult> results = results_of(plan);
   write_tables(plan, results);
@@ -284,6 +307,10 @@ void add_sweep_command(CLI::App& app) {
                   "ranks trains one run at a time)")
       ->check(whole_number(1, kMaxThreads));
   cmd->add_flag("--status", o->status, "Only print (and write) the results table as the runs stand");
+  cmd->add_option("--seeds", o->seeds,
+                  "Train only these of the plan's seeds, e.g. --seeds 7,8 (the results table is still the whole plan's)")
+      ->delimiter(',')
+      ->check(whole_number(0, std::numeric_limits<std::int64_t>::max()));
   cmd->callback([o] { run(*o); });
 }
 

@@ -215,6 +215,33 @@ TEST_CASE("sweep: with 2 jobs every run is trained exactly once, and a second sw
   CHECK(count_of(read_file(dir / "o/lr=0.01/seed2/train.log"), "$ matmem train") == 1);
 }
 
+TEST_CASE("sweep: --seeds trains only those of the plan's seeds, and the table still shows the whole plan",
+          "[tools][sweep]") {
+  const fs::path dir = fresh_dir("sweep_seeds");
+  write_plan(dir, "p.json", R"({"out": "o", "steps": 20, "seeds": [1, 2, 3], "set": {)" + kSmallSet +
+                                R"(, "checkpoint_every": 10, "log_every": 10}, "runs": [{"name": "a"}, {"name": "b"}]})");
+  const CommandResult r = run_matmem("sweep p.json --seeds 3,1", dir, 120);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("4 runs of seeds 3, 1, 0 complete, 4 to train (1 at a time)"));
+  for (const char* name : {"a", "b"}) {
+    CHECK(fs::exists(dir / "o" / name / "seed1/checkpoint.safetensors"));
+    CHECK(fs::exists(dir / "o" / name / "seed3/checkpoint.safetensors"));
+    CHECK_FALSE(fs::exists(dir / "o" / name / "seed2"));
+  }
+  const std::string table = read_file(dir / "o/results.md");
+  CHECK_THAT(table, Contains("| a | 1 | 20/20 |") && Contains("| b | 3 | 20/20 |") && Contains("| a | 2 | 0/20 |"));
+  // The rest of the plan afterwards: only seed 2 is left.
+  const CommandResult rest = run_matmem("sweep p.json", dir, 120);
+  INFO(rest.output);
+  REQUIRE(rest.status == 0);
+  CHECK_THAT(rest.output, Contains("6 runs, 4 complete, 2 to train"));
+  // A seed the plan does not have is refused before anything trains, naming the plan's seeds.
+  const CommandResult bad = run_matmem("sweep p.json --seeds 2,9", dir, 60);
+  CHECK(bad.refused());
+  CHECK_THAT(bad.output, Contains("p.json has no seed 9 (its seeds: 1, 2, 3)"));
+}
+
 TEST_CASE("sweep: killed midway and started again, it ends with the results of a sweep never interrupted",
           "[tools][sweep]") {
   const fs::path dir = fresh_dir("sweep_killed");
