@@ -1,5 +1,6 @@
 #include "matmem/tools/sweep.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -243,20 +244,25 @@ RunResult run_result(const PlannedRun& run) {
     // Rows past the checkpoint (a process killed between them) are trained again when the run resumes.
     std::size_t n = m.step.size();
     while (n > 0 && !finished(state.state) && m.step[n - 1] > double(state.steps_done)) --n;
-    // The mean of `v` over the rows of the 1000 steps up to row i; NaN rows (only skipped steps) left out.
-    auto last_1000 = [&](const std::vector<double>& v, std::size_t i) {
+    // Means are over the last 16,000 sequences, as the results pages count: 1,000 steps of 16, 16,000 steps at
+    // one sequence an update (1,000 steps where config.json names no batch).
+    const std::int64_t window = m.config.count("batch") ? std::max<std::int64_t>(1, 16000 / m.batch()) : 1000;
+    r.window_steps = window;
+    // The mean of `v` over the rows of the `window` steps up to row i; NaN rows (only skipped steps) left out.
+    auto last_window = [&](const std::vector<double>& v, std::size_t i) {
       double sum = 0;
       int count = 0;
-      for (std::size_t k = i + 1; k-- > 0 && m.step[k] > m.step[i] - 1000;)
+      for (std::size_t k = i + 1; k-- > 0 && m.step[k] > m.step[i] - double(window);)
         if (!std::isnan(v[k])) sum += v[k], ++count;
       return count > 0 ? sum / count : std::numeric_limits<double>::quiet_NaN();
     };
-    if (n > 0) r.loss = last_1000(m.loss, n - 1), r.bits = last_1000(m.bits, n - 1);
+    if (n > 0) r.loss = last_window(m.loss, n - 1), r.bits = last_window(m.bits, n - 1);
     r.cost_name = cost_name_of(run.dir);
     for (std::size_t i = 0; i < n; ++i) {
       // Each process logs seconds from its own start: a value below the one before begins a new process.
       if (i + 1 == n || m.seconds[i + 1] < m.seconds[i]) r.seconds += m.seconds[i];
-      if (r.cost_name == "bits/seq" && r.first_below_1bit < 0 && m.step[i] >= 1000 && last_1000(m.bits, i) < 1.0)
+      if (r.cost_name == "bits/seq" && r.first_below_1bit < 0 && m.step[i] >= double(window) &&
+          last_window(m.bits, i) < 1.0)
         r.first_below_1bit = std::int64_t(m.step[i]);
     }
   }
@@ -290,7 +296,8 @@ std::string markdown_table(const std::vector<RunResult>& results) {
                                                            r.cost_name),
                      r.first_below_1bit >= 0 ? std::to_string(r.first_below_1bit) : "–", number(r.seconds, "{:.1f}"),
                      r.status);
-  return s;
+  return s + "\nLoss and cost: means over the last 16,000 sequences logged (1,000 steps of 16, 16,000 of 1); the first step\n"
+             "< 1 bit: the first such mean below 1 bit.\n";
 }
 
 std::string csv_table(const std::vector<RunResult>& results) {

@@ -63,10 +63,11 @@ std::vector<std::string> train_arguments(const PlannedRun& run, const RunState& 
 struct RunResult {
   std::string name;
   std::int64_t seed = 0, steps_done = 0, budget = 0;
-  double loss = 0, bits = 0;            // means over the last 1000 steps logged; NaN before any. `bits` is
-                                        // the task's cost (metrics.csv's bits_per_sequence), named by cost_name
+  std::int64_t window_steps = 1000;     // the steps of 16,000 sequences (1,000 where the config has no batch)
+  double loss = 0, bits = 0;            // means over the last window_steps steps logged; NaN before any. `bits`
+                                        // is the task's cost (metrics.csv's bits_per_sequence), named by cost_name
   std::string cost_name = "bits/seq";   // bits/seq, errors/seq or nmse (models/tasks/tasks.hpp)
-  std::int64_t first_below_1bit = -1;   // first logged step where the mean over the last 1000 steps < 1 bit
+  std::int64_t first_below_1bit = -1;   // first logged step where the mean over the last window_steps < 1 bit
                                         // (bits only: an error rate or an NMSE is below 1 from the start)
   double seconds = 0;                   // training time, summed over the processes that trained it
   std::string status;                   // complete, interrupted at step N, not started, failed: …

@@ -163,6 +163,27 @@ TEST_CASE("sweep: the results table from a run's metrics, across a resume", "[to
   CHECK(r.cost_name == "errors/seq");
   CHECK(r.first_below_1bit == -1);
   CHECK_THAT(markdown_table({r}), Contains("| 0.1250 errors/seq | – |"));
+  // At one sequence an update the means are over 16,000 steps (16,000 sequences): rows every 4,000 steps, of
+  // 2 bits to step 16,000 and 0 after; the 1,000-step mean is 0 from step 20,000, the 16,000-step one below 1
+  // only at 28,000 ((0 + 0 + 0 + 2) / 4 = 0.5), and at the end (32,000) 0.
+  PlannedRun one{"one", 1, 32000, "", {}, dir / "one/seed1"};
+  fs::create_directories(one.dir);
+  std::ofstream(one.dir / "config.json") << R"({"model": "matntm", "batch": 1})";
+  {
+    std::ofstream m(one.dir / "metrics.csv");
+    m << "step,seconds,loss,bits_per_sequence,grad_norm,frames,skipped\n";
+    for (int k = 1; k <= 8; ++k) m << 4000 * k << "," << k << ",0.5," << (k <= 4 ? 2.0 : 0.0) << ",1,1,0\n";
+  }
+  TensorFile g;
+  g.metadata["step"] = "32000";
+  write_safetensors((one.dir / "checkpoint.safetensors").string(), g);
+  const RunResult o = run_result(one);
+  CHECK(o.window_steps == 16000);
+  CHECK(o.first_below_1bit == 28000);
+  CHECK(o.bits == Approx(0.0));
+  std::ofstream(one.dir / "config.json") << R"({"model": "matntm", "batch": 16})";  // the same rows at 16: 1,000 steps
+  CHECK(run_result(one).first_below_1bit == 20000);
+  CHECK_THAT(markdown_table({o}), Contains("means over the last 16,000 sequences"));
   f.metadata["step"] = "12x";
   write_safetensors((run.dir / "checkpoint.safetensors").string(), f);
   CHECK_THROWS_WITH(run_state(run), Contains("checkpoint.safetensors: step \"12x\" is not a whole number"));
