@@ -11,7 +11,8 @@
 //   grad_A_k   += Σ_n w_k,n G_k,n,                    grad_v_j,n += <H_j, M_n>_F
 // Equal to memory_read and K memory_writes one after another (a test checks values and every gradient).
 // At a batch of 1, 2, 4 or 8 (AVX-512) the lanes run along each slot's values (periodic lanes, as
-// memory_read_write's), not over the batch.
+// memory_read_write's), not over the batch; at 1 the reads are GEMMs and backward goes chunk by chunk over
+// all the slots (MemoryWritesKernel::backward_one).
 // Forward reads M once and writes M' once, where the separate writes read and write the memory K times;
 // backward reads M and G_K once and writes grad_M once, where they read 2K times and write K times. Nothing
 // is saved. Layout as in ops/slots.hpp: lanes over the batch (simd_loop) at other batches, the small operands
@@ -27,6 +28,7 @@
 #include "matmem/ops/ops.hpp"
 #include "matmem/ops/registry.hpp"
 #include "matmem/ops/slots.hpp"
+#include "matmem/runtime/blas.hpp"
 
 namespace matmem {
 namespace {
@@ -36,9 +38,12 @@ constexpr int kMaxWrites = 16;
 // Inputs: M, then w_k, E_k, A_k for each write, then the read weightings; attrs.i[0] = K.
 // scratch: w [K·N·B], E, A [K·r·c·B], v [R·N·B], the reads (forward) or their gradients (backward) [R·r·c·B],
 // all transposed; backward also grad_w [K·N·B], grad_E, grad_A [K·r·c·B], grad_v [R·N·B].
+// At batch 1 backward also keeps each slot's unfolded grad_w_k sums, K·N vectors of kOneLanes, and the reads'
+// GEMMs their transposed gradients [R·E] and M Hᵀ [N·R] (MemoryWritesKernel::reads_one).
+constexpr std::int64_t kOneLanes = 16;
 std::int64_t scratch_size(std::int64_t K, std::int64_t R, const Shape& m) {
   const std::int64_t B = m.batch, N = m.slots, E = m.rows * m.cols;
-  return 2 * (K * (N + 2 * E) * B + R * N * B) + R * E * B;
+  return 2 * (K * (N + 2 * E) * B + R * N * B) + R * E * B + (B == 1 ? K * N * kOneLanes + R * (E + N) : 0);
 }
 
 template <class T>
@@ -237,6 +242,84 @@ struct MemoryWritesKernel {
       for (std::int64_t r = 0; r < R; ++r) ln.fold_store(k.gvt + (r * N + n) * B, gv[r], false);
     }
   }
+
+  // Batch 1: the memory is the N × E matrix of its slots. The reads are GEMMs beside the writes' pass (as in
+  // memory_read_write: R = V M forward; grad_M += Vᵀ H and grad_V = H Mᵀ, formed as (M Hᵀ)ᵀ), so no slot's
+  // read sums end in folds. Backward walks the slots' values chunk by chunk, every slot for one chunk before
+  // the next: the chunk's E_k and A_k and its grad_E_k and grad_A_k sums stay in registers over the slots
+  // (slot after slot, they were read and written back at every slot), and each slot's grad_w_k sums are kept
+  // unfolded in scratch across the chunks and folded at the end, four slots at a time.
+  static void reads_one(const OpCall<T>& c, const Work& k, bool backward) {
+    const std::int64_t N = k.N, E = k.E, R = k.R;
+    if (R == 0) return;
+    const T* mem = c.x[0];
+    if (!backward) return blas::gemm<T>(false, false, R, E, N, T(1), k.vt, N, mem, E, T(0), k.rt, E);
+    if (T* gm = c.grad_x[0]) blas::gemm<T>(true, false, N, E, R, T(1), k.vt, N, k.rt, E, T(1), gm, E);
+    T *hrt = k.gvt + R * N + K_part(k), *mh = hrt + E * R;
+    for (std::int64_t r = 0; r < R; ++r)
+      for (std::int64_t e = 0; e < E; ++e) hrt[e * R + r] = k.rt[r * E + e];
+    blas::gemm<T>(false, false, N, R, E, T(1), mem, E, hrt, R, T(0), mh, R);
+    for (std::int64_t r = 0; r < R; ++r)
+      for (std::int64_t n = 0; n < N; ++n) k.gvt[r * N + n] = mh[n * R + r];
+  }
+  // The unfolded grad_w_k sums' place in scratch, after grad_v.
+  static std::int64_t K_part(const Work& k) { return k.K * k.N * kOneLanes; }
+
+  template <int KK>
+  static void backward_one(const OpCall<T>& c, const Work& k) {
+    static_assert(kOneLanes >= P::W);
+    const std::int64_t N = k.N, L = k.E, K = KK > 0 ? KK : k.K;
+    constexpr std::size_t kW = KK > 0 ? std::size_t(KK) : std::size_t(kMaxWrites);
+    const typename P::Lanes ln(1);
+    T* gm = c.grad_x[0];
+    T* part = k.gvt + k.R * N;  // [n][j] vectors of kOneLanes
+    const bool assign_m = c.fresh(0);
+    for (std::int64_t i = 0; i < L; i += P::W) {
+      const Mask m = chunk_mask(i, L);
+      const bool first = i == 0;
+      std::array<V, kW> ev, av, ge, ga;
+      for (std::int64_t j = 0; j < K; ++j) {
+        ev[j] = P::load(k.et + j * L + i, m);
+        av[j] = P::load(k.at + j * L + i, m);
+        ge[j] = V(T(0)), ga[j] = V(T(0));
+      }
+      const T *mp = c.x[0] + i, *gp = c.grad_y + i;
+      T* op = gm ? gm + i : nullptr;
+      for (std::int64_t n = 0; n < N; ++n, mp += L, gp += L) {
+        std::array<V, kW> wv, mk;  // M_0 .. M_{K−1} at this chunk
+        for (std::int64_t j = 0; j < K; ++j) wv[j] = V(k.wt[j * N + n]);
+        mk[0] = P::load(mp, m);
+        for (std::int64_t j = 0; j + 1 < K; ++j) mk[j + 1] = mk[j] + wv[j] * (av[j] - mk[j] * ev[j]);
+        V g = P::load(gp, m);
+        T* pn = part + n * K * kOneLanes;
+        for (std::int64_t j = K - 1; j >= 0; --j) {
+          const V wg = wv[j] * g, t = g * (av[j] - mk[j] * ev[j]);
+          T* pj = pn + j * kOneLanes;
+          P::store(pj, first ? t : P::load(pj) + t);
+          ge[j] -= wg * mk[j];
+          ga[j] += wg;
+          g = g - wg * ev[j];
+        }
+        if (op) {
+          P::store(op, assign_m ? g : P::load(op, m) + g, m);
+          op += L;
+        }
+      }
+      for (std::int64_t j = 0; j < K; ++j) {
+        P::store(k.get + j * L + i, ge[j], m);
+        P::store(k.gat + j * L + i, ga[j], m);
+      }
+    }
+    std::int64_t n = 0;
+    for (; n + 4 <= N; n += 4)
+      for (std::int64_t j = 0; j < K; ++j) {
+        std::array<V, 4> a;
+        for (int u = 0; u < 4; ++u) a[u] = P::load(part + ((n + u) * K + j) * kOneLanes);
+        ln.fold4_store(k.gwt + j * N + n, a);
+      }
+    for (; n < N; ++n)
+      for (std::int64_t j = 0; j < K; ++j) ln.fold_store(k.gwt + j * N + n, P::load(part + (n * K + j) * kOneLanes), false);
+  }
 #endif
   // Periodic lanes at a batch of 1, 2, 4 or 8 (AVX-512 builds), else lanes over the batch.
   static bool periodic(const Work& k) { return ops::use_periodic_lanes<T>(k.B); }
@@ -246,7 +329,12 @@ struct MemoryWritesKernel {
     const Shape& m = c.x_shape[0];
     std::fill_n(k.rt, k.R * k.E * k.B, T(0));
 #ifdef MATMEM_PERIODIC_LANES
-    if (periodic(k))
+    if (k.B == 1 && periodic(k)) {  // the writes' pass, then the reads as one GEMM
+      Work writes = k;
+      writes.R = 0;
+      with_writes(k.K, [&](auto kk) { forward_periodic<decltype(kk)::value>(c, writes); });
+      reads_one(c, k, false);
+    } else if (periodic(k))
       with_writes(k.K, [&](auto kk) { forward_periodic<decltype(kk)::value>(c, k); });
     else
 #endif
@@ -262,7 +350,10 @@ struct MemoryWritesKernel {
     for (std::int64_t r = 0; r < R; ++r) ops::to_batch_inner(c.grad_ys[1 + r], B, m.rows, m.cols, k.rt + r * E * B);
     std::fill_n(k.get, 2 * K * E * B, T(0));  // grad_E and grad_A, side by side
 #ifdef MATMEM_PERIODIC_LANES
-    if (periodic(k))
+    if (B == 1 && periodic(k)) {  // the writes' pass first: it assigns grad_M where fresh, the reads' GEMM adds
+      with_writes(K, [&](auto kk) { backward_one<decltype(kk)::value>(c, k); });
+      reads_one(c, k, true);
+    } else if (periodic(k))
       with_writes(K, [&](auto kk) { backward_periodic<decltype(kk)::value>(c, k); });
     else
 #endif

@@ -1,5 +1,6 @@
-// The memory ops at batches narrower than the SIMD width (1, 2, 4, 8), where they walk each slot as its
-// E·B consecutive values with periodic lanes (ops/slots.hpp): float64 gradchecks (one application, and two
+// The memory ops, memory_writes among them, at batches narrower than the SIMD width (1, 2, 4, 8), where they
+// walk each slot as its E·B consecutive values with periodic lanes (ops/slots.hpp; memory_writes at batch 1
+// chunk by chunk, its reads as GEMMs): float64 gradchecks (one application, and two
 // so that every gradient is added into an existing one), float32 against float64, the periodic path against
 // the lane-per-item path on the same inputs, and a run repeated bit for bit.
 #include <catch2/catch.hpp>
@@ -51,18 +52,42 @@ OpSample write_sample(Rng& rng, std::int64_t B, Dims d, int R) {
   return s;
 }
 
+// memory_writes with `count` writes and two reads, the output depending on M' and both reads.
+OpSample writes_sample(Rng& rng, std::int64_t B, Dims d, int count) {
+  OpSample s;
+  s.inputs = {{"M", random_tensor(rng, memory(B, d.slots, d.rows, d.cols))}};
+  for (int j = 1; j <= count; ++j) {
+    const std::string k = std::to_string(j);
+    s.inputs.push_back({"w" + k, random_tensor(rng, weighting(B, d.slots), 0.0, 1.0)});
+    s.inputs.push_back({"E" + k, random_tensor(rng, matrices(B, d.rows, d.cols), 0.0, 1.0)});
+    s.inputs.push_back({"A" + k, random_tensor(rng, matrices(B, d.rows, d.cols))});
+  }
+  for (int r = 1; r <= 2; ++r) s.inputs.push_back({"v" + std::to_string(r), random_tensor(rng, weighting(B, d.slots), 0.0, 1.0)});
+  s.apply = [count](Tape&, std::span<const Var> x) {
+    const auto K = std::size_t(count);
+    std::array<Var, 16> w, e, a, out;
+    for (std::size_t j = 0; j < K; ++j) w[j] = x[1 + 3 * j], e[j] = x[2 + 3 * j], a[j] = x[3 + 3 * j];
+    memory_writes(x[0], x.subspan(1 + 3 * K, 2), std::span<const Var>(w.data(), K), std::span<const Var>(e.data(), K),
+                  std::span<const Var>(a.data(), K), std::span<Var>(out.data(), 3));
+    return add(memory_read(out[0], x[1]), add(out[1], scale(out[2], 2.0)));
+  };
+  return s;
+}
+
 struct Case {
   std::string name;
   OpSample (*make)(Rng&, std::int64_t, Dims, int);
   int count;  // keys or reads
 };
-const std::array<Case, 7> kCases{{{"cosine_similarity, 1 key", cosine_sample, 1},
+const std::array<Case, 9> kCases{{{"cosine_similarity, 1 key", cosine_sample, 1},
                                   {"cosine_similarity, 2 keys", cosine_sample, 2},
                                   {"cosine_similarity, 5 keys", cosine_sample, 5},
                                   {"memory_write", write_sample, 0},
                                   {"memory_read_write, 1 read", write_sample, 1},
                                   {"memory_read_write, 2 reads", write_sample, 2},
-                                  {"memory_read_write, 3 reads", write_sample, 3}}};
+                                  {"memory_read_write, 3 reads", write_sample, 3},
+                                  {"memory_writes, 2 writes, 2 reads", writes_sample, 2},
+                                  {"memory_writes, 5 writes, 2 reads", writes_sample, 5}}};
 
 // Every element of b within tol · (the largest |a| of its tensor) of a.
 void require_close(const std::vector<Tensor>& a, const std::vector<Tensor>& b, double tol) {
