@@ -318,7 +318,8 @@ struct MemoryWritesKernel {
         ln.fold4_store(k.gwt + j * N + n, a);
       }
     for (; n < N; ++n)
-      for (std::int64_t j = 0; j < K; ++j) ln.fold_store(k.gwt + j * N + n, P::load(part + (n * K + j) * kOneLanes), false);
+      for (std::int64_t j = 0; j < K; ++j)
+        ln.fold_store(k.gwt + j * N + n, P::load(part + (n * K + j) * kOneLanes), false);
   }
 #endif
   // Periodic lanes at a batch of 1, 2, 4 or 8 (AVX-512 builds), else lanes over the batch.

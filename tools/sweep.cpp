@@ -296,8 +296,9 @@ std::string markdown_table(const std::vector<RunResult>& results) {
                                                            r.cost_name),
                      r.first_below_1bit >= 0 ? std::to_string(r.first_below_1bit) : "–", number(r.seconds, "{:.1f}"),
                      r.status);
-  return s + "\nLoss and cost: means over the last 16,000 sequences logged (1,000 steps of 16, 16,000 of 1); the first step\n"
-             "< 1 bit: the first such mean below 1 bit.\n";
+  return s +
+         "\nLoss and cost: means over the last 16,000 sequences logged (1,000 steps of 16, 16,000 of 1); the first "
+         "step\n< 1 bit: the first such mean below 1 bit.\n";
 }
 
 std::string csv_table(const std::vector<RunResult>& results) {

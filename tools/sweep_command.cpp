@@ -11,11 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -308,7 +308,8 @@ void add_sweep_command(CLI::App& app) {
       ->check(whole_number(1, kMaxThreads));
   cmd->add_flag("--status", o->status, "Only print (and write) the results table as the runs stand");
   cmd->add_option("--seeds", o->seeds,
-                  "Train only these of the plan's seeds, e.g. --seeds 7,8 (the results table is still the whole plan's)")
+                  "Train only these of the plan's seeds, e.g. --seeds 7,8 (the results table is still the whole "
+                  "plan's)")
       ->delimiter(',')
       ->check(whole_number(0, std::numeric_limits<std::int64_t>::max()));
   cmd->callback([o] { run(*o); });

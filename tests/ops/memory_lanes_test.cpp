@@ -62,7 +62,8 @@ OpSample writes_sample(Rng& rng, std::int64_t B, Dims d, int count) {
     s.inputs.push_back({"E" + k, random_tensor(rng, matrices(B, d.rows, d.cols), 0.0, 1.0)});
     s.inputs.push_back({"A" + k, random_tensor(rng, matrices(B, d.rows, d.cols))});
   }
-  for (int r = 1; r <= 2; ++r) s.inputs.push_back({"v" + std::to_string(r), random_tensor(rng, weighting(B, d.slots), 0.0, 1.0)});
+  for (int r = 1; r <= 2; ++r)
+    s.inputs.push_back({"v" + std::to_string(r), random_tensor(rng, weighting(B, d.slots), 0.0, 1.0)});
   s.apply = [count](Tape&, std::span<const Var> x) {
     const auto K = std::size_t(count);
     std::array<Var, 16> w, e, a, out;

@@ -239,8 +239,9 @@ TEST_CASE("sweep: with 2 jobs every run is trained exactly once, and a second sw
 TEST_CASE("sweep: --seeds trains only those of the plan's seeds, and the table still shows the whole plan",
           "[tools][sweep]") {
   const fs::path dir = fresh_dir("sweep_seeds");
-  write_plan(dir, "p.json", R"({"out": "o", "steps": 20, "seeds": [1, 2, 3], "set": {)" + kSmallSet +
-                                R"(, "checkpoint_every": 10, "log_every": 10}, "runs": [{"name": "a"}, {"name": "b"}]})");
+  write_plan(dir, "p.json",
+             R"({"out": "o", "steps": 20, "seeds": [1, 2, 3], "set": {)" + kSmallSet +
+                 R"(, "checkpoint_every": 10, "log_every": 10}, "runs": [{"name": "a"}, {"name": "b"}]})");
   const CommandResult r = run_matmem("sweep p.json --seeds 3,1", dir, 120);
   INFO(r.output);
   REQUIRE(r.status == 0);
