@@ -28,6 +28,24 @@ inline Traffic memory_write_traffic(const Shape* x, int, const Shape&, const OpA
   return {2.0 * m, 3.0 * m};
 }
 
+// Batch 1, R ≥ 1 reads: the memory is the N × E matrix M of its slots, the read weightings the R × N matrix
+// W_r, and the reads are GEMMs: forward `reads` = W_r M (R × E); backward, `reads` holding their gradients
+// G_r, grad_M += W_rᵀ G_r (when grad_m) and grad_w = G_r Mᵀ, formed as (M G_rᵀ)ᵀ in tmp [R·(E + N)] (LIBXSMM has
+// no kernel with a transposed second operand). Per slot the lane-wise passes folded each read's sum, R + 1 folds
+// a slot. memory_read_write's and memory_writes' reads at batch 1.
+template <class T>
+void reads_by_gemm(std::int64_t N, std::int64_t E, std::int64_t R, const T* mem, const T* w_r, T* reads, T* grad_m,
+                   T* grad_w, T* tmp, bool backward) {
+  if (!backward) return blas::gemm<T>(false, false, R, E, N, T(1), w_r, N, mem, E, T(0), reads, E);
+  if (grad_m) blas::gemm<T>(true, false, N, E, R, T(1), w_r, N, reads, E, T(1), grad_m, E);
+  T *grt = tmp, *mg = grt + E * R;
+  for (std::int64_t r = 0; r < R; ++r)
+    for (std::int64_t e = 0; e < E; ++e) grt[e * R + r] = reads[r * E + e];
+  blas::gemm<T>(false, false, N, R, E, T(1), mem, E, grt, R, T(0), mg, R);
+  for (std::int64_t r = 0; r < R; ++r)
+    for (std::int64_t n = 0; n < N; ++n) grad_w[r * N + n] = mg[n * R + r];
+}
+
 // R = arity - 4 reads: memory_read_write has R ≥ 1, memory_write R = 0.
 template <class T>
 struct MemoryReadWriteKernel {
@@ -380,21 +398,10 @@ struct MemoryReadWriteKernel {
     if (e0 < k.E) backward_block<RK, kAnyBlock>(c, k, e0, k.E - e0);
   }
 
-  // Batch 1 with reads: the memory is the N × E matrix M of its slots, the read weightings the R × N matrix
-  // W_r, and the reads are GEMMs beside the write's pass: forward R = W_r M; backward grad_M += W_rᵀ G_r and
-  // grad_W_r = G_r Mᵀ, formed as (M G_rᵀ)ᵀ (LIBXSMM has no kernel with a transposed second operand). Per slot
-  // the lane-wise pass folded each read's sum, R + 1 folds a slot.
+  // Batch 1 with reads: the reads as GEMMs beside the write's pass (reads_by_gemm above).
   static void reads_one(const OpCall<T>& c, const Work& k, bool backward) {
-    const std::int64_t N = k.N, E = k.E, R = k.R;
-    const T* mem = c.x[0];
-    if (!backward) return blas::gemm<T>(false, false, R, E, N, T(1), k.rwt, N, mem, E, T(0), k.rt, E);
-    if (T* gm = c.grad_x[0]) blas::gemm<T>(true, false, N, E, R, T(1), k.rwt, N, k.rt, E, T(1), gm, E);
-    T *grt = k.grwt + R * N, *mg = grt + E * R;
-    for (std::int64_t r = 0; r < R; ++r)
-      for (std::int64_t e = 0; e < E; ++e) grt[e * R + r] = k.rt[r * E + e];
-    blas::gemm<T>(false, false, N, R, E, T(1), mem, E, grt, R, T(0), mg, R);
-    for (std::int64_t r = 0; r < R; ++r)
-      for (std::int64_t n = 0; n < N; ++n) k.grwt[r * N + n] = mg[n * R + r];
+    reads_by_gemm<T>(k.N, k.E, k.R, c.x[0], k.rwt, k.rt, backward ? c.grad_x[0] : nullptr, k.grwt,
+                     k.grwt + k.R * k.N, backward);  // (forward has no grad_x)
   }
 
   static void forward(const OpCall<T>& c) {

@@ -26,9 +26,9 @@
 #include "matmem/ops/check.hpp"
 #include "matmem/ops/fixed.hpp"
 #include "matmem/ops/ops.hpp"
+#include "matmem/ops/memory_read_write.hpp"
 #include "matmem/ops/registry.hpp"
 #include "matmem/ops/slots.hpp"
-#include "matmem/runtime/blas.hpp"
 
 namespace matmem {
 namespace {
@@ -38,8 +38,8 @@ constexpr int kMaxWrites = 16;
 // Inputs: M, then w_k, E_k, A_k for each write, then the read weightings; attrs.i[0] = K.
 // scratch: w [K·N·B], E, A [K·r·c·B], v [R·N·B], the reads (forward) or their gradients (backward) [R·r·c·B],
 // all transposed; backward also grad_w [K·N·B], grad_E, grad_A [K·r·c·B], grad_v [R·N·B].
-// At batch 1 backward also keeps each slot's unfolded grad_w_k sums, K·N vectors of kOneLanes, and the reads'
-// GEMMs their transposed gradients [R·E] and M Hᵀ [N·R] (MemoryWritesKernel::reads_one).
+// At batch 1 backward also keeps each slot's unfolded grad_w_k sums, K·N vectors of kOneLanes, then the reads'
+// GEMMs' [R·(E + N)] (ops::reads_by_gemm).
 constexpr std::int64_t kOneLanes = 16;
 std::int64_t scratch_size(std::int64_t K, std::int64_t R, const Shape& m) {
   const std::int64_t B = m.batch, N = m.slots, E = m.rows * m.cols;
@@ -243,27 +243,19 @@ struct MemoryWritesKernel {
     }
   }
 
-  // Batch 1: the memory is the N × E matrix of its slots. The reads are GEMMs beside the writes' pass (as in
-  // memory_read_write: R = V M forward; grad_M += Vᵀ H and grad_V = H Mᵀ, formed as (M Hᵀ)ᵀ), so no slot's
-  // read sums end in folds. Backward walks the slots' values chunk by chunk, every slot for one chunk before
-  // the next: the chunk's E_k and A_k and its grad_E_k and grad_A_k sums stay in registers over the slots
-  // (slot after slot, they were read and written back at every slot), and each slot's grad_w_k sums are kept
-  // unfolded in scratch across the chunks and folded at the end, four slots at a time.
+  // Batch 1: the memory is the N × E matrix of its slots, and the reads are GEMMs beside the writes' pass
+  // (ops::reads_by_gemm, as memory_read_write's), so no slot's read sums end in folds. Backward walks the slots'
+  // values chunk by chunk, every slot for one chunk before the next: the chunk's E_k and A_k and its grad_E_k
+  // and grad_A_k sums stay in registers over the slots (slot after slot, they were read and written back at
+  // every slot), and each slot's grad_w_k sums are kept unfolded in scratch across the chunks and folded at the
+  // end, four slots at a time.
+  // Scratch after grad_v: the unfolded sums [n][j], vectors of kOneLanes, then the reads' GEMMs'.
+  static T* unfolded(const Work& k) { return k.gvt + k.R * k.N; }
   static void reads_one(const OpCall<T>& c, const Work& k, bool backward) {
-    const std::int64_t N = k.N, E = k.E, R = k.R;
-    if (R == 0) return;
-    const T* mem = c.x[0];
-    if (!backward) return blas::gemm<T>(false, false, R, E, N, T(1), k.vt, N, mem, E, T(0), k.rt, E);
-    if (T* gm = c.grad_x[0]) blas::gemm<T>(true, false, N, E, R, T(1), k.vt, N, k.rt, E, T(1), gm, E);
-    T *hrt = k.gvt + R * N + K_part(k), *mh = hrt + E * R;
-    for (std::int64_t r = 0; r < R; ++r)
-      for (std::int64_t e = 0; e < E; ++e) hrt[e * R + r] = k.rt[r * E + e];
-    blas::gemm<T>(false, false, N, R, E, T(1), mem, E, hrt, R, T(0), mh, R);
-    for (std::int64_t r = 0; r < R; ++r)
-      for (std::int64_t n = 0; n < N; ++n) k.gvt[r * N + n] = mh[n * R + r];
+    if (k.R > 0)
+      ops::reads_by_gemm<T>(k.N, k.E, k.R, c.x[0], k.vt, k.rt, backward ? c.grad_x[0] : nullptr, k.gvt,
+                            unfolded(k) + k.K * k.N * kOneLanes, backward);  // (forward has no grad_x)
   }
-  // The unfolded grad_w_k sums' place in scratch, after grad_v.
-  static std::int64_t K_part(const Work& k) { return k.K * k.N * kOneLanes; }
 
   template <int KK>
   static void backward_one(const OpCall<T>& c, const Work& k) {
@@ -272,7 +264,7 @@ struct MemoryWritesKernel {
     constexpr std::size_t kW = KK > 0 ? std::size_t(KK) : std::size_t(kMaxWrites);
     const typename P::Lanes ln(1);
     T* gm = c.grad_x[0];
-    T* part = k.gvt + k.R * N;  // [n][j] vectors of kOneLanes
+    T* part = unfolded(k);
     const bool assign_m = c.fresh(0);
     for (std::int64_t i = 0; i < L; i += P::W) {
       const Mask m = chunk_mask(i, L);
