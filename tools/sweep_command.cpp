@@ -96,8 +96,9 @@ class Lock {
     if (fd_ < 0) throw Error(fmt::format("sweep: cannot open {}: {}", path.string(), std::strerror(errno)));
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       ::close(fd_);
-      throw Error(fmt::format("sweep: another sweep is training the runs in {} (it holds {})", out.string(),
-                              path.string()));
+      throw Error(fmt::format("sweep: another sweep is training the runs in {} (it holds {}); one sweep with "
+                              "--jobs N trains N of a plan's runs at once",
+                              out.string(), path.string()));
     }
   }
   ~Lock() { ::close(fd_); }

@@ -314,7 +314,7 @@ TEST_CASE("sweep: a run that fails is named, the others still train, and a secon
   const CommandResult locked = run_matmem("sweep p.json", dir, 60);
   ::close(fd);
   CHECK(locked.refused());
-  CHECK_THAT(locked.output, Contains("another sweep is training the runs in o"));
+  CHECK_THAT(locked.output, Contains("another sweep is training the runs in o") && Contains("--jobs N"));
 }
 
 TEST_CASE("sweep: every shipped plan reads, from the repository's root as its paths assume", "[tools][sweep]") {
