@@ -13,9 +13,11 @@ held-out cost (validation.csv's lowest and its step: the parameters best.safeten
 eval.interval), the largest gradient norm of a row (before clipping), the skipped updates (non-finite steps and
 grad.outlier), the verdict and the run's wall seconds (metrics.csv's `seconds`, summed over resumptions).
 --cost xent reads the cross-entropy bits per sequence (metrics.csv's xent_bits: N-grams' and priority sort's
-cost) instead of the bits wrong.
+cost) instead of the bits wrong. --at 64000,160000 adds a column of the means at those steps (each the first full
+window ending there or later; "–" past the run's end): the curve at the points a results page quotes.
 
     /usr/bin/python3 tools/stability_table.py RUN_DIR... [--window 1000] [--solved 1] [--collapse 5] [--cost bits|xent]
+        [--at STEP,STEP...]
 """
 import argparse
 import csv
@@ -42,7 +44,7 @@ def number(text):
         return float("nan")
 
 
-def analyse(run, window, solved, collapse, cost="bits"):
+def analyse(run, window, solved, collapse, cost="bits", at=()):
     rows = read_rows(run)
     column = COLUMNS[cost]
     if column not in rows[0]:
@@ -81,7 +83,8 @@ def analyse(run, window, solved, collapse, cost="bits"):
     # seconds restart at 0 when a run is resumed: the wall time is the sum of each stretch's last value
     seconds = [float(r["seconds"]) for r in rows]
     wall = sum(s for s, nxt in zip(seconds, seconds[1:] + [0.0]) if nxt < s)
-    return {"run": run, "steps": steps[-1], "first": means[first][0] if first is not None else None, "peak": peak,
+    at_means = [next((m for step, m in means if step >= s), None) for s in at]
+    return {"run": run, "steps": steps[-1], "at": at_means, "first": means[first][0] if first is not None else None, "peak": peak,
             "collapses": collapses, "final": final, "best_mean": best, "verdict": verdict, "skipped": skipped,
             "best": best_held_out(run, column), "largest_norm": largest, "seconds": wall}
 
@@ -112,24 +115,31 @@ def main():
     ap.add_argument("--solved", type=float, default=1.0)
     ap.add_argument("--collapse", type=float, default=5.0)
     ap.add_argument("--cost", choices=sorted(COLUMNS), default="bits")
+    ap.add_argument("--at", default="", help="steps, comma-separated: a column of the means there")
     a = ap.parse_args()
     if a.window < 1:
         ap.error("--window must be at least 1 step")
+    try:
+        at = [int(s) for s in a.at.split(",") if s.strip()]
+    except ValueError:
+        ap.error(f"--at takes steps separated by commas, e.g. 64000,160000; got {a.at!r}")
+    at_head = " | mean at " + " / ".join(f"{s:,}" for s in at) if at else ""
     print(f"| run | steps | first step < {a.solved:g} | collapses (> {a.collapse:g}: first–last step, highest) | "
-          f"final | best (step) | best held-out (step) | largest gradient norm | skipped | verdict | seconds |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          f"final | best (step) | best held-out (step) | largest gradient norm | skipped | verdict | seconds{at_head} |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if at else ""))
     counts = {}
     # seed2 before seed10: runs in the order of the numbers in their names
     key = lambda run: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", run)]
     for run in sorted(a.runs, key=key):
-        r = analyse(run, a.window, a.solved, a.collapse, a.cost)
+        r = analyse(run, a.window, a.solved, a.collapse, a.cost, at)
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
         first = f"{r['first']:,}" if r["first"] is not None else "–"
         best = f"{r['best'][0]:.2f} ({r['best'][1]:,})" if r["best"] else "–"
         best_mean = f"{r['best_mean'][1]:.2f} ({r['best_mean'][0]:,})"
         print(f"| {r['run']} | {r['steps']:,} | {first} | {collapses_text(r['collapses'])} | {r['final']:.2f} | "
               f"{best_mean} | {best} | {r['largest_norm']:.3g} | {r['skipped']} | {r['verdict']} | "
-              f"{r['seconds']:.0f} |")
+              f"{r['seconds']:.0f} |" + (" " + " / ".join("–" if m is None else f"{m:.2f}" for m in r["at"]) + " |"
+                                         if at else ""))
     print()
     print(", ".join(f"{v}: {n}" for v, n in sorted(counts.items())))
 

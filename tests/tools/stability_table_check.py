@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """tools/stability_table.py on hand-made metrics.csv files whose numbers are worked out below: the first step
 below 1 bit, each collapse's first and last step and highest mean, the final and best means, the largest gradient
-norm, the seconds summed over a resumption, the verdicts, --cost xent. Exits 1 naming what differs."""
+norm, the seconds summed over a resumption, the verdicts, --cost xent, --at. Exits 1 naming what differs."""
 import os
 import subprocess
 import sys
@@ -67,8 +67,13 @@ def main():
         row = f"| {c} | 8,000 | – | 0 | 1.50 | 1.50 (8,000) | – | 1 | 0 | not solved | 8 |"
         if row not in xent:
             bad.append(f"--cost xent: missing row {row}")
+        # --at: the means at 8,000 (0.5), at the first window ending at 12,500 or later (13,000: 6.05), none at 20,000.
+        at = table([a], "--window", "4000", "--at", "8000,12500,20000")
+        row = f"| 3 | recovered | 16 | 0.50 / 6.05 / – |"
+        if "| mean at 8,000 / 12,500 / 20,000 |" not in at or row not in at:
+            bad.append(f"--at: missing the column or row ending {row}")
         if bad:
-            print(out + xent)
+            print(out + xent + at)
     for b in bad:
         print(f"stability_table: {b}")
     return 1 if bad else 0
