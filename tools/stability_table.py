@@ -84,7 +84,8 @@ def analyse(run, window, solved, collapse, cost="bits", at=()):
     seconds = [float(r["seconds"]) for r in rows]
     wall = sum(s for s, nxt in zip(seconds, seconds[1:] + [0.0]) if nxt < s)
     at_means = [next((m for step, m in means if step >= s), None) for s in at]
-    return {"run": run, "steps": steps[-1], "at": at_means, "first": means[first][0] if first is not None else None, "peak": peak,
+    return {"run": run, "steps": steps[-1], "at": at_means,
+            "first": means[first][0] if first is not None else None, "peak": peak,
             "collapses": collapses, "final": final, "best_mean": best, "verdict": verdict, "skipped": skipped,
             "best": best_held_out(run, column), "largest_norm": largest, "seconds": wall}
 
@@ -125,7 +126,8 @@ def main():
         ap.error(f"--at takes steps separated by commas, e.g. 64000,160000; got {a.at!r}")
     at_head = " | mean at " + " / ".join(f"{s:,}" for s in at) if at else ""
     print(f"| run | steps | first step < {a.solved:g} | collapses (> {a.collapse:g}: first–last step, highest) | "
-          f"final | best (step) | best held-out (step) | largest gradient norm | skipped | verdict | seconds{at_head} |")
+          f"final | best (step) | best held-out (step) | largest gradient norm | skipped | verdict | "
+          f"seconds{at_head} |")
     print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if at else ""))
     counts = {}
     # seed2 before seed10: runs in the order of the numbers in their names
