@@ -15,7 +15,7 @@ namespace matmem::ops {
 
 // scratch: w [N·B], E, A [r·c·B], the read weightings [R·N·B], the reads (forward) or their gradients
 // (backward) [R·r·c·B], all transposed; backward also grad_w [N·B], grad_E, grad_A [r·c·B], grad_w_k [R·N·B];
-// at batch 1 with reads, the read gradients transposed [r·c·R] and M Gᵀ [N·R] (MemoryReadWriteKernel::reads_one).
+// at batch 1 with reads, the read gradients transposed [r·c·R] and M Gᵀ [N·R] (reads_by_gemm_backward).
 inline std::int64_t memory_read_write_scratch(std::int64_t R, const Shape& m) {
   const std::int64_t B = m.batch, N = m.slots, E = m.rows * m.cols;
   return 2 * (N * B + 2 * E * B + R * N * B) + R * E * B + (B == 1 ? R * (E + N) : 0);
@@ -29,18 +29,21 @@ inline Traffic memory_write_traffic(const Shape* x, int, const Shape&, const OpA
 }
 
 // Batch 1, R ≥ 1 reads: the memory is the N × E matrix M of its slots, the read weightings the R × N matrix
-// W_r, and the reads are GEMMs: forward `reads` = W_r M (R × E); backward, `reads` holding their gradients
-// G_r, grad_M += W_rᵀ G_r (when grad_m) and grad_w = G_r Mᵀ, formed as (M G_rᵀ)ᵀ in tmp [R·(E + N)] (LIBXSMM has
-// no kernel with a transposed second operand). Per slot the lane-wise passes folded each read's sum, R + 1 folds
-// a slot. memory_read_write's and memory_writes' reads at batch 1.
+// W_r, and the reads are GEMMs: forward reads = W_r M (R × E); backward, from the reads' gradients G_r,
+// grad_M += W_rᵀ G_r (when grad_m) and grad_w = G_r Mᵀ, formed as (M G_rᵀ)ᵀ in tmp [R·(E + N)] (LIBXSMM has no
+// kernel with a transposed second operand). Per slot the lane-wise passes folded each read's sum, R + 1 folds a
+// slot. memory_read_write's and memory_writes' reads at batch 1.
 template <class T>
-void reads_by_gemm(std::int64_t N, std::int64_t E, std::int64_t R, const T* mem, const T* w_r, T* reads, T* grad_m,
-                   T* grad_w, T* tmp, bool backward) {
-  if (!backward) return blas::gemm<T>(false, false, R, E, N, T(1), w_r, N, mem, E, T(0), reads, E);
-  if (grad_m) blas::gemm<T>(true, false, N, E, R, T(1), w_r, N, reads, E, T(1), grad_m, E);
+void reads_by_gemm(std::int64_t N, std::int64_t E, std::int64_t R, const T* mem, const T* w_r, T* reads) {
+  blas::gemm<T>(false, false, R, E, N, T(1), w_r, N, mem, E, T(0), reads, E);
+}
+template <class T>
+void reads_by_gemm_backward(std::int64_t N, std::int64_t E, std::int64_t R, const T* mem, const T* w_r,
+                            const T* grad_reads, T* grad_m, T* grad_w, T* tmp) {
+  if (grad_m) blas::gemm<T>(true, false, N, E, R, T(1), w_r, N, grad_reads, E, T(1), grad_m, E);
   T *grt = tmp, *mg = grt + E * R;
   for (std::int64_t r = 0; r < R; ++r)
-    for (std::int64_t e = 0; e < E; ++e) grt[e * R + r] = reads[r * E + e];
+    for (std::int64_t e = 0; e < E; ++e) grt[e * R + r] = grad_reads[r * E + e];
   blas::gemm<T>(false, false, N, R, E, T(1), mem, E, grt, R, T(0), mg, R);
   for (std::int64_t r = 0; r < R; ++r)
     for (std::int64_t n = 0; n < N; ++n) grad_w[r * N + n] = mg[n * R + r];
@@ -398,18 +401,12 @@ struct MemoryReadWriteKernel {
     if (e0 < k.E) backward_block<RK, kAnyBlock>(c, k, e0, k.E - e0);
   }
 
-  // Batch 1 with reads: the reads as GEMMs beside the write's pass (reads_by_gemm above).
-  static void reads_one(const OpCall<T>& c, const Work& k, bool backward) {
-    reads_by_gemm<T>(k.N, k.E, k.R, c.x[0], k.rwt, k.rt, backward ? c.grad_x[0] : nullptr, k.grwt,
-                     k.grwt + k.R * k.N, backward);  // (forward has no grad_x)
-  }
-
   static void forward(const OpCall<T>& c) {
     const Work k = prepare(c);
     const Shape& m = c.x_shape[0];
-    if (k.B == 1 && k.R > 0) {
+    if (k.B == 1 && k.R > 0) {  // the write's pass, then the reads as GEMMs (reads_by_gemm)
       forward_pass<0>(c, k);
-      reads_one(c, k, false);
+      reads_by_gemm<T>(k.N, k.E, k.R, c.x[0], k.rwt, k.rt);
       for (std::int64_t r = 0; r < k.R; ++r) std::copy_n(k.rt + r * k.E, k.E, c.ys[1 + r]);
       return;
     }
@@ -426,7 +423,7 @@ struct MemoryReadWriteKernel {
     for (std::int64_t r = 0; r < R; ++r) ops::to_batch_inner(c.grad_ys[1 + r], B, m.rows, m.cols, k.rt + r * E * B);
     if (B == 1 && R > 0) {  // the write's pass first: it assigns grad_M where fresh, the reads' GEMM adds to it
       backward_pass<0>(c, k);
-      reads_one(c, k, true);
+      reads_by_gemm_backward<T>(N, E, R, c.x[0], k.rwt, k.rt, c.grad_x[0], k.grwt, k.grwt + R * N);
     } else {
       with_reads(R, [&](auto rk) { backward_pass<decltype(rk)::value>(c, k); });
     }

@@ -39,7 +39,7 @@ constexpr int kMaxWrites = 16;
 // scratch: w [K·N·B], E, A [K·r·c·B], v [R·N·B], the reads (forward) or their gradients (backward) [R·r·c·B],
 // all transposed; backward also grad_w [K·N·B], grad_E, grad_A [K·r·c·B], grad_v [R·N·B].
 // At batch 1 backward also keeps each slot's unfolded grad_w_k sums, K·N vectors of kOneLanes, then the reads'
-// GEMMs' [R·(E + N)] (ops::reads_by_gemm).
+// GEMMs' [R·(E + N)] (ops::reads_by_gemm_backward).
 constexpr std::int64_t kOneLanes = 16;
 std::int64_t scratch_size(std::int64_t K, std::int64_t R, const Shape& m) {
   const std::int64_t B = m.batch, N = m.slots, E = m.rows * m.cols;
@@ -251,11 +251,6 @@ struct MemoryWritesKernel {
   // end, four slots at a time.
   // Scratch after grad_v: the unfolded sums [n][j], vectors of kOneLanes, then the reads' GEMMs'.
   static T* unfolded(const Work& k) { return k.gvt + k.R * k.N; }
-  static void reads_one(const OpCall<T>& c, const Work& k, bool backward) {
-    if (k.R > 0)
-      ops::reads_by_gemm<T>(k.N, k.E, k.R, c.x[0], k.vt, k.rt, backward ? c.grad_x[0] : nullptr, k.gvt,
-                            unfolded(k) + k.K * k.N * kOneLanes, backward);  // (forward has no grad_x)
-  }
 
   template <int KK>
   static void backward_one(const OpCall<T>& c, const Work& k) {
@@ -326,7 +321,7 @@ struct MemoryWritesKernel {
       Work writes = k;
       writes.R = 0;
       with_writes(k.K, [&](auto kk) { forward_periodic<decltype(kk)::value>(c, writes); });
-      reads_one(c, k, false);
+      if (k.R > 0) ops::reads_by_gemm<T>(k.N, k.E, k.R, c.x[0], k.vt, k.rt);
     } else if (periodic(k))
       with_writes(k.K, [&](auto kk) { forward_periodic<decltype(kk)::value>(c, k); });
     else
@@ -345,7 +340,9 @@ struct MemoryWritesKernel {
 #ifdef MATMEM_PERIODIC_LANES
     if (B == 1 && periodic(k)) {  // the writes' pass first: it assigns grad_M where fresh, the reads' GEMM adds
       with_writes(K, [&](auto kk) { backward_one<decltype(kk)::value>(c, k); });
-      reads_one(c, k, true);
+      if (R > 0)
+        ops::reads_by_gemm_backward<T>(N, E, R, c.x[0], k.vt, k.rt, c.grad_x[0], k.gvt,
+                                       unfolded(k) + K * N * kOneLanes);
     } else if (periodic(k))
       with_writes(K, [&](auto kk) { backward_periodic<decltype(kk)::value>(c, k); });
     else
