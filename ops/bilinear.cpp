@@ -24,7 +24,8 @@
 // T̂) is not saved but recomputed in backward with forward's first GEMM. That is the choice on a tape whose
 // passes outgrow the cache (Tape::recompute_saved), where a saved Q̂ is written out and read back from
 // memory (27 x 240 floats per call for the NTM controller's first layer) and the GEMM costs less than that
-// traffic; on a small tape it would only add the GEMM (measured in the commit that made the choice).
+// traffic; on a small tape it would only add the GEMM (measured in the commit that made the choice). Not where
+// the buffer is far smaller than the weights the GEMM reads again (a vector map at batch 1: ops::recomputes).
 //
 // Stacked (several terms, see stacked() for when): every term V first, the Q̂_t = P̂_t V_t ((r_t B) x c',
 // one GEMM each) written into consecutive row blocks of one Q̂ = [Q̂_1; Q̂_2; ...] ((Σ r_t) x (B c'), saved or
@@ -127,6 +128,17 @@ std::int64_t saved_size(const Shape* x, int arity, const Shape& y) {
   std::int64_t saved = 0;
   for (int t = 0; t < arity / 3; ++t) saved += term_saved(x[3 * t], y);
   return saved;
+}
+// The weights the first-stage GEMMs read (V_t where V first, as every stacked term, U_t where U first): what a
+// recomputation of Q̂ / T̂ reads again (ops::recomputes).
+std::int64_t first_stage_weights(const Shape* x, int arity, const Shape& y) {
+  const bool all_v = stacked(x, arity, y);
+  std::int64_t n = 0;
+  for (int t = 0; t < arity / 3; ++t) {
+    const Shape& p = x[3 * t];
+    n += !all_v && u_first(p.rows, p.cols, y.rows, y.cols) ? p.rows * y.rows : p.cols * y.cols;
+  }
+  return n;
 }
 std::int64_t scratch_size(const Shape* x, int arity, const Shape& y) {
   std::int64_t q = 0;
@@ -376,11 +388,12 @@ Var apply_terms(const OpDef& op, std::span<const MatTerm> terms, Var bias) {
     in[n++] = bias;
   }
   const int arity = int(3 * terms.size());
-  const bool recompute = first.tape->recompute_saved();  // Q̂ / T̂ saved, or recomputed in backward
+  const std::int64_t saved = saved_size(shapes.data(), arity, out);
+  const bool recompute = ops::recomputes(*first.tape, saved, first_stage_weights(shapes.data(), arity, out));
   OpAttrs attrs;
   attrs.i[0] = recompute;  // for flops()
   return first.tape->apply(op, std::span<const Var>(in.data(), n), out, attrs,
-                           recompute ? 0 : saved_size(shapes.data(), arity, out), scratch_size(shapes.data(), arity, out));
+                           recompute ? 0 : saved, scratch_size(shapes.data(), arity, out));
 }
 
 }  // namespace

@@ -5,10 +5,21 @@
 #include <cstdint>
 
 #include "matmem/autodiff/op.hpp"
+#include "matmem/autodiff/tape.hpp"
 #include "matmem/ops/fixed.hpp"
 #include "matmem/runtime/blas.hpp"
 
 namespace matmem::ops {
+
+// Whether an op that can rebuild a saved buffer of `saved` values with one GEMM over weights of `reread` values
+// does so in backward rather than saving it (Tape::recompute_saved): only on a tape whose passes outgrow the cache,
+// and only where the buffer is at least a quarter of the weights the GEMM reads again. Where it is far smaller (a
+// vector map at one sequence an update: Ẑ = X̂ V_s is one row, V_s the whole map, 1.5 MiB for Graves' 512-unit
+// priority sort), writing it out and reading it back costs less than a second pass over the weights. A tape set
+// to recompute from 0 bytes (tests of the recomputed path) always does. Saved or recomputed, the values are equal.
+inline bool recomputes(const Tape& tape, std::int64_t saved, std::int64_t reread) {
+  return tape.recompute_saved() && (tape.recompute_above() == 0 || 4 * saved >= reread);
+}
 
 // Up to this many elements V is transposed into scratch so that a product with Vᵀ is an NN GEMM (OpenBLAS's
 // small-matrix kernels); larger ones (a vector model's 100x400 V) go straight to an NT GEMM.

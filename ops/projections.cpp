@@ -7,7 +7,8 @@
 // and backward, with Ĥ_k = Ĝ_k V_kᵀ stacked into Ĥ (R' x B c):
 //   grad_V_k += T̂_kᵀ Ĝ_k,   grad_B_k += Σ_b G_k,   grad_U_s += X̂ Ĥᵀ,   grad_X̂ += U_s Ĥ
 // so K projections cost K + 1 GEMMs forward and 2K + 2 backward instead of 2K and 4K, one more when T̂ is
-// recomputed rather than saved (on a tape whose passes outgrow the cache, Tape::recompute_saved; as in mat).
+// recomputed rather than saved (on a tape whose passes outgrow the cache, Tape::recompute_saved, when T̂ is
+// not far smaller than U_s: ops::recomputes; as in mat).
 // projections() stacks U_s for its one call; a model projecting one state at every time step stacks it once a
 // pass (Step::projections), so the U_k are copied once a pass and their gradients, summed over the time steps
 // in grad_U_s (each step's term formed apart and then added, in the order of the steps' backward: the sums of
@@ -288,7 +289,7 @@ void projections(Var x, Var u_stacked, std::span<const Var> v, std::span<const V
   }
   if (R != us.cols)
     throw ShapeError(fmt::format("{}: the biases' {} rows in all must be U_s's columns, {}", op, R, us.str()));
-  const bool recompute = x.tape->recompute_saved();  // T̂ saved, or recomputed (Tape::recompute_saved)
+  const bool recompute = ops::recomputes(*x.tape, saved_size(d), d.r * d.R);  // T̂ saved, or rebuilt from U_s
   OpAttrs attrs;
   attrs.i[0] = recompute;  // for flops()
   x.tape->apply(kOp, std::span<const Var>(in.data(), 2 + 2 * K), std::span<const Shape>(shapes.data(), K), out, attrs,
@@ -322,7 +323,7 @@ void stacked_projections(Var x, Var v_stacked, std::span<const Var> u, std::span
   if (C != vs.cols)
     throw ShapeError(fmt::format("{}: the biases' {} columns in all must be V_s's, {}", op, C, vs.str()));
   const StackedDims d{std::int64_t(K), xs.batch, xs.cols, C};
-  const bool recompute = x.tape->recompute_saved();  // Ẑ saved, or recomputed (Tape::recompute_saved)
+  const bool recompute = ops::recomputes(*x.tape, d.B * d.C, d.c * d.C);  // Ẑ saved, or rebuilt from V_s
   OpAttrs attrs;
   attrs.i[0] = recompute;  // for flops()
   x.tape->apply(kStackedOp, std::span<const Var>(in.data(), 2 + 2 * K), std::span<const Shape>(shapes.data(), K), out,

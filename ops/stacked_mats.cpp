@@ -12,7 +12,8 @@
 // priority sort, LSTM 2 × 100: 8 mats of up to 7 terms a time step). As in stacked_projections
 // (ops/projections.cpp): at batch 1 grad_V_t is left to the tape, one product over the unroll (a time step's
 // term, an outer product, is as large as V_t); Z is saved, or recomputed in backward where the tape's passes
-// outgrow the cache (Tape::recompute_saved), and not needed at all when no u has a gradient (u held at one).
+// outgrow the cache (Tape::recompute_saved) and Z is not far smaller than the V_t (ops::recomputes: at batch 1
+// Z is one row a term, so it is saved), and not needed at all when no u has a gradient (u held at one).
 // A test checks it against one mat per output in values and gradients, saved and recomputed; the registry's
 // sample gradchecks it in float64.
 #include <algorithm>
@@ -201,13 +202,15 @@ void stacked_mats(std::span<const Var> x, std::span<const Var> v_stacked, std::s
       in[2 * T + t * G + g] = u[t * G + g];
     }
   }
-  const bool recompute = x[0].tape->recompute_saved();  // Z saved, or recomputed (Tape::recompute_saved)
-  OpAttrs attrs;
-  attrs.i[0] = recompute, attrs.i[1] = std::int64_t(T);
   const std::size_t arity = 2 * T + T * G + G;
   std::array<Shape, kStackedMatsMaxInputs> in_shapes;
   for (std::size_t k = 0; k < arity; ++k) in_shapes[k] = in[k].shape();
   const Dims d = dims_of(in_shapes.data(), std::int64_t(arity), std::int64_t(T));
+  std::int64_t weights = 0;  // the V_t a recomputation reads again
+  for (std::size_t t = 0; t < T; ++t) weights += in_shapes[T + t].numel();
+  const bool recompute = ops::recomputes(*x[0].tape, d.saved(), weights);  // Z saved, or rebuilt from the V_t
+  OpAttrs attrs;
+  attrs.i[0] = recompute, attrs.i[1] = std::int64_t(T);
   x[0].tape->apply(kOp, std::span<const Var>(in.data(), arity), std::span<const Shape>(shapes.data(), G), out, attrs,
                    recompute ? 0 : d.saved(), d.scratch());
 }

@@ -6,6 +6,7 @@
 // (Tape::recompute_saved), the two bit for bit the same.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cstdint>
 
 #include "matmem/autodiff/gradcheck.hpp"
@@ -157,6 +158,35 @@ TEST_CASE("mat per term and stacked assigns a fresh grad_P and adds to a live on
         }
       }
     }
+  }
+}
+
+// ops::recomputes: once a pass has outgrown the cache, a first-stage product far smaller than the weights its GEMM
+// would read again is saved all the same (a vector map at one sequence an update: one row against the whole V);
+// from a quarter of them (here batch 16: 4 x 16 x 48 = 64 x 48) it is recomputed.
+TEST_CASE("a vector map's first-stage product is saved where recomputing it would read the weights again", "[ops]") {
+  const std::int64_t c = 64, C = 48;  // x [B,1,64]; V (mat: V first, c > C) and V_s of two maps [64,20 | 28]
+  for (const std::int64_t B : {1, 15, 16}) {
+    INFO("batch " << B);
+    Rng rng(9);
+    const std::vector<Tensor> t = {random_tensor(rng, matrices(4, 4, 4)), random_tensor(rng, matrices(B, 1, c)),
+                                   random_tensor(rng, parameter(1, 1)),   random_tensor(rng, parameter(1, 1)),
+                                   random_tensor(rng, parameter(c, C)),   random_tensor(rng, parameter(1, 20)),
+                                   random_tensor(rng, parameter(1, 28))};
+    Tape tape(DType::f64);
+    hadamard(tape.input(t[0]), tape.input(t[0]));  // a pass that holds some bytes
+    tape.clear();
+    tape.set_recompute_above(1);  // the pass above outgrew it
+    REQUIRE(tape.recompute_saved());
+    const Var x = tape.input(t[1], true), u1 = tape.input(t[2], true), u2 = tape.input(t[3], true);
+    const Var v = tape.input(t[4], true), b1 = tape.input(t[5], true), b2 = tape.input(t[6], true);
+    const bool saves = B < 16;
+    CHECK((tape.node(mat({{x, u1, v}}, Var{}).id).saved_count > 0) == saves);
+    std::array<Var, 2> y;
+    stacked_projections(x, v, std::array<Var, 2>{u1, u2}, std::array<Var, 2>{b1, b2}, y);
+    CHECK((tape.node(y[0].id).saved_count > 0) == saves);
+    tape.set_recompute_above(0);  // always, as the tests of the recomputed path set it
+    CHECK(tape.node(mat({{x, u1, v}}, Var{}).id).saved_count == 0);
   }
 }
 
