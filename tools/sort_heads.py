@@ -146,7 +146,7 @@ def main(argv):
         xs = [v for v, _ in values]
         each = ", ".join(f"{v:+.2f}" if o is None else f"{v:.2f} ({o:+d})" for v, o in values)
         form = "{:+.2f}" if values[0][1] is None else "{:.2f}"
-        print(f"| {key[0]} | {key[1]} | {form.format(sum(xs) / len(xs))} | {form.format(min(xs))} | "
+        print(f"| {key[0]} | {key[1]} | {form.format(mean(key))} | {form.format(min(xs))} | "
               f"{form.format(max(xs))} | {each} |")
 
 
