@@ -28,6 +28,14 @@ import sys
 COLUMNS = {"bits": "bits_per_sequence", "xent": "xent_bits"}
 
 
+def check_run(run):
+    """Refuses, before anything is printed, a run directory that is missing or has logged nothing."""
+    if not os.path.isdir(run):
+        raise SystemExit(f"stability_table: {run} is not a directory")
+    if not os.path.isfile(os.path.join(run, "metrics.csv")):
+        raise SystemExit(f"stability_table: {run} has no metrics.csv (no step logged yet?)")
+
+
 def read_rows(run):
     path = os.path.join(run, "metrics.csv")
     with open(path, newline="") as f:
@@ -124,6 +132,8 @@ def main():
         at = [int(s) for s in a.at.split(",") if s.strip()]
     except ValueError:
         ap.error(f"--at takes steps separated by commas, e.g. 64000,160000; got {a.at!r}")
+    for run in a.runs:
+        check_run(run)
     at_head = " | mean at " + " / ".join(f"{s:,}" for s in at) if at else ""
     print(f"| run | steps | first step < {a.solved:g} | collapses (> {a.collapse:g}: first–last step, highest) | "
           f"final | best (step) | best held-out (step) | largest gradient norm | skipped | verdict | "

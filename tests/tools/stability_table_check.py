@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """tools/stability_table.py on hand-made metrics.csv files whose numbers are worked out below: the first step
 below 1 bit, each collapse's first and last step and highest mean, the final and best means, the largest gradient
-norm, the seconds summed over a resumption, the verdicts, --cost xent, --at. Exits 1 naming what differs."""
+norm, the seconds summed over a resumption, the verdicts, --cost xent, --at; a missing or empty run directory
+refused. Exits 1 naming what differs."""
 import os
 import subprocess
 import sys
@@ -72,6 +73,14 @@ def main():
         row = f"| 3 | recovered | 16 | 0.50 / 6.05 / – |"
         if "| mean at 8,000 / 12,500 / 20,000 |" not in at or row not in at:
             bad.append(f"--at: missing the column or row ending {row}")
+        # A missing run directory and one that has logged nothing: refused naming the directory, nothing printed.
+        os.makedirs(os.path.join(dir, "empty"))
+        for missing, why in ((os.path.join(dir, "nowhere"), "is not a directory"),
+                             (os.path.join(dir, "empty"), "has no metrics.csv")):
+            r = subprocess.run(["/usr/bin/python3", SCRIPT, a, missing], capture_output=True, text=True)
+            if r.returncode == 0 or r.stdout or f"{missing} {why}" not in r.stderr:
+                bad.append(f"{missing}: want exit 1, nothing on stdout and '{why}' on stderr; got {r.returncode}, "
+                           f"{r.stdout!r}, {r.stderr!r}")
         if bad:
             print(out + xent + at)
     for b in bad:
