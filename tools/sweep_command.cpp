@@ -41,6 +41,7 @@ struct Options {
   std::int64_t jobs = 1;
   bool status = false;
   std::vector<std::int64_t> seeds;  // train only these of the plan's seeds (empty: all)
+  std::vector<std::string> runs;    // and only these of its named runs (empty: all)
 };
 
 // This program's own path, so the runs are trained by the same build as the sweep.
@@ -163,20 +164,28 @@ class Runner {
   std::string who() const { return ranks_ > 1 ? fmt::format("rank {}: ", rank_) : ""; }
 };
 
-// The plan's runs of the given seeds (all of them when `seeds` is empty); a seed the plan does not have is
-// refused, naming the plan's.
-Plan with_seeds(const Plan& plan, const std::vector<std::int64_t>& seeds) {
-  if (seeds.empty()) return plan;
-  std::vector<std::int64_t> planned;
+// The plan's runs of the given seeds and names (all of them where a list is empty); a seed or a name the plan
+// does not have is refused, naming the plan's.
+template <class T, class Of>
+void check_chosen(const Plan& plan, const std::vector<T>& wanted, Of of, const char* option, const char* what) {
+  std::vector<T> planned;
   for (const PlannedRun& r : plan.runs)
-    if (std::find(planned.begin(), planned.end(), r.seed) == planned.end()) planned.push_back(r.seed);
-  for (std::int64_t s : seeds)
-    if (std::find(planned.begin(), planned.end(), s) == planned.end())
-      throw Error(fmt::format("sweep --seeds: {} has no seed {} (its seeds: {})", plan.file.string(), s,
+    if (std::find(planned.begin(), planned.end(), of(r)) == planned.end()) planned.push_back(of(r));
+  for (const T& w : wanted)
+    if (std::find(planned.begin(), planned.end(), w) == planned.end())
+      throw Error(fmt::format("sweep {}: {} has no {} {} (its {}s: {})", option, plan.file.string(), what, w, what,
                               fmt::join(planned, ", ")));
+}
+Plan chosen_runs(const Plan& plan, const std::vector<std::int64_t>& seeds, const std::vector<std::string>& names) {
+  const auto seed_of = [](const PlannedRun& r) { return r.seed; };
+  const auto name_of = [](const PlannedRun& r) { return r.name; };
+  check_chosen(plan, seeds, seed_of, "--seeds", "seed");
+  check_chosen(plan, names, name_of, "--runs", "run");
+  const auto left_out = [](const auto& list, const auto& value) {
+    return !list.empty() && std::find(list.begin(), list.end(), value) == list.end();
+  };
   Plan chosen = plan;
-  std::erase_if(chosen.runs,
-                [&](const PlannedRun& r) { return std::find(seeds.begin(), seeds.end(), r.seed) == seeds.end(); });
+  std::erase_if(chosen.runs, [&](const PlannedRun& r) { return left_out(seeds, r.seed) || left_out(names, r.name); });
   return chosen;
 }
 
@@ -271,8 +280,10 @@ int train_left(const Plan& plan, const Communicator& ranks, const std::string& w
 
 void run(const Options& o) {
   const Plan plan = read_plan(o.plan);
-  const Plan chosen = with_seeds(plan, o.seeds);  // what this sweep trains; the tables are the whole plan's
-  const std::string which = o.seeds.empty() ? "" : fmt::format(" of seeds {}", fmt::join(o.seeds, ", "));
+  const Plan chosen = chosen_runs(plan, o.seeds, o.runs);  // what this sweep trains; the tables are the whole plan's
+  std::string which;
+  if (!o.runs.empty()) which += fmt::format(" of {}", fmt::join(o.runs, ", "));
+  if (!o.seeds.empty()) which += fmt::format(" of seeds {}", fmt::join(o.seeds, ", "));
   int failed = 0;
   if (Communicator::launched() && Communicator::world().size() > 1) {  // mpirun -np K, K > 1
     const Communicator& ranks = Communicator::world();
@@ -313,6 +324,10 @@ void add_sweep_command(CLI::App& app) {
                   "plan's)")
       ->delimiter(',')
       ->check(whole_number(0, std::numeric_limits<std::int64_t>::max()));
+  cmd->add_option("--runs", o->runs,
+                  "Train only these of the plan's runs, by the names its results table gives them, e.g. --runs "
+                  "masked-lookup or --runs recall/lr=0.0001 (with --seeds, those seeds of them)")
+      ->delimiter(',');
   cmd->callback([o] { run(*o); });
 }
 

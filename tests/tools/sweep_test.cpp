@@ -264,6 +264,30 @@ TEST_CASE("sweep: --seeds trains only those of the plan's seeds, and the table s
   CHECK_THAT(bad.output, Contains("p.json has no seed 9 (its seeds: 1, 2, 3)"));
 }
 
+TEST_CASE("sweep: --runs trains only those of the plan's runs, with --seeds only those seeds of them", "[tools][sweep]") {
+  const fs::path dir = fresh_dir("sweep_runs");
+  write_plan(dir, "p.json",
+             R"({"out": "o", "steps": 20, "seeds": [1, 2], "set": {)" + kSmallSet +
+                 R"(, "checkpoint_every": 10, "log_every": 10}, "runs": [{"name": "a"}, {"name": "b"}]})");
+  const CommandResult r = run_matmem("sweep p.json --runs b --seeds 2", dir, 120);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Contains("1 runs of b of seeds 2, 0 complete, 1 to train (1 at a time)"));
+  CHECK(fs::exists(dir / "o/b/seed2/checkpoint.safetensors"));
+  CHECK_FALSE(fs::exists(dir / "o/b/seed1"));
+  CHECK_FALSE(fs::exists(dir / "o/a"));
+  CHECK_THAT(read_file(dir / "o/results.md"), Contains("| b | 2 | 20/20 |") && Contains("| a | 1 | 0/20 |"));
+  const CommandResult both = run_matmem("sweep p.json --runs a,b --seeds 1", dir, 120);
+  INFO(both.output);
+  REQUIRE(both.status == 0);
+  CHECK_THAT(both.output, Contains("2 runs of a, b of seeds 1, 0 complete, 2 to train"));
+  // A name the plan does not have is refused before anything trains, naming the plan's runs.
+  const CommandResult bad = run_matmem("sweep p.json --runs a,c", dir, 60);
+  CHECK(bad.refused());
+  CHECK_THAT(bad.output, Contains("p.json has no run c (its runs: a, b)"));
+  CHECK_FALSE(fs::exists(dir / "o/a/seed2"));
+}
+
 TEST_CASE("sweep: killed midway and started again, it ends with the results of a sweep never interrupted",
           "[tools][sweep]") {
   const fs::path dir = fresh_dir("sweep_killed");
