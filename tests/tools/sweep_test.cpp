@@ -236,12 +236,17 @@ TEST_CASE("sweep: with 2 jobs every run is trained exactly once, and a second sw
   CHECK(count_of(read_file(dir / "o/lr=0.01/seed2/train.log"), "$ matmem train") == 1);
 }
 
+// DIR/p.json: runs "a" and "b" of 20 steps into DIR/o, for the given seeds (a JSON list).
+static void write_ab_plan(const fs::path& dir, const std::string& seeds) {
+  write_plan(dir, "p.json",
+             R"({"out": "o", "steps": 20, "seeds": )" + seeds + R"(, "set": {)" + kSmallSet +
+                 R"(, "checkpoint_every": 10, "log_every": 10}, "runs": [{"name": "a"}, {"name": "b"}]})");
+}
+
 TEST_CASE("sweep: --seeds trains only those of the plan's seeds, and the table still shows the whole plan",
           "[tools][sweep]") {
   const fs::path dir = fresh_dir("sweep_seeds");
-  write_plan(dir, "p.json",
-             R"({"out": "o", "steps": 20, "seeds": [1, 2, 3], "set": {)" + kSmallSet +
-                 R"(, "checkpoint_every": 10, "log_every": 10}, "runs": [{"name": "a"}, {"name": "b"}]})");
+  write_ab_plan(dir, "[1, 2, 3]");
   const CommandResult r = run_matmem("sweep p.json --seeds 3,1", dir, 120);
   INFO(r.output);
   REQUIRE(r.status == 0);
@@ -266,9 +271,7 @@ TEST_CASE("sweep: --seeds trains only those of the plan's seeds, and the table s
 
 TEST_CASE("sweep: --runs trains only those of the plan's runs, with --seeds only those seeds of them", "[tools][sweep]") {
   const fs::path dir = fresh_dir("sweep_runs");
-  write_plan(dir, "p.json",
-             R"({"out": "o", "steps": 20, "seeds": [1, 2], "set": {)" + kSmallSet +
-                 R"(, "checkpoint_every": 10, "log_every": 10}, "runs": [{"name": "a"}, {"name": "b"}]})");
+  write_ab_plan(dir, "[1, 2]");
   const CommandResult r = run_matmem("sweep p.json --runs b --seeds 2", dir, 120);
   INFO(r.output);
   REQUIRE(r.status == 0);
