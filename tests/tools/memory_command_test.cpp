@@ -32,7 +32,7 @@ TEST_CASE("train: the estimate's longest sequence is the task's longest where on
   const CommandResult repeat = run_matmem(
       "train --model matntm --task repeat_copy --set 'model.layers=\"4x3\"' --steps 1 --out repeat", dir);
   REQUIRE(repeat.status == 0);
-  CHECK_THAT(repeat.output, Contains("for the longest sequence (112 time steps × batch 16"));
+  CHECK_THAT(repeat.output, Contains("for the longest sequence (112 time steps × batch 1,"));  // the preset's batch
 }
 
 namespace {
