@@ -184,7 +184,7 @@ Plan read_plan(const fs::path& file) {
         // A data set's epochs: the steps they take (the budget `matmem train` derives from them too). Only then
         // is the task made (a data set is read, a graph generated) to count its steps.
         const std::int64_t budget = c.integer("epochs") > 0 ? step_budget(c, *make_task(c)) : c.integer("steps");
-        PlannedRun p{name, seed, budget, config, sets, plan.out / name / fmt::format("seed{}", seed)};
+        PlannedRun p{name, seed, budget, config, sets, plan.out / name / fmt::format("seed{}", seed), c.dump()};
         plan.runs.push_back(std::move(p));
       }
     }
@@ -210,6 +210,30 @@ RunState run_state(const PlannedRun& run) {
   for (const char* f : {"metrics.csv", "config.json"})
     if (fs::exists(run.dir / f)) return {State::begun, 0};
   return {State::fresh, 0};
+}
+
+std::vector<std::string> changed_settings(const PlannedRun& run) {
+  const fs::path file = run.dir / "config.json";
+  if (!fs::exists(run.dir / "checkpoint.safetensors") || !fs::exists(file)) return {};
+  const auto parsed = [](const std::string& text, const std::string& what) {
+    try {
+      return ordered::parse(text);
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("{}: not JSON: {}", what, e.what()));
+    }
+  };
+  std::ifstream in(file);
+  if (!in) throw Error(fmt::format("{}: cannot read it", file.string()));
+  const ordered trained = parsed(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()),
+                                 file.string());
+  const ordered planned = parsed(run.resolved, fmt::format("the plan's config of {} seed {}", run.name, run.seed));
+  std::vector<std::string> changed;
+  for (const auto& [key, value] : planned.items()) {
+    if (key == "steps" || key == "epochs" || key == "plugins" || !trained.contains(key)) continue;
+    if (trained[key] != value)
+      changed.push_back(fmt::format("{} = {} (the plan: {})", key, trained[key].dump(), value.dump()));
+  }
+  return changed;
 }
 
 std::vector<std::string> train_arguments(const PlannedRun& run, const RunState& state) {

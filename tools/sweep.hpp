@@ -36,6 +36,7 @@ struct PlannedRun {
   std::string config;                                     // a config file, or empty
   std::vector<std::pair<std::string, std::string>> sets;  // key, JSON value: the `--set`s of `matmem train`
   std::filesystem::path dir;                              // OUT/name/seedS
+  std::string resolved;                                   // its whole config as JSON, as `matmem train` resolves it
 };
 
 struct Plan {
@@ -55,6 +56,13 @@ struct RunState {
 };
 // From the run directory; throws (naming it) if its checkpoint cannot be read: a sweep never replaces one.
 RunState run_state(const PlannedRun& run);
+
+// What a run with a checkpoint was trained with that the plan no longer gives it: each config key of the run's
+// config.json whose value differs from the plan's, as "key = run's value (the plan: plan's value)". The budget
+// (steps, epochs) may grow and is not compared, nor are `plugins` (a resume checks them itself) or keys one side
+// does not have (added or removed between versions). Empty for a run without a checkpoint; throws (naming the
+// file) for a config.json that is not JSON.
+std::vector<std::string> changed_settings(const PlannedRun& run);
 
 // The arguments of the `matmem train` that carries a run on from its state (without the program name).
 std::vector<std::string> train_arguments(const PlannedRun& run, const RunState& state);

@@ -278,9 +278,33 @@ int train_left(const Plan& plan, const Communicator& ranks, const std::string& w
   return failed;
 }
 
+// Refuses to train where a run already trained (complete or interrupted) was trained with settings the plan no
+// longer gives it: resumed, it would go on with its own, and a complete one's row would stand for a plan it was
+// not trained with. Nothing is trained or replaced.
+// With --status the same runs are listed as a note and the table printed.
+void check_unchanged(const Plan& plan, bool status) {
+  std::vector<std::string> changed;
+  for (const PlannedRun& r : plan.runs)
+    if (const std::vector<std::string> c = changed_settings(r); !c.empty())
+      changed.push_back(fmt::format("  {} seed {} ({}): {}", r.name, r.seed, (r.dir / "config.json").string(),
+                                    fmt::join(c, ", ")));
+  if (changed.empty()) return;
+  if (status) {
+    fmt::print("note: {} of the runs were trained with settings the plan no longer gives them (a sweep refuses to "
+               "train them):\n{}\n",
+               changed.size(), fmt::join(changed, "\n"));
+    return;
+  }
+  throw Error(fmt::format("sweep: {}: {} of its runs were trained with settings the plan no longer gives them:\n{}\n"
+                          "Give the plan the runs' values to go on with them, or move their directories away to "
+                          "train them afresh.",
+                          plan.file.string(), changed.size(), fmt::join(changed, "\n")));
+}
+
 void run(const Options& o) {
   const Plan plan = read_plan(o.plan);
   const Plan chosen = chosen_runs(plan, o.seeds, o.runs);  // what this sweep trains; the tables are the whole plan's
+  check_unchanged(chosen, o.status);
   std::string which;
   if (!o.runs.empty()) which += fmt::format(" of {}", fmt::join(o.runs, ", "));
   if (!o.seeds.empty()) which += fmt::format(" of seeds {}", fmt::join(o.seeds, ", "));

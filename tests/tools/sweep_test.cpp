@@ -291,6 +291,40 @@ TEST_CASE("sweep: --runs trains only those of the plan's runs, with --seeds only
   CHECK_FALSE(fs::exists(dir / "o/a/seed2"));
 }
 
+TEST_CASE("sweep: a run trained with settings the plan no longer gives is refused and kept, a longer budget resumes it",
+          "[tools][sweep][errors]") {
+  const fs::path dir = fresh_dir("sweep_changed");
+  const auto plan = [&](const std::string& steps, const std::string& extra) {
+    write_plan(dir, "p.json", R"({"out": "o", "steps": )" + steps + R"(, "set": {)" + kSmallSet + extra +
+                                  R"(, "checkpoint_every": 10, "log_every": 10}, "runs": [{"name": "a"}]})");
+  };
+  plan("20", "");
+  REQUIRE(run_matmem("sweep p.json", dir, 120).status == 0);
+  const std::string before = learned(dir / "o/a/seed1");
+  // The controller's layers and the rate changed under a complete run: refused, naming both keys and values.
+  plan("20", R"(, "model.layers": "3x3", "lr": 0.002)");
+  const CommandResult changed = run_matmem("sweep p.json", dir, 60);
+  INFO(changed.output);
+  CHECK(changed.refused());
+  CHECK_THAT(changed.output, Contains("1 of its runs were trained with settings the plan no longer gives them") &&
+                                 Contains("a seed 1 (o/a/seed1/config.json)") &&
+                                 Contains("model.layers = \"4x3\" (the plan: \"3x3\")") &&
+                                 Contains("lr = 0.0001 (the plan: 0.002)") && Contains("move their directories away"));
+  CHECK(learned(dir / "o/a/seed1") == before);
+  // --status still prints the table, with the same runs as a note.
+  const CommandResult status = run_matmem("sweep p.json --status", dir, 60);
+  INFO(status.output);
+  CHECK(status.status == 0);
+  CHECK_THAT(status.output, Contains("note: 1 of the runs") && Contains("| a | 1 | 20/20 |"));
+  // The same settings with a larger budget: the run goes on from its checkpoint.
+  plan("30", "");
+  const CommandResult longer = run_matmem("sweep p.json", dir, 120);
+  INFO(longer.output);
+  CHECK(longer.status == 0);
+  CHECK_THAT(longer.output, Contains("(resuming at step 20)"));
+  CHECK_THAT(read_file(dir / "o/results.md"), Contains("| a | 1 | 30/30 |"));
+}
+
 TEST_CASE("sweep: killed midway and started again, it ends with the results of a sweep never interrupted",
           "[tools][sweep]") {
   const fs::path dir = fresh_dir("sweep_killed");
