@@ -227,9 +227,12 @@ std::vector<std::string> changed_settings(const PlannedRun& run) {
   const ordered trained = parsed(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()),
                                  file.string());
   const ordered planned = parsed(run.resolved, fmt::format("the plan's config of {} seed {}", run.name, run.seed));
+  // Under a cosine schedule the budget is the schedule's length T: a new one changes the rate of the steps left.
+  const bool budget_sets_rate = planned.value("lr.schedule", "") == "cosine";
   std::vector<std::string> changed;
   for (const auto& [key, value] : planned.items()) {
-    if (key == "steps" || key == "epochs" || key == "plugins" || !trained.contains(key)) continue;
+    if (key == "epochs" || key == "plugins" || !trained.contains(key)) continue;
+    if (key == "steps" && !budget_sets_rate) continue;
     if (trained[key] != value)
       changed.push_back(fmt::format("{} = {} (the plan: {})", key, trained[key].dump(), value.dump()));
   }

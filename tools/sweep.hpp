@@ -59,8 +59,9 @@ RunState run_state(const PlannedRun& run);
 
 // What a run with a checkpoint was trained with that the plan no longer gives it: each config key of the run's
 // config.json whose value differs from the plan's, as "key = run's value (the plan: plan's value)". The budget
-// (steps, epochs) may grow and is not compared, nor are `plugins` (a resume checks them itself) or keys one side
-// does not have (added or removed between versions). Empty for a run without a checkpoint; throws (naming the
+// (steps, epochs) may grow and is not compared, but under a cosine schedule, whose length it is (a new one would
+// change the rate of the steps left); nor are `plugins` (a resume checks them itself) or keys one side does not
+// have (added or removed between versions). Empty for a run without a checkpoint; throws (naming the
 // file) for a config.json that is not JSON.
 std::vector<std::string> changed_settings(const PlannedRun& run);
 

@@ -323,6 +323,15 @@ TEST_CASE("sweep: a run trained with settings the plan no longer gives is refuse
   CHECK(longer.status == 0);
   CHECK_THAT(longer.output, Contains("(resuming at step 20)"));
   CHECK_THAT(read_file(dir / "o/results.md"), Contains("| a | 1 | 30/30 |"));
+  // Under a cosine schedule the budget is the schedule's length: a larger one is a new training, refused.
+  plan("30", R"(, "lr.schedule": "cosine")");
+  fs::remove_all(dir / "o");
+  REQUIRE(run_matmem("sweep p.json", dir, 120).status == 0);
+  plan("40", R"(, "lr.schedule": "cosine")");
+  const CommandResult cosine = run_matmem("sweep p.json", dir, 60);
+  INFO(cosine.output);
+  CHECK(cosine.refused());
+  CHECK_THAT(cosine.output, Contains("steps = 30 (the plan: 40)"));
 }
 
 TEST_CASE("sweep: killed midway and started again, it ends with the results of a sweep never interrupted",
