@@ -97,18 +97,22 @@ std::string last_line(const fs::path& path) {
   return last;
 }
 
+// A JSON file (a plan, a run's config.json); refused naming `where` when it cannot be read or is not JSON.
+ordered read_json(const fs::path& file, const std::string& where) {
+  std::ifstream in(file);
+  if (!in) throw Error(fmt::format("{}: cannot read it", where));
+  try {
+    return ordered::parse(in);
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("{}: not JSON: {}", where, e.what()));
+  }
+}
+
 }  // namespace
 
 Plan read_plan(const fs::path& file) {
   const std::string where = fmt::format("plan {}", file.string());
-  std::ifstream in(file);
-  if (!in) throw Error(fmt::format("{}: cannot read it", where));
-  ordered j;
-  try {
-    j = ordered::parse(in);
-  } catch (const std::exception& e) {
-    throw Error(fmt::format("{}: not JSON: {}", where, e.what()));
-  }
+  const ordered j = read_json(file, where);
   if (!j.is_object()) throw Error(fmt::format("{}: must be a JSON object (see `matmem sweep --help`)", where));
   check_keys(j, {"out", "config", "steps", "seeds", "set", "grid", "runs"}, where);
   Plan plan;
@@ -215,18 +219,8 @@ RunState run_state(const PlannedRun& run) {
 std::vector<std::string> changed_settings(const PlannedRun& run) {
   const fs::path file = run.dir / "config.json";
   if (!fs::exists(run.dir / "checkpoint.safetensors") || !fs::exists(file)) return {};
-  const auto parsed = [](const std::string& text, const std::string& what) {
-    try {
-      return ordered::parse(text);
-    } catch (const std::exception& e) {
-      throw Error(fmt::format("{}: not JSON: {}", what, e.what()));
-    }
-  };
-  std::ifstream in(file);
-  if (!in) throw Error(fmt::format("{}: cannot read it", file.string()));
-  const ordered trained = parsed(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()),
-                                 file.string());
-  const ordered planned = parsed(run.resolved, fmt::format("the plan's config of {} seed {}", run.name, run.seed));
+  const ordered trained = read_json(file, file.string());
+  const ordered planned = ordered::parse(run.resolved);  // Config::dump()'s own output
   // Under a cosine schedule the budget is the schedule's length T: a new one changes the rate of the steps left.
   const bool budget_sets_rate = planned.value("lr.schedule", "") == "cosine";
   std::vector<std::string> changed;
