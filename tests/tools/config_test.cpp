@@ -105,9 +105,10 @@ TEST_CASE("config: Graves et al.'s configurations are exactly their files' keys 
     }
     // Graves' optimiser: centred RMSprop, ε = 1e-4 inside the square root, momentum 0.9, ℵ = 0.95; clipping ±10.
     // N-grams' and repeat copy's feed-forward NTMs learned at one sequence an update under the anchors' global
-    // norm 50, N-grams' (both controllers) with fumin/ntm's ε (1e-3) (models/results/graves-runs.md): their files
-    // have those.
-    const bool ngrams = name == "graves_ngrams_ntm_ff" || name == "graves_ngrams_ntm_lstm",
+    // norm 50, N-grams' (both controllers and the matrix form) with fumin/ntm's ε (1e-3)
+    // (models/results/graves-runs.md): their files have those.
+    const bool ngrams = name == "graves_ngrams_ntm_ff" || name == "graves_ngrams_ntm_lstm" ||
+                        name == "graves_ngrams_matntm_ff",
                bounded = ngrams || name == "graves_repeat_copy_ntm_ff";
     CHECK(resolved.flag("rmsprop.centered"));
     CHECK(resolved.flag("rmsprop.eps_inside"));
