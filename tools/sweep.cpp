@@ -279,12 +279,25 @@ RunResult run_result(const PlannedRun& run) {
     };
     if (n > 0) r.loss = last_window(m.loss, n - 1), r.bits = last_window(m.bits, n - 1);
     r.cost_name = cost_name_of(run.dir);
+    // The curve: the mean at every row that ends a full window (stability.md's counting; a run shorter than one
+    // window has only its last row's mean). Collapses are counted for a cost of bits only.
+    const bool bits = r.cost_name == "bits/seq";
+    r.collapses = bits ? 0 : -1;
+    bool above = false;
     for (std::size_t i = 0; i < n; ++i) {
       // Each process logs seconds from its own start: a value below the one before begins a new process.
       if (i + 1 == n || m.seconds[i + 1] < m.seconds[i]) r.seconds += m.seconds[i];
-      if (r.cost_name == "bits/seq" && r.first_below_1bit < 0 && m.step[i] >= double(window) &&
-          last_window(m.bits, i) < 1.0)
-        r.first_below_1bit = std::int64_t(m.step[i]);
+      const bool full = m.step[i] >= double(window);
+      if (!full && !(i + 1 == n && m.step[i] < double(window))) continue;
+      const double mean = last_window(m.bits, i);
+      if (std::isnan(mean)) continue;
+      if (r.best_step < 0 || mean < r.best) r.best = mean, r.best_step = std::int64_t(m.step[i]);
+      if (!bits || !full) continue;
+      if (r.first_below_1bit < 0 && mean < 1.0) r.first_below_1bit = std::int64_t(m.step[i]);
+      if (r.first_below_1bit >= 0) {
+        if (mean > 5.0 && !above) ++r.collapses;
+        above = mean > 5.0;
+      }
     }
   }
   r.steps_done = state.steps_done;
@@ -308,31 +321,39 @@ std::string number(double v, const char* spec) { return std::isnan(v) ? "" : fmt
 }  // namespace
 
 std::string markdown_table(const std::vector<RunResult>& results) {
-  std::string s = "| run | seed | steps | loss | cost | first step < 1 bit | seconds | status |\n"
-                  "|---|---|---|---|---|---|---|---|\n";
+  std::string s =
+      "| run | seed | steps | loss | cost | first step < 1 bit | collapses | best (step) | seconds | status |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n";
+  const auto cost = [](double v) { return number(v, v < 1 ? "{:.4f}" : "{:.2f}"); };
   for (const RunResult& r : results)
-    s += fmt::format("| {} | {} | {}/{} | {} | {} | {} | {} | {} |\n", r.name, r.seed, r.steps_done, r.budget,
-                     number(r.loss, "{:.4f}"),
-                     std::isnan(r.bits) ? "" : fmt::format("{} {}", number(r.bits, r.bits < 1 ? "{:.4f}" : "{:.2f}"),
-                                                           r.cost_name),
-                     r.first_below_1bit >= 0 ? std::to_string(r.first_below_1bit) : "–", number(r.seconds, "{:.1f}"),
-                     r.status);
+    s += fmt::format("| {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} |\n", r.name, r.seed, r.steps_done,
+                     r.budget, number(r.loss, "{:.4f}"),
+                     std::isnan(r.bits) ? "" : fmt::format("{} {}", cost(r.bits), r.cost_name),
+                     r.first_below_1bit >= 0 ? std::to_string(r.first_below_1bit) : "–",
+                     r.collapses >= 0 && r.best_step >= 0 ? std::to_string(r.collapses) : "–",
+                     r.best_step >= 0 ? fmt::format("{} ({})", cost(r.best), r.best_step) : "",
+                     number(r.seconds, "{:.1f}"), r.status);
   return s +
          "\nLoss and cost: means over the last 16,000 sequences logged (1,000 steps of 16, 16,000 of 1); the first "
-         "step\n< 1 bit: the first such mean below 1 bit.\n";
+         "step\n< 1 bit: the first such mean below 1 bit; collapses: stretches of such means above 5 bits after "
+         "it;\nbest: the lowest such mean and the step it ends at.\n";
 }
 
 std::string csv_table(const std::vector<RunResult>& results) {
-  std::string s = "run,seed,steps,budget,loss,cost,cost_name,first_step_below_1bit,seconds,status\n";
+  std::string s =
+      "run,seed,steps,budget,loss,cost,cost_name,first_step_below_1bit,collapses,best,best_step,seconds,status\n";
   auto quoted = [](std::string t) {
     std::string q = "\"";
     for (char ch : t) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
     return q + "\"";
   };
   for (const RunResult& r : results)
-    s += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", quoted(r.name), r.seed, r.steps_done, r.budget,
+    s += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", quoted(r.name), r.seed, r.steps_done, r.budget,
                      number(r.loss, "{:.6f}"), number(r.bits, "{:.6f}"), quoted(r.cost_name),
-                     r.first_below_1bit >= 0 ? std::to_string(r.first_below_1bit) : "", number(r.seconds, "{:.3f}"),
+                     r.first_below_1bit >= 0 ? std::to_string(r.first_below_1bit) : "",
+                     r.collapses >= 0 && r.best_step >= 0 ? std::to_string(r.collapses) : "",
+                     r.best_step >= 0 ? number(r.best, "{:.6f}") : "",
+                     r.best_step >= 0 ? std::to_string(r.best_step) : "", number(r.seconds, "{:.3f}"),
                      quoted(r.status));
   return s;
 }

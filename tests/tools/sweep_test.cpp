@@ -155,14 +155,16 @@ TEST_CASE("sweep: the results table from a run's metrics, across a resume", "[to
   CHECK(r.bits == Approx((0.25 + 0.0) / 2));
   CHECK(r.seconds == Approx(4.0 + 3.0));
   const std::string md = markdown_table({r}), csv = csv_table({r});
-  CHECK_THAT(md, Contains("| r | 2 | 3000/3000 | 0.0500 | 0.1250 bits/seq | 2000 | 7.0 | complete |"));
-  CHECK_THAT(csv, Contains("\"r\",2,3000,3000,0.050000,0.125000,\"bits/seq\",2000,7.000,\"complete\""));
+  // means at 1000 / 1500 / 2000 / 2500 / 3000: 5.5, 1.25, 0.5, 0.375, 0.125: none above 5 after 2000
+  CHECK((r.collapses == 0 && r.best == Approx(0.125) && r.best_step == 3000));
+  CHECK_THAT(md, Contains("| r | 2 | 3000/3000 | 0.0500 | 0.1250 bits/seq | 2000 | 0 | 0.1250 (3000) | 7.0 | complete |"));
+  CHECK_THAT(csv, Contains("\"r\",2,3000,3000,0.050000,0.125000,\"bits/seq\",2000,0,0.125000,3000,7.000,\"complete\""));
   // A task whose cost is an error rate: named so, and no "first step below 1 bit" (it is below 1 from the start).
   std::ofstream(run.dir / "config.json") << R"({"model": "irnn", "task": "retrieval"})";
   r = run_result(run);
   CHECK(r.cost_name == "errors/seq");
   CHECK(r.first_below_1bit == -1);
-  CHECK_THAT(markdown_table({r}), Contains("| 0.1250 errors/seq | – |"));
+  CHECK_THAT(markdown_table({r}), Contains("| 0.1250 errors/seq | – | – | 0.1250 (3000) |"));
   // At one sequence an update the means are over 16,000 steps (16,000 sequences): rows every 4,000 steps, of
   // 2 bits to step 16,000 and 0 after; the 1,000-step mean is 0 from step 20,000, the 16,000-step one below 1
   // only at 28,000 ((0 + 0 + 0 + 2) / 4 = 0.5), and at the end (32,000) 0.
@@ -184,6 +186,26 @@ TEST_CASE("sweep: the results table from a run's metrics, across a resume", "[to
   std::ofstream(one.dir / "config.json") << R"({"model": "matntm", "batch": 16})";  // the same rows at 16: 1,000 steps
   CHECK(run_result(one).first_below_1bit == 20000);
   CHECK_THAT(markdown_table({o}), Contains("means over the last 16,000 sequences"));
+  CHECK((o.collapses == 0 && o.best == Approx(0.0) && o.best_step == 32000));
+  // Collapses: at batch 16 (1,000-step means of two rows) 4.5 at 1000, 0 at 1500 (the first below 1 bit), then
+  // 6, 12, 6 (one stretch above 5 bits), 0, then 10, 20, 10 to the end (a second); the best the first 0.
+  PlannedRun col{"c", 1, 5000, "", {}, dir / "c/seed1"};
+  fs::create_directories(col.dir);
+  std::ofstream(col.dir / "config.json") << R"({"model": "matntm", "batch": 16})";
+  {
+    std::ofstream m(col.dir / "metrics.csv");
+    m << "step,seconds,loss,bits_per_sequence,grad_norm,frames,skipped\n";
+    const double bits[] = {9, 0, 0, 12, 12, 0, 0, 20, 20, 0};
+    for (int k = 1; k <= 10; ++k) m << 500 * k << "," << k << ",0.5," << bits[k - 1] << ",1,1,0\n";
+  }
+  g.metadata["step"] = "5000";
+  write_safetensors((col.dir / "checkpoint.safetensors").string(), g);
+  const RunResult c = run_result(col);
+  CHECK(c.first_below_1bit == 1500);
+  CHECK(c.collapses == 2);
+  CHECK((c.best == Approx(0.0) && c.best_step == 1500));
+  CHECK(c.bits == Approx(10.0));
+  CHECK_THAT(markdown_table({c}), Contains("| 10.00 bits/seq | 1500 | 2 | 0.0000 (1500) |"));
   f.metadata["step"] = "12x";
   write_safetensors((run.dir / "checkpoint.safetensors").string(), f);
   CHECK_THROWS_WITH(run_state(run), Contains("checkpoint.safetensors: step \"12x\" is not a whole number"));
