@@ -109,7 +109,7 @@ TEST_CASE("inspect --csv: every drawn frame, output and weighting as numbers tha
   std::getline(in, line);
   CHECK(line == "time,series,row,col,value");
   std::map<std::string, int> count;
-  std::map<std::pair<std::string, int>, double> weight_sum;  // (series, time) -> Σ over slots
+  std::map<std::pair<std::string, int>, double> weight_sum, weight_max;  // (series, time) -> Σ, max over slots
   std::map<std::tuple<int, int, int>, double> target, output;
   while (std::getline(in, line)) {
     std::istringstream row(line);
@@ -118,7 +118,11 @@ TEST_CASE("inspect --csv: every drawn frame, output and weighting as numbers tha
     std::getline(row, v);
     const double value = std::stod(v);
     ++count[series];
-    if (series.find("/weighting") != std::string::npos) weight_sum[{series, std::stoi(t)}] += value;
+    if (series.find("/weighting") != std::string::npos) {
+      weight_sum[{series, std::stoi(t)}] += value;
+      double& top = weight_max[{series, std::stoi(t)}];
+      top = std::max(top, value);
+    }
     if (series == "target") target[{std::stoi(t), std::stoi(i), std::stoi(j)}] = value;
     if (series == "output") {
       CHECK(value > 0);
@@ -139,6 +143,23 @@ TEST_CASE("inspect --csv: every drawn frame, output and weighting as numbers tha
   int bits = 0;
   for (const auto& [at, y] : output) bits += (y > 0.5) != (target.at(at) > 0.5);
   CHECK(bits == printed_bits);
+  // The summary's line a head: the means over the 7 steps of the largest weight and of the sum, the CSV's.
+  CHECK(r.output.find("heads, means over the 7 time steps of the largest weight (1/12 = 0.083 if spread evenly)") !=
+        std::string::npos);
+  for (const char* head : {"read1/weighting", "write1/weighting"}) {
+    INFO(head);
+    double largest = 0, sum = 0;
+    for (int t = 0; t < 7; ++t) {
+      double top = 0;
+      for (const auto& [key, value] : weight_max)
+        if (key.first == head && key.second == t) top = value;
+      largest += top / 7, sum += weight_sum.at({head, t}) / 7;
+    }
+    std::smatch h;
+    REQUIRE(std::regex_search(r.output, h, std::regex(std::string(head) + " +largest ([0-9.]+)  sum ([0-9.]+)")));
+    CHECK(std::stod(h[1].str()) == Approx(largest).margin(6e-4));
+    CHECK(std::stod(h[2].str()) == Approx(sum).margin(6e-4));
+  }
   // To standard output: the CSV alone there, the summary on standard error.
   const CommandResult out = run_matmem("inspect --checkpoint ntm --length 3 --out x.svg --csv -", runs);
   CHECK(out.status == 0);

@@ -79,6 +79,28 @@ void write_csv(const std::string& path, const plot::InspectData& d) {
         for (std::size_t n = 0; n < w.w[t].size(); ++n) fmt::print(f, "{},{},0,{},{}\n", t, w.name, n, w.w[t][n]);
 }
 
+// How sharp each head's weighting is, in two numbers a head: the mean over the time steps of its largest entry and
+// of its sum. A head that addresses one slot a step has a largest entry near 1; one spread evenly over N slots,
+// near 1/N (a memory used as one average: the MatDNC's recall runs that fail, models/results/dnc.md); a sum
+// near 0 (a DNC's write gate closed) writes nothing.
+std::string heads_summary(const std::vector<plot::InspectData::Weighting>& weightings) {
+  if (weightings.empty() || weightings[0].w.empty()) return "";
+  const std::size_t steps = weightings[0].w.size(), slots = weightings[0].w[0].size();
+  std::string s = fmt::format("heads, means over the {} time steps of the largest weight (1/{} = {:.3f} if spread "
+                              "evenly) and of the sum:\n",
+                              steps, slots, 1.0 / double(slots));
+  for (const plot::InspectData::Weighting& w : weightings) {
+    double largest = 0, sum = 0;
+    for (const std::vector<double>& row : w.w) {
+      largest += row.empty() ? 0.0 : *std::max_element(row.begin(), row.end());
+      for (double v : row) sum += v;
+    }
+    const double n = double(std::max<std::size_t>(1, w.w.size()));
+    s += fmt::format("  {:<20} largest {:.3f}  sum {:.3f}\n", w.name, largest / n, sum / n);
+  }
+  return s;
+}
+
 void run(const Options& o) {
   plot::format_of(o.out);
   auto trainer = Trainer::resume(o.checkpoint);
@@ -155,7 +177,7 @@ void run(const Options& o) {
   plot::inspect_sheet(o.out, d);
   if (!o.csv.empty()) write_csv(o.csv, d);
   // With the CSV on standard output, the summary goes to standard error.
-  fmt::print(o.csv == "-" ? stderr : stdout, "{}\nwrote {}{}\n", line, o.out,
+  fmt::print(o.csv == "-" ? stderr : stdout, "{}\n{}wrote {}{}\n", line, heads_summary(d.weightings), o.out,
              o.csv.empty() || o.csv == "-" ? "" : " and " + o.csv);
 }
 }  // namespace
