@@ -288,7 +288,7 @@ RunResult run_result(const PlannedRun& run) {
       // Each process logs seconds from its own start: a value below the one before begins a new process.
       if (i + 1 == n || m.seconds[i + 1] < m.seconds[i]) r.seconds += m.seconds[i];
       const bool full = m.step[i] >= double(window);
-      if (!full && !(i + 1 == n && m.step[i] < double(window))) continue;
+      if (!full && i + 1 < n) continue;  // steps increase: a last row short of a window means there is no full one
       const double mean = last_window(m.bits, i);
       if (std::isnan(mean)) continue;
       if (r.best_step < 0 || mean < r.best) r.best = mean, r.best_step = std::int64_t(m.step[i]);
@@ -299,6 +299,7 @@ RunResult run_result(const PlannedRun& run) {
         above = mean > 5.0;
       }
     }
+    if (r.best_step < 0) r.collapses = -1;  // no mean yet: nothing counted
   }
   r.steps_done = state.steps_done;
   switch (state.state) {
@@ -330,7 +331,7 @@ std::string markdown_table(const std::vector<RunResult>& results) {
                      r.budget, number(r.loss, "{:.4f}"),
                      std::isnan(r.bits) ? "" : fmt::format("{} {}", cost(r.bits), r.cost_name),
                      r.first_below_1bit >= 0 ? std::to_string(r.first_below_1bit) : "–",
-                     r.collapses >= 0 && r.best_step >= 0 ? std::to_string(r.collapses) : "–",
+                     r.collapses >= 0 ? std::to_string(r.collapses) : "–",
                      r.best_step >= 0 ? fmt::format("{} ({})", cost(r.best), r.best_step) : "",
                      number(r.seconds, "{:.1f}"), r.status);
   return s +
@@ -351,7 +352,7 @@ std::string csv_table(const std::vector<RunResult>& results) {
     s += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", quoted(r.name), r.seed, r.steps_done, r.budget,
                      number(r.loss, "{:.6f}"), number(r.bits, "{:.6f}"), quoted(r.cost_name),
                      r.first_below_1bit >= 0 ? std::to_string(r.first_below_1bit) : "",
-                     r.collapses >= 0 && r.best_step >= 0 ? std::to_string(r.collapses) : "",
+                     r.collapses >= 0 ? std::to_string(r.collapses) : "",
                      r.best_step >= 0 ? number(r.best, "{:.6f}") : "",
                      r.best_step >= 0 ? std::to_string(r.best_step) : "", number(r.seconds, "{:.3f}"),
                      quoted(r.status));

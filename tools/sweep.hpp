@@ -79,9 +79,9 @@ struct RunResult {
   std::int64_t first_below_1bit = -1;   // first logged step where the mean over the last window_steps < 1 bit
                                         // (bits only: an error rate or an NMSE is below 1 from the start)
   int collapses = -1;                   // stretches of such means above 5 bits after the first below 1 (bits
-                                        // only; -1: not a cost of bits)
-  double best = 0;                      // the lowest such mean (NaN before any) and the step it ends at
-  std::int64_t best_step = -1;
+                                        // only; -1: not a cost of bits, or no mean yet)
+  double best = 0;                      // the lowest such mean and the step it ends at (best_step -1: no mean
+  std::int64_t best_step = -1;          // yet, best unset)
   double seconds = 0;                   // training time, summed over the processes that trained it
   std::string status;                   // complete, interrupted at step N, not started, failed: …
 };

@@ -149,12 +149,7 @@ TEST_CASE("inspect --csv: every drawn frame, output and weighting as numbers tha
   for (const char* head : {"read1/weighting", "write1/weighting"}) {
     INFO(head);
     double largest = 0, sum = 0;
-    for (int t = 0; t < 7; ++t) {
-      double top = 0;
-      for (const auto& [key, value] : weight_max)
-        if (key.first == head && key.second == t) top = value;
-      largest += top / 7, sum += weight_sum.at({head, t}) / 7;
-    }
+    for (int t = 0; t < 7; ++t) largest += weight_max.at({head, t}) / 7, sum += weight_sum.at({head, t}) / 7;
     std::smatch h;
     REQUIRE(std::regex_search(r.output, h, std::regex(std::string(head) + " +largest ([0-9.]+)  sum ([0-9.]+)")));
     CHECK(std::stod(h[1].str()) == Approx(largest).margin(6e-4));
