@@ -139,16 +139,17 @@ void MatNTM::step(Step& s) {
     s.next(heads_[k].weighting, w[k]);
     s.expose(heads_[k].exposed, w[k]);
   }
-  // Read heads read M_{t−1}; write heads then update it in order. From 8 sequences a batch with several writes,
-  // the reads and every write are one pass over M (memory_writes); below that, the reads and the first write
-  // go through M_{t−1} together (memory_read_write) and each later write is a pass of its own, faster there
-  // (tools/results/op-speed.md, "Many heads"). The two are equal but for float32 rounding.
+  // Read heads read M_{t−1}; write heads then update it in order. With several writes at batch 1 or from 8
+  // sequences a batch, the reads and every write are one pass over M (memory_writes), one memory state a time
+  // step on the tape; at batches 2–7, and with one write, the reads and the first write go through M_{t−1}
+  // together (memory_read_write) and each later write is a pass of its own (tools/results/op-speed.md, "Many
+  // heads"). The two are equal but for float32 rounding.
   const auto R = std::size_t(c.read_heads);
   std::array<Var, 17> out;  // M after the first write, then the reads
   Var m = m_prev;
   if (c.write_heads == 0) {
     for (std::size_t k = 0; k < R; ++k) out[1 + k] = memory_read(m_prev, w[k]);
-  } else if (c.write_heads > 1 && s.batch() >= 8) {
+  } else if (c.write_heads > 1 && (s.batch() == 1 || s.batch() >= 8)) {
     std::array<Var, 16> erase, added;
     for (std::size_t k = R; k < H; ++k) erase[k - R] = p[k].erase, added[k - R] = p[k].added;
     const auto W = H - R;

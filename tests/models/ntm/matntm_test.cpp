@@ -387,7 +387,7 @@ TEST_CASE("recomputing the memory in backward changes no loss or gradient bit", 
   }
 }
 
-// Below 8 sequences a batch each write is an op of its own, from 8 on the reads and writes are one
+// At batches 2–7 each write is an op of its own, from 8 on the reads and writes are one
 // memory_writes: a batch of 8 has the loss and gradients of its two halves run apart (their mean: the loss is
 // the mean over the batch), in float64 to rounding.
 TEST_CASE("MatNTM at 8 sequences a batch, its writes in one pass, has the loss and gradients of its halves run "
@@ -420,6 +420,62 @@ TEST_CASE("MatNTM at 8 sequences a batch, its writes in one pass, has the loss a
     CHECK(largest > 1e-3);
     CHECK(worst <= 1e-13 * largest);
   }
+}
+
+// At one sequence a batch too the reads and writes are one memory_writes (one memory state a time step), where a
+// batch of 2 takes a write op each: two runs at batch 1 have the mean loss and gradients of the batch of 2, in
+// float64 to rounding, and each tape holds the op calls of its path.
+TEST_CASE("MatNTM at one sequence a batch, its writes in one pass, has the loss and gradients of a batch of 2 "
+          "with a write op each",
+          "[models][ntm]") {
+  const auto count = [](const Tape& tape, std::string_view op) {
+    int n = 0;
+    for (std::uint32_t id = 0; id < tape.size(); ++id)
+      if (tape.node(id).op && tape.node(id).output == 0 && std::string_view(tape.node(id).op->name) == op) ++n;
+    return n;
+  };
+  for (int writes : {2, 3}) {
+    NTMConfig c = small(CellKind::rnn, 2, writes);
+    c.memory_init = NTMConfig::MemoryInit::random;
+    MatNTM m(c, DType::f64, 9);
+    m.build();
+    const Sequence seq = random_sequence(m, 2, 5, 17);
+    Tape pair_tape(DType::f64);
+    const std::vector<double> pair = loss_and_gradients(m, pair_tape, seq);
+    CHECK(count(pair_tape, "memory_writes") == 0);
+    CHECK(count(pair_tape, "memory_write") == 5 * (writes - 1));
+    std::vector<double> mean(pair.size(), 0.0);
+    for (std::int64_t b = 0; b < 2; ++b) {
+      Sequence one;
+      batch_slice(seq, b, 1, one);
+      Tape tape(DType::f64);
+      const std::vector<double> v = loss_and_gradients(m, tape, one);
+      CHECK(count(tape, "memory_writes") == 5);
+      CHECK(count(tape, "memory_write") + count(tape, "memory_read_write") == 0);
+      REQUIRE(v.size() == pair.size());
+      for (std::size_t k = 0; k < v.size(); ++k) mean[k] += v[k] / 2;
+    }
+    double worst = 0, largest = 0;
+    for (std::size_t k = 0; k < pair.size(); ++k) {
+      worst = std::max(worst, std::abs(pair[k] - mean[k]));
+      largest = std::max(largest, std::abs(mean[k]));
+    }
+    INFO(writes << " write heads: largest difference " << worst << ", largest value " << largest);
+    CHECK(largest > 1e-3);
+    CHECK(worst <= 1e-13 * largest);
+  }
+}
+
+TEST_CASE("MatNTM with two read and two write heads at one sequence a batch passes gradcheck, every parameter "
+          "checked",
+          "[models][ntm][gradcheck]") {
+  NTMConfig c = small(CellKind::rnn, 2, 2);
+  c.memory_init = NTMConfig::MemoryInit::random;
+  MatNTM m(c, DType::f64, 5);
+  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 1, 3));
+  INFO(r.str());
+  CHECK(r.passed);
+  CHECK(r.elements_checked == m.params().element_count());
 }
 
 TEST_CASE("MatNTM with its memory recomputed every second step passes gradcheck unrolled 5 steps",
