@@ -15,7 +15,8 @@
 //   (recall's item and query delimiters; priority sort's priority and delimiter rows); outputs r x c.
 // Each graves-* configuration mirrors its models/configs/graves_*.json file in every key the file gives
 // that changes what a step computes; each dnc-copy* one is the matdnc copy preset's step (models/training/
-// config.cpp), dnc-copy-batch1 at batch 1 and dnc-copy-128 at 128 slots.
+// config.cpp), dnc-copy-batch1 at batch 1 and dnc-copy-128 at 128 slots; ntm-priority-sort is the matntm
+// priority_sort preset's step.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -278,6 +279,25 @@ TEST_CASE("bench configs: each graves-* configuration is its models/configs file
     ++mirrored;
   }
   CHECK(mirrored == 8);
+}
+
+// `matmem train --model matntm --task priority_sort`: the defaults, then the preset; its every key a step reads.
+TEST_CASE("bench configs: ntm-priority-sort is the matntm priority_sort preset's step", "[tools][bench]") {
+  matmem::Config preset;
+  preset.set_json("model", "matntm", "test");
+  preset.set_json("task", "priority_sort", "test");
+  preset.apply_preset("matntm", "priority_sort");
+  int found = 0;
+  for (const json& c : bench_configs()) {
+    if (c.at("name") != "ntm-priority-sort") continue;
+    for (const auto& [key, value] : c.at("settings").items()) {
+      INFO(key);
+      REQUIRE(preset.values().contains(key));
+      CHECK(value == preset.values().at(key));
+    }
+    ++found;
+  }
+  CHECK(found == 1);
 }
 
 TEST_CASE("bench configs: dnc-copy is the matdnc copy preset's step, dnc-copy-batch1 at batch 1, dnc-copy-128 at "
