@@ -79,16 +79,19 @@ TEST_CASE("MatNTM from a random memory passes gradcheck with every parameter's g
   }
 }
 
-// From 8 sequences a batch, a step's reads and writes are one memory_writes (models/ntm/matntm.cpp).
-TEST_CASE("MatNTM with two read and two write heads at 8 sequences a batch passes gradcheck, every parameter checked",
+// At one sequence a batch and from 8, a step's reads and writes are one memory_writes (models/ntm/matntm.cpp).
+TEST_CASE("MatNTM with two read and two write heads at 1 and 8 sequences a batch passes gradcheck, every parameter "
+          "checked",
           "[models][ntm][gradcheck]") {
   NTMConfig c = small(CellKind::rnn, 2, 2);
   c.memory_init = NTMConfig::MemoryInit::random;
   MatNTM m(c, DType::f64, 5);
-  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 8, 3));
-  INFO(r.str());
-  CHECK(r.passed);
-  CHECK(r.elements_checked == m.params().element_count());
+  for (std::int64_t batch : {1, 8}) {
+    ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, batch, 3));
+    INFO("batch " << batch << "\n" << r.str());
+    CHECK(r.passed);
+    CHECK(r.elements_checked == m.params().element_count());
+  }
 }
 
 TEST_CASE("MatNTM with a learned initial memory passes gradcheck, the memory's start included",
@@ -347,6 +350,40 @@ std::vector<double> loss_and_gradients(MatNTM& m, Tape& tape, const Sequence& se
   return out;
 }
 
+// A MatNTM with 2 read heads and `writes` write heads (seed `seed`) on a random sequence of batch B, 5 steps, run
+// whole and as two halves run apart: the whole run's loss and gradients equal the halves' mean (the loss is the mean
+// over the batch) in float64 to rounding. `check(tape, whole)` sees each run's tape after its backward.
+template <class Check>
+void check_whole_against_halves(int writes, std::uint64_t seed, std::int64_t B, std::uint64_t sequence_seed,
+                                Check check) {
+  NTMConfig c = small(CellKind::rnn, 2, writes);
+  c.memory_init = NTMConfig::MemoryInit::random;
+  MatNTM m(c, DType::f64, seed);
+  m.build();
+  const Sequence seq = random_sequence(m, B, 5, sequence_seed);
+  Tape whole_tape(DType::f64);
+  const std::vector<double> whole = loss_and_gradients(m, whole_tape, seq);
+  check(whole_tape, true);
+  std::vector<double> mean(whole.size(), 0.0);
+  for (std::int64_t half = 0; half < 2; ++half) {
+    Sequence part;
+    batch_slice(seq, half * (B / 2), B / 2, part);
+    Tape tape(DType::f64);
+    const std::vector<double> v = loss_and_gradients(m, tape, part);
+    check(tape, false);
+    REQUIRE(v.size() == whole.size());
+    for (std::size_t k = 0; k < v.size(); ++k) mean[k] += v[k] / 2;
+  }
+  double worst = 0, largest = 0;
+  for (std::size_t k = 0; k < whole.size(); ++k) {
+    worst = std::max(worst, std::abs(whole[k] - mean[k]));
+    largest = std::max(largest, std::abs(mean[k]));
+  }
+  INFO(writes << " write heads, batch " << B << ": largest difference " << worst << ", largest value " << largest);
+  CHECK(largest > 1e-3);
+  CHECK(worst <= 1e-13 * largest);
+}
+
 // Loss and every parameter gradient of one run of 9 steps at batch 3, with the memory's chain segment;
 // recompute_saved: the tape also recomputes mat's and projections' first-stage products (Tape::recompute_saved).
 std::vector<double> run_with_segment(int segment, DType dtype, int writes, bool recompute_saved = false,
@@ -393,33 +430,7 @@ TEST_CASE("recomputing the memory in backward changes no loss or gradient bit", 
 TEST_CASE("MatNTM at 8 sequences a batch, its writes in one pass, has the loss and gradients of its halves run "
           "apart with a write op each",
           "[models][ntm]") {
-  for (int writes : {2, 3}) {
-    NTMConfig c = small(CellKind::rnn, 2, writes);
-    c.memory_init = NTMConfig::MemoryInit::random;
-    MatNTM m(c, DType::f64, 8);
-    m.build();
-    const Sequence seq = random_sequence(m, 8, 5, 13);
-    const auto run = [&](const Sequence& s) {
-      Tape tape(DType::f64);
-      return loss_and_gradients(m, tape, s);
-    };
-    const std::vector<double> whole = run(seq);
-    Sequence half;
-    batch_slice(seq, 0, 4, half);
-    const std::vector<double> first = run(half);
-    batch_slice(seq, 4, 4, half);
-    const std::vector<double> second = run(half);
-    REQUIRE(whole.size() == first.size());
-    double worst = 0, largest = 0;
-    for (std::size_t k = 0; k < whole.size(); ++k) {
-      const double mean = (first[k] + second[k]) / 2;
-      worst = std::max(worst, std::abs(whole[k] - mean));
-      largest = std::max(largest, std::abs(mean));
-    }
-    INFO(writes << " write heads: largest difference " << worst << ", largest value " << largest);
-    CHECK(largest > 1e-3);
-    CHECK(worst <= 1e-13 * largest);
-  }
+  for (int writes : {2, 3}) check_whole_against_halves(writes, 8, 8, 13, [](const Tape&, bool) {});
 }
 
 // At one sequence a batch too the reads and writes are one memory_writes (one memory state a time step), where a
@@ -434,48 +445,12 @@ TEST_CASE("MatNTM at one sequence a batch, its writes in one pass, has the loss 
       if (tape.node(id).op && tape.node(id).output == 0 && std::string_view(tape.node(id).op->name) == op) ++n;
     return n;
   };
-  for (int writes : {2, 3}) {
-    NTMConfig c = small(CellKind::rnn, 2, writes);
-    c.memory_init = NTMConfig::MemoryInit::random;
-    MatNTM m(c, DType::f64, 9);
-    m.build();
-    const Sequence seq = random_sequence(m, 2, 5, 17);
-    Tape pair_tape(DType::f64);
-    const std::vector<double> pair = loss_and_gradients(m, pair_tape, seq);
-    CHECK(count(pair_tape, "memory_writes") == 0);
-    CHECK(count(pair_tape, "memory_write") == 5 * (writes - 1));
-    std::vector<double> mean(pair.size(), 0.0);
-    for (std::int64_t b = 0; b < 2; ++b) {
-      Sequence one;
-      batch_slice(seq, b, 1, one);
-      Tape tape(DType::f64);
-      const std::vector<double> v = loss_and_gradients(m, tape, one);
-      CHECK(count(tape, "memory_writes") == 5);
-      CHECK(count(tape, "memory_write") + count(tape, "memory_read_write") == 0);
-      REQUIRE(v.size() == pair.size());
-      for (std::size_t k = 0; k < v.size(); ++k) mean[k] += v[k] / 2;
-    }
-    double worst = 0, largest = 0;
-    for (std::size_t k = 0; k < pair.size(); ++k) {
-      worst = std::max(worst, std::abs(pair[k] - mean[k]));
-      largest = std::max(largest, std::abs(mean[k]));
-    }
-    INFO(writes << " write heads: largest difference " << worst << ", largest value " << largest);
-    CHECK(largest > 1e-3);
-    CHECK(worst <= 1e-13 * largest);
-  }
-}
-
-TEST_CASE("MatNTM with two read and two write heads at one sequence a batch passes gradcheck, every parameter "
-          "checked",
-          "[models][ntm][gradcheck]") {
-  NTMConfig c = small(CellKind::rnn, 2, 2);
-  c.memory_init = NTMConfig::MemoryInit::random;
-  MatNTM m(c, DType::f64, 5);
-  ModelGradcheckReport r = gradcheck_model(m, random_sequence(m, 1, 3));
-  INFO(r.str());
-  CHECK(r.passed);
-  CHECK(r.elements_checked == m.params().element_count());
+  for (int writes : {2, 3})
+    check_whole_against_halves(writes, 9, 2, 17, [&](const Tape& tape, bool pair) {
+      CHECK(count(tape, "memory_writes") == (pair ? 0 : 5));
+      CHECK(count(tape, "memory_write") == (pair ? 5 * (writes - 1) : 0));
+      CHECK(count(tape, "memory_read_write") == (pair ? 5 : 0));
+    });
 }
 
 TEST_CASE("MatNTM with its memory recomputed every second step passes gradcheck unrolled 5 steps",
