@@ -350,6 +350,16 @@ std::vector<double> loss_and_gradients(MatNTM& m, Tape& tape, const Sequence& se
   return out;
 }
 
+// How many calls of the op named `op` the tape holds (each call's output-0 node).
+int op_calls(const Tape& tape, std::string_view op) {
+  int n = 0;
+  for (std::uint32_t id = 0; id < tape.size(); ++id) {
+    const Tape::Node& node = tape.node(id);
+    if (node.op && node.output == 0 && std::string_view(node.op->name) == op) ++n;
+  }
+  return n;
+}
+
 // A MatNTM with 2 read heads and `writes` write heads (seed `seed`) on a random sequence of batch B, 5 steps, run
 // whole and as two halves run apart: the whole run's loss and gradients equal the halves' mean (the loss is the mean
 // over the batch) in float64 to rounding. `check(tape, whole)` sees each run's tape after its backward.
@@ -439,17 +449,11 @@ TEST_CASE("MatNTM at 8 sequences a batch, its writes in one pass, has the loss a
 TEST_CASE("MatNTM at one sequence a batch, its writes in one pass, has the loss and gradients of a batch of 2 "
           "with a write op each",
           "[models][ntm]") {
-  const auto count = [](const Tape& tape, std::string_view op) {
-    int n = 0;
-    for (std::uint32_t id = 0; id < tape.size(); ++id)
-      if (tape.node(id).op && tape.node(id).output == 0 && std::string_view(tape.node(id).op->name) == op) ++n;
-    return n;
-  };
   for (int writes : {2, 3})
     check_whole_against_halves(writes, 9, 2, 17, [&](const Tape& tape, bool pair) {
-      CHECK(count(tape, "memory_writes") == (pair ? 0 : 5));
-      CHECK(count(tape, "memory_write") == (pair ? 5 * (writes - 1) : 0));
-      CHECK(count(tape, "memory_read_write") == (pair ? 5 : 0));
+      CHECK(op_calls(tape, "memory_writes") == (pair ? 0 : 5));
+      CHECK(op_calls(tape, "memory_write") == (pair ? 5 * (writes - 1) : 0));
+      CHECK(op_calls(tape, "memory_read_write") == (pair ? 5 : 0));
     });
 }
 
@@ -607,8 +611,7 @@ RowRun row_projections_run(bool per_step, bool recompute_saved, std::int64_t row
   r.values.push_back(loss.item());
   for (const auto& p : m.params())
     for (std::int64_t k = 0; k < p->grad.numel(); ++k) r.values.push_back(p->grad.get(k));
-  for (std::uint32_t id = 0; id < tape.size(); ++id)
-    if (const OpDef* op = tape.node(id).op; op && std::string_view(op->name) == "stack_columns") ++r.stacks;
+  r.stacks = op_calls(tape, "stack_columns");
   return r;
 }
 }  // namespace
