@@ -281,48 +281,36 @@ TEST_CASE("bench configs: each graves-* configuration is its models/configs file
   CHECK(mirrored == 8);
 }
 
-// `matmem train --model matntm --task priority_sort`: the defaults, then the preset; its every key a step reads.
-TEST_CASE("bench configs: ntm-priority-sort is the matntm priority_sort preset's step", "[tools][bench]") {
-  matmem::Config preset;
-  preset.set_json("model", "matntm", "test");
-  preset.set_json("task", "priority_sort", "test");
-  preset.apply_preset("matntm", "priority_sort");
-  int found = 0;
-  for (const json& c : bench_configs()) {
-    if (c.at("name") != "ntm-priority-sort") continue;
-    for (const auto& [key, value] : c.at("settings").items()) {
-      INFO(key);
-      REQUIRE(preset.values().contains(key));
-      CHECK(value == preset.values().at(key));
-    }
-    ++found;
-  }
-  CHECK(found == 1);
-}
-
+// Each configuration named here is a preset's step (`matmem train --model M --task T`: the defaults, then the
+// preset), in every key it gives, but for the one key a variant changes.
 TEST_CASE("bench configs: dnc-copy is the matdnc copy preset's step, dnc-copy-batch1 at batch 1, dnc-copy-128 at "
-          "128 slots", "[tools][bench]") {
-  // `matmem train --model matdnc --task copy`: the defaults, then the preset.
-  matmem::Config preset;
-  preset.set_json("model", "matdnc", "test");
-  preset.set_json("task", "copy", "test");
-  preset.apply_preset("matdnc", "copy");
-  const std::map<std::string, std::pair<std::string, json>> variants = {
-      {"dnc-copy", {"", json()}}, {"dnc-copy-batch1", {"batch", 1}}, {"dnc-copy-128", {"dnc.slots", 128}}};
+          "128 slots, and ntm-priority-sort the matntm priority_sort preset's", "[tools][bench]") {
+  struct Variant {
+    std::string model, task, key;  // key: the one setting that differs from the preset ("" none)
+    json value;
+  };
+  const std::map<std::string, Variant> variants = {{"dnc-copy", {"matdnc", "copy", "", json()}},
+                                                   {"dnc-copy-batch1", {"matdnc", "copy", "batch", 1}},
+                                                   {"dnc-copy-128", {"matdnc", "copy", "dnc.slots", 128}},
+                                                   {"ntm-priority-sort", {"matntm", "priority_sort", "", json()}}};
   int found = 0;
   for (const json& c : bench_configs()) {
     const std::string name = c.at("name");
     const auto v = variants.find(name);
     if (v == variants.end()) continue;
     INFO(name);
+    matmem::Config preset;
+    preset.set_json("model", v->second.model, "test");
+    preset.set_json("task", v->second.task, "test");
+    preset.apply_preset(v->second.model, v->second.task);
     const json& s = c.at("settings");
     for (const auto& [key, value] : s.items()) {
       INFO(key);
       REQUIRE(preset.values().contains(key));
-      CHECK(value == (key == v->second.first ? v->second.second : preset.values().at(key)));
+      CHECK(value == (key == v->second.key ? v->second.value : preset.values().at(key)));
     }
-    if (!v->second.first.empty()) CHECK(s.contains(v->second.first));
+    if (!v->second.key.empty()) CHECK(s.contains(v->second.key));
     ++found;
   }
-  CHECK(found == 3);
+  CHECK(found == 4);
 }
