@@ -65,24 +65,30 @@ struct CosineSimilarityKernel {
                               std::int64_t N, std::int64_t n0, T* dot, T* nm) {
     const T* slot = mem + n0 * E * B;
     ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
-      using X = decltype(x);
-      std::array<X, S> am{};
-      std::array<std::array<X, K>, S> ad{};
-      for (std::int64_t e = 0; e < E; ++e) {
-        std::array<X, K> kv;
-        for (int h = 0; h < K; ++h) kv[h] = ops::load<X>(kt + ((h0 + h) * E + e) * B + q);
-#pragma GCC unroll 8
-        for (int u = 0; u < S; ++u) {
-          const X mv = ops::load<X>(slot + (u * E + e) * B + q);
-          if constexpr (Norms) am[u] += mv * mv;
-          for (int h = 0; h < K; ++h) ad[u][h] += kv[h] * mv;
-        }
-      }
-      for (int u = 0; u < S; ++u) {
-        if constexpr (Norms) ops::store<X>(nm + (n0 + u) * B + q, am[u]);
-        for (int h = 0; h < K; ++h) ops::store<X>(dot + ((h0 + h) * N + n0 + u) * B + q, ad[u][h]);
-      }
+      group_sums<K, S, Norms, decltype(x)>(slot, kt, h0, E, B, N, n0, q, dot, nm);
     });
+  }
+  // slot_group_sums at lanes q .. q+|X|−1: every pointer and size a parameter, so a SIMD store (may-alias)
+  // makes the compiler reload none of them, as it reloaded each through the closure of an out-of-line lambda.
+  template <int K, int S, bool Norms, class X>
+  static void group_sums(const T* slot, const T* kt, std::int64_t h0, std::int64_t E, std::int64_t B, std::int64_t N,
+                         std::int64_t n0, std::int64_t q, T* dot, T* nm) {
+    std::array<X, S> am{};
+    std::array<std::array<X, K>, S> ad{};
+    for (std::int64_t e = 0; e < E; ++e) {
+      std::array<X, K> kv;
+      for (int h = 0; h < K; ++h) kv[h] = ops::load<X>(kt + ((h0 + h) * E + e) * B + q);
+#pragma GCC unroll 8
+      for (int u = 0; u < S; ++u) {
+        const X mv = ops::load<X>(slot + (u * E + e) * B + q);
+        if constexpr (Norms) am[u] += mv * mv;
+        for (int h = 0; h < K; ++h) ad[u][h] += kv[h] * mv;
+      }
+    }
+    for (int u = 0; u < S; ++u) {
+      if constexpr (Norms) ops::store<X>(nm + (n0 + u) * B + q, am[u]);
+      for (int h = 0; h < K; ++h) ops::store<X>(dot + ((h0 + h) * N + n0 + u) * B + q, ad[u][h]);
+    }
   }
 
   // Slots n0 .. n0+S-1 of backward over batch lanes q, keys h0 .. h0+K-1 (a block): grad_M_n += Σ_h a_h K_h
@@ -95,34 +101,39 @@ struct CosineSimilarityKernel {
     const T* slot = c.x[H] + n0 * E * B;
     T* gslot = c.grad_x[H] ? c.grad_x[H] + n0 * E * B : nullptr;
     ops::simd_loop<T>(B, [&](std::int64_t q, auto x) {
-      using X = decltype(x);
-      std::array<X, S> cmv;
-      std::array<std::array<X, K>, S> av;
-      for (int u = 0; u < S; ++u) {
-        if constexpr (First) cmv[u] = ops::load<X>(cm + (n0 + u) * B + q);
-        for (int h = 0; h < K; ++h) av[u][h] = ops::load<X>(a + ((h0 + h) * N + n0 + u) * B + q);
-      }
-      for (std::int64_t e = 0; e < E; ++e) {
-        std::array<X, K> kv, gk;
-        for (int h = 0; h < K; ++h) {
-          kv[h] = ops::load<X>(kt + ((h0 + h) * E + e) * B + q);
-          gk[h] = ops::load<X>(gkt + ((h0 + h) * E + e) * B + q);
-        }
-#pragma GCC unroll 8
-        for (int u = 0; u < S; ++u) {
-          const std::int64_t s = u * E * B + e * B + q;
-          const X mv = ops::load<X>(slot + s);
-          X g(T(0));
-          if (gslot) g = First ? ops::load<X>(gslot + s) - cmv[u] * mv : ops::load<X>(gslot + s);
-          for (int h = 0; h < K; ++h) {
-            g += av[u][h] * kv[h];
-            gk[h] += av[u][h] * mv;
-          }
-          if (gslot) ops::store<X>(gslot + s, g);
-        }
-        for (int h = 0; h < K; ++h) ops::store<X>(gkt + ((h0 + h) * E + e) * B + q, gk[h]);
-      }
+      group_backward<K, S, First, decltype(x)>(slot, gslot, kt, gkt, a, cm, h0, E, B, N, n0, q);
     });
+  }
+  // slot_group_backward at lanes q .. q+|X|−1, its pointers and sizes parameters (as group_sums).
+  template <int K, int S, bool First, class X>
+  static void group_backward(const T* slot, T* gslot, const T* kt, T* gkt, const T* a, const T* cm, std::int64_t h0,
+                             std::int64_t E, std::int64_t B, std::int64_t N, std::int64_t n0, std::int64_t q) {
+    std::array<X, S> cmv;
+    std::array<std::array<X, K>, S> av;
+    for (int u = 0; u < S; ++u) {
+      if constexpr (First) cmv[u] = ops::load<X>(cm + (n0 + u) * B + q);
+      for (int h = 0; h < K; ++h) av[u][h] = ops::load<X>(a + ((h0 + h) * N + n0 + u) * B + q);
+    }
+    for (std::int64_t e = 0; e < E; ++e) {
+      std::array<X, K> kv, gk;
+      for (int h = 0; h < K; ++h) {
+        kv[h] = ops::load<X>(kt + ((h0 + h) * E + e) * B + q);
+        gk[h] = ops::load<X>(gkt + ((h0 + h) * E + e) * B + q);
+      }
+#pragma GCC unroll 8
+      for (int u = 0; u < S; ++u) {
+        const std::int64_t s = u * E * B + e * B + q;
+        const X mv = ops::load<X>(slot + s);
+        X g(T(0));
+        if (gslot) g = First ? ops::load<X>(gslot + s) - cmv[u] * mv : ops::load<X>(gslot + s);
+        for (int h = 0; h < K; ++h) {
+          g += av[u][h] * kv[h];
+          gk[h] += av[u][h] * mv;
+        }
+        if (gslot) ops::store<X>(gslot + s, g);
+      }
+      for (int h = 0; h < K; ++h) ops::store<X>(gkt + ((h0 + h) * E + e) * B + q, gk[h]);
+    }
   }
 
   // Per (h, n) over the batch lanes: a = g/D (in place of g) and the norm terms' coefficients, with

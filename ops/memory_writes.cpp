@@ -48,6 +48,8 @@ std::int64_t scratch_size(std::int64_t K, std::int64_t R, const Shape& m) {
 
 template <class T>
 struct MemoryWritesKernel {
+  // The kernels take a local copy of it: read through a reference, its pointers and sizes were loaded again
+  // after every SIMD store (a may-alias store could have changed them), in the innermost loops.
   struct Work {
     std::int64_t B = 0, N = 0, E = 0, K = 0, R = 0;
     T *wt, *et, *at, *vt, *rt, *gwt, *get, *gat, *gvt;
@@ -76,7 +78,8 @@ struct MemoryWritesKernel {
   }
 
   template <int KK>
-  static void forward_lanes(const OpCall<T>& c, const Work& k) {
+  static void forward_lanes(const OpCall<T>& c, const Work& work) {
+    const Work k = work;  // a local copy (Work)
     const std::int64_t B = k.B, N = k.N, E = k.E, K = KK > 0 ? KK : k.K, R = k.R;
     constexpr std::size_t kW = KK > 0 ? std::size_t(KK) : std::size_t(kMaxWrites);
     const T* mem = c.x[0];
@@ -105,7 +108,8 @@ struct MemoryWritesKernel {
   }
 
   template <int KK>
-  static void backward_lanes(const OpCall<T>& c, const Work& k) {
+  static void backward_lanes(const OpCall<T>& c, const Work& work) {
+    const Work k = work;  // a local copy (Work)
     const std::int64_t B = k.B, N = k.N, E = k.E, K = KK > 0 ? KK : k.K, R = k.R;
     constexpr std::size_t kW = KK > 0 ? std::size_t(KK) : std::size_t(kMaxWrites);
     const T *mem = c.x[0], *gy = c.grad_y;
@@ -121,10 +125,6 @@ struct MemoryWritesKernel {
           for (std::int64_t j = 0; j < K; ++j) {
             wv[j] = ops::load<X>(k.wt + (j * N + n) * B + q);
             gw[j] = X(T(0));
-          }
-          for (std::int64_t r = 0; r < R; ++r) {
-            T* gv = k.gvt + (r * N + n) * B + q;
-            if (first) ops::store<X>(gv, X(T(0)));
           }
           for (std::int64_t e = e0; e < e1; ++e) {
             const std::int64_t i = e * B + q;
@@ -142,13 +142,18 @@ struct MemoryWritesKernel {
               ops::store<X>(ga, ops::load<X>(ga) + wg);
               g = g - wg * ev;
             }
-            for (std::int64_t r = 0; r < R; ++r) {
-              const X h = ops::load<X>(k.rt + r * E * B + i);
-              g += ops::load<X>(k.vt + (r * N + n) * B + q) * h;
-              T* gv = k.gvt + (r * N + n) * B + q;
-              ops::store<X>(gv, ops::load<X>(gv) + h * mk[0]);
-            }
+            for (std::int64_t r = 0; r < R; ++r)
+              g += ops::load<X>(k.vt + (r * N + n) * B + q) * ops::load<X>(k.rt + r * E * B + i);
             if (gm) ops::store<X>(gm + n * E * B + i, assign_m ? g : ops::load<X>(gm + n * E * B + i) + g);
+          }
+          // grad_v_j,n's sum over the block's elements in a register, in element order as before: added into
+          // the stored sum at each element, it was a chain of store-to-load forwards, the op's hottest loop.
+          for (std::int64_t r = 0; r < R; ++r) {
+            T* gv = k.gvt + (r * N + n) * B + q;
+            X acc = first ? X(T(0)) : ops::load<X>(gv);
+            for (std::int64_t e = e0; e < e1; ++e)
+              acc = acc + ops::load<X>(k.rt + r * E * B + e * B + q) * ops::load<X>(mem + n * E * B + e * B + q);
+            ops::store<X>(gv, acc);
           }
           for (std::int64_t j = 0; j < K; ++j) {
             T* p = k.gwt + (j * N + n) * B + q;
@@ -171,7 +176,8 @@ struct MemoryWritesKernel {
   static Mask chunk_mask(std::int64_t i, std::int64_t L) { return i + P::W <= L ? P::kFull : P::first(L - i); }
 
   template <int KK>
-  static void forward_periodic(const OpCall<T>& c, const Work& k) {
+  static void forward_periodic(const OpCall<T>& c, const Work& work) {
+    const Work k = work;  // a local copy (Work)
     const std::int64_t B = k.B, N = k.N, L = k.E * k.B, K = KK > 0 ? KK : k.K, R = k.R;
     constexpr std::size_t kW = KK > 0 ? std::size_t(KK) : std::size_t(kMaxWrites);
     const typename P::Lanes ln(B);
@@ -198,7 +204,8 @@ struct MemoryWritesKernel {
   }
 
   template <int KK>
-  static void backward_periodic(const OpCall<T>& c, const Work& k) {
+  static void backward_periodic(const OpCall<T>& c, const Work& work) {
+    const Work k = work;  // a local copy (Work)
     const std::int64_t B = k.B, N = k.N, L = k.E * k.B, K = KK > 0 ? KK : k.K, R = k.R;
     constexpr std::size_t kW = KK > 0 ? std::size_t(KK) : std::size_t(kMaxWrites);
     const typename P::Lanes ln(B);
@@ -253,7 +260,8 @@ struct MemoryWritesKernel {
   static T* unfolded(const Work& k) { return k.gvt + k.R * k.N; }
 
   template <int KK>
-  static void backward_one(const OpCall<T>& c, const Work& k) {
+  static void backward_one(const OpCall<T>& c, const Work& work) {
+    const Work k = work;  // a local copy (Work)
     static_assert(kOneLanes >= P::W);
     const std::int64_t N = k.N, L = k.E, K = KK > 0 ? KK : k.K;
     constexpr std::size_t kW = KK > 0 ? std::size_t(KK) : std::size_t(kMaxWrites);

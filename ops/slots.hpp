@@ -207,7 +207,8 @@ inline void from_batch_inner(const T* xt, std::int64_t B, std::int64_t r, std::i
 // `[&](std::int64_t q, auto x) __attribute__((always_inline)) {` (GCC and clang honour the attribute there,
 // not `[[gnu::always_inline]]`, which would apply to the lambda's type). Where that was measured, see
 // ops/memory_read_write.hpp; in cosine_similarity's forward the same made the op slower, so it is not
-// applied everywhere.
+// applied everywhere. There the body is a function of its own whose pointers and sizes are parameters
+// (cosine_similarity's group_sums and group_backward), which no store can change, in line or not.
 template <class X>
 constexpr bool is_partial = false;
 #if defined(__AVX512VL__) && XSIMD_WITH_SSE2

@@ -52,14 +52,14 @@ Var writes_output(std::span<const Var> x, int writes, int reads, bool fused, boo
 
 TEST_CASE("memory_writes equals memory_read and the writes one after another, in values and every gradient",
           "[ops][heads]") {
-  // Batches 16 and 19 (a full vector of lanes and a tail) and 3; 1, 2, 4 and 8 (periodic lanes on AVX-512: a
+  // Batches 16 and 19 (a full vector of lanes and a tail), 12 (a 256-bit and a 128-bit pass) and 3; 1, 2, 4 and 8 (periodic lanes on AVX-512: a
   // slot of 2x3 at batch 1 is one masked chunk, of 5x5 at 1 one full and one masked, at 8 a run of chunks);
   // slots of 2x3 (one partial block of elements) and 5x5 (two whole blocks of 12 and one of 1); writes fixed at
   // compile time (2..8) and not (1, 9, 16).
   struct Case {
     std::int64_t batch, rows, cols;
   };
-  for (Case cs : {Case{16, 5, 5}, Case{19, 2, 3}, Case{3, 5, 5}, Case{1, 2, 3}, Case{1, 5, 5}, Case{2, 5, 5},
+  for (Case cs : {Case{16, 5, 5}, Case{19, 2, 3}, Case{12, 5, 5}, Case{3, 5, 5}, Case{1, 2, 3}, Case{1, 5, 5}, Case{2, 5, 5},
                   Case{4, 2, 3}, Case{8, 5, 5}})
     for (int writes : {1, 2, 3, 5, 8, 9, 16})
       for (int reads : {0, 1, 3})
