@@ -12,7 +12,10 @@ position at a step is its weighting's most weighted slot. Per sequence:
   R reads W's                 the share of output steps q at which R reads the slot W wrote the q-th highest-priority
                               input to (that slot + o, o in --offsets: a head may sit one slot off the write's;
                               the best o is printed): 1.00 when R reads the sorted inputs back in order; printed
-                              for the write head each read head follows best (highest mean), every pair with --all.
+                              for the write head each read head follows best (highest mean), every pair with --all;
+  R frees what it reads       (a MatDNC's file, which has the memory's usage) the share of output steps but the last
+                              at which the usage of the slot R reads falls to less than half at the next step: 1.00
+                              when every read frees its slot (the free gates), so the allocation can reuse it.
 The slots are taken modulo the memory's size (the weighting's columns); the priority and delimiter are the last
 two rows of an input frame (models/tasks/priority_sort.hpp). Printed as a Markdown table: each measure's mean,
 lowest and highest over the sequences, and its value on each.
@@ -30,9 +33,11 @@ def fail(text):
 
 
 def read_sequence(path):
-    """The inputs by step ({(row, col): value}) and each head's weighting by step ({slot: value})."""
+    """The inputs by step ({(row, col): value}), each head's weighting by step ({slot: value}) and the memory's
+    usage by step ({slot: value}; empty but for a MatDNC)."""
     inputs = collections.defaultdict(dict)
     heads = collections.defaultdict(lambda: collections.defaultdict(dict))
+    usage = collections.defaultdict(dict)
     try:
         with open(path, newline="") as f:
             reader = csv.DictReader(f)
@@ -44,13 +49,15 @@ def read_sequence(path):
                     inputs[t][(int(r["row"]), int(r["col"]))] = float(r["value"])
                 elif series.endswith("/weighting") and series.startswith(("read", "write")):
                     heads[series.split("/")[0]][t][int(r["col"])] = float(r["value"])
+                elif series == "usage":
+                    usage[t][int(r["col"])] = float(r["value"])
     except OSError as e:
         fail(f"{path}: {e.strerror}")
     if not inputs:
         fail(f"{path}: no input frames")
     if not any(h.startswith("write") for h in heads) or not any(h.startswith("read") for h in heads):
         fail(f"{path}: no read and write weightings (a model without NTM heads?)")
-    return inputs, heads
+    return inputs, heads, usage
 
 
 def ranks(values):
@@ -82,7 +89,7 @@ def most_weighted(weighting):
 
 
 def analyse(path, offsets):
-    inputs, heads = read_sequence(path)
+    inputs, heads, usage = read_sequence(path)
     steps = max(inputs) + 1
     rows = max(r for frame in inputs.values() for r, _ in frame) + 1
     priority_row, delimiter_row = rows - 2, rows - 1
@@ -103,6 +110,12 @@ def analyse(path, offsets):
         result[(w, "by priority")] = (spearman(priority, at), None)
     for r, at in read.items():
         result[(r, "ascending")] = (spearman(list(range(k)), at), None)
+        if usage and k > 1:
+            if any(t not in usage for t in range(m + 1, steps)):
+                fail(f"{path}: the usage is missing at some of the output steps")
+            freed = sum(1 for q in range(k - 1)
+                        if usage[m + 2 + q].get(at[q], 0.0) < 0.5 * usage[m + 1 + q].get(at[q], 0.0))
+            result[(r, "frees what it reads")] = (freed / (k - 1), None)
         for w, wat in written.items():
             best = max(((sum(1 for q, i in enumerate(sorted_inputs) if at[q] == (wat[i] + o) % slots) / k, o)
                         for o in offsets), key=lambda x: (x[0], -abs(x[1])))
@@ -144,8 +157,10 @@ def main(argv):
     for key in keys:
         values = [r[key] for _, _, r in per if key in r]
         xs = [v for v, _ in values]
-        each = ", ".join(f"{v:+.2f}" if o is None else f"{v:.2f} ({o:+d})" for v, o in values)
-        form = "{:+.2f}" if values[0][1] is None else "{:.2f}"
+        signed = key[1] in ("by priority", "ascending")  # correlations; the rest are shares
+        each = ", ".join(f"{v:+.2f}" if signed else f"{v:.2f}" if o is None else f"{v:.2f} ({o:+d})"
+                         for v, o in values)
+        form = "{:+.2f}" if signed else "{:.2f}"
         print(f"| {key[0]} | {key[1]} | {form.format(mean(key))} | {form.format(min(xs))} | "
               f"{form.format(max(xs))} | {each} |")
 

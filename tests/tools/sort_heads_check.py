@@ -2,7 +2,8 @@
 """tools/sort_heads.py on hand-made `matmem inspect --csv` files whose measures are worked out below: Spearman's ρ of
 the write slots against the priorities and of the read slots against the output steps, the share of output steps a
 read head reads the slot of the q-th highest-priority input (with an offset, modulo the slots), the best write head
-per read head, --all, and the refusal of a file that is not a priority sort. Exits 1 naming what differs."""
+per read head, --all, the share of reads that free their slot (a MatDNC's usage), and the refusal of a file that is
+not a priority sort. Exits 1 naming what differs."""
 import os
 import subprocess
 import sys
@@ -13,9 +14,10 @@ SCRIPT = os.path.join(ROOT, "tools", "sort_heads.py")
 SLOTS = 8
 
 
-def write_sequence(path, priorities, heads, delimiter=True):
+def write_sequence(path, priorities, heads, delimiter=True, usage=None):
     """Frames of 3 rows (content, priority, delimiter) x 2 columns; m inputs, the delimiter, then the outputs.
-    heads: {name: [slot at each step]}, each weighting 0.9 on that slot."""
+    heads: {name: [slot at each step]}, each weighting 0.9 on that slot; usage: [{slot: value} at each step]
+    (a MatDNC's file; slots not given are 0)."""
     m = len(priorities)
     steps = len(next(iter(heads.values())))
     with open(path, "w") as f:
@@ -28,6 +30,9 @@ def write_sequence(path, priorities, heads, delimiter=True):
             for name, at in heads.items():
                 for slot in range(SLOTS):
                     f.write(f"{t},{name}/weighting,0,{slot},{0.9 if slot == at[t] else 0.0125}\n")
+            if usage:
+                for slot in range(SLOTS):
+                    f.write(f"{t},usage,0,{slot},{usage[t].get(slot, 0.0)}\n")
     return path
 
 
@@ -80,6 +85,16 @@ def main():
         narrow = run(a, "--all", "--offsets", "0").stdout
         if "| read2 | reads write2's | 0.00 | 0.00 | 0.00 | 0.00 (+0) |" not in narrow:
             bad.append("--offsets 0: read2 should read none of write2's slots")
+        # A MatDNC's file (a usage series): read1 reads slots 7, 6, 5 at steps 5, 6, 7. Slot 7's usage 0.9 at step 5
+        # falls to 0.4 at step 6 (below half: freed); slot 6's 0.8 at step 6 is 0.5 at step 7 (not below half). The
+        # last output step has no next step: 1 of 2. Without a usage series the measure is not printed (a above).
+        use = [{} for _ in range(5)] + [{7: 0.9, 6: 0.8}, {7: 0.4, 6: 0.8}, {7: 0.4, 6: 0.5}]
+        e = write_sequence(os.path.join(dir, "e.csv"), prio, {"write1": w1, "read1": r1a}, usage=use)
+        frees = run(e).stdout
+        if "| read1 | frees what it reads | 0.50 | 0.50 | 0.50 | 0.50 |" not in frees:
+            bad.append(f"usage: read1 frees 1 of 2 read slots, got {frees}")
+        if "frees what it reads" in out.stdout:
+            bad.append("frees what it reads printed for files without a usage series")
         # Refusals: no delimiter frame, no heads, bad offsets, a missing file.
         c = write_sequence(os.path.join(dir, "c.csv"), prio, {"write1": w1, "read1": r1a}, delimiter=False)
         d = write_sequence(os.path.join(dir, "d.csv"), prio, {"h1": w1})
