@@ -375,14 +375,17 @@ const std::vector<Preset>& presets() {
       // and 3e-4, and grad.outlier 10: the lowest median at 25,000 steps, 147 bits (lr 3e-4: 200), none solved.
       {"matdnc", "copy", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "dnc.controller": "rnn",
         "dnc.slots": 32, "dnc.slot_rows": 6, "dnc.slot_cols": 6, "batch": 16, "lr": 3e-4, "clip.norm": 10.0})"},
-      // Priority sort trains one sequence an update at lr 1e-4 and the rate × 0.1 once a 1,000-sequence mean is below
-      // 40 bits wrong, non-finite steps skipped, 1,000,000 sequences (models/results/dnc.md#priority-sort: 10.90 /
-      // 79.28 / 62.40 bits wrong on report seeds 6–8, none falling, against 45.2 / 49.4 / 198.6 at batches of 16,
-      // seed 8 fallen to ln 2); the batch-16 protocol is models/configs/matdnc_priority_sort_batch16.json.
+      // Priority sort trains one sequence an update at lr 1e-4 with de-allocation (a freed slot's content erased:
+      // the model reads the highest priority left and frees its slot) and the rate × 0.1 once a 1,000-sequence mean
+      // is below 40 bits wrong, non-finite steps skipped, 1,000,000 sequences (models/results/dnc.md#priority-sort:
+      // 5.08 / 12.69 / 9.41 bits wrong on report seeds 6–8, none falling, against 10.90 / 79.28 / 62.40 without
+      // de-allocation, models/configs/matdnc_priority_sort_no_deallocation.json); the batch-16 protocol is
+      // models/configs/matdnc_priority_sort_batch16.json.
       {"matdnc", "priority_sort", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5,
         "dnc.controller": "rnn", "dnc.slots": 32, "dnc.slot_rows": 6, "dnc.slot_cols": 6, "batch": 1, "lr": 1e-4,
-        "clip.norm": 10.0, "dnc.cosine_eps": 0, "lr.solved_below": 40, "nonfinite": "skip", "nonfinite.max_skips": 1000,
-        "steps": 1000000, "log_every": 1000, "checkpoint_every": 20000, "eval.batches": 160})"},
+        "clip.norm": 10.0, "dnc.cosine_eps": 0, "dnc.deallocation": true, "lr.solved_below": 40, "nonfinite": "skip",
+        "nonfinite.max_skips": 1000, "steps": 1000000, "log_every": 1000, "checkpoint_every": 20000,
+        "eval.batches": 160})"},
       // Repeat copy trains one sequence an update at lr 1e-4 with masked content lookup and the rate × 0.1 once a
       // 1,000-sequence mean is below 1 bit, 800,000 sequences (models/results/dnc.md: 3 of 3 report seeds below
       // 1 bit by 200,000 and at the end, none collapsed, against 0 of 3 at batches of 16); the batch-16
