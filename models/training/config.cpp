@@ -367,12 +367,13 @@ const std::vector<Preset>& presets() {
       {"matntm", "keep_discard", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "ntm.slots": 16,
         "ntm.slot_rows": 6, "ntm.slot_cols": 6, "batch": 16, "lr": 1e-4})"},
       // The MatDNC at the MatNTM presets' controllers (but recall's, below) and 6×6 slots, each with fewer
-      // parameters than the MatNTM preset of its task (models/results/dnc.md): slots enough for the frames a sequence must hold (copy and
-      // priority sort 20, recall 20 item matrices), 16 (DeepMind's) where they are fewer; clip.norm 10. lr 3e-4
-      // chosen against 1e-4 on seeds 1–5: copy under 1 bit from 1,300–1,450 steps (1,850–2,000); repeat copy
-      // 4.5–10.1 bits at 12,500 steps (4.1–307). Priority sort takes 1e-4, chosen on seeds 1–5 at 62,500
-      // steps: 15–88 bits against 63–200. Keep/discard takes 1e-4, chosen on seeds 1–5 against 3e-4, Adam 1e-4
-      // and 3e-4, and grad.outlier 10: the lowest median at 25,000 steps, 147 bits (lr 3e-4: 200), none solved.
+      // parameters than the MatNTM preset of its task (models/results/dnc.md): slots enough for the frames a
+      // sequence must hold (copy and priority sort 20, recall 20 item matrices), 16 (DeepMind's) where they are
+      // fewer; clip.norm 10. lr 3e-4 chosen against 1e-4 on seeds 1–5: copy under 1 bit from 1,300–1,450 steps
+      // (1,850–2,000); repeat copy 4.5–10.1 bits at 12,500 steps (4.1–307). Priority sort takes 1e-4, chosen on
+      // seeds 1–5 at 62,500 steps: 15–88 bits against 63–200. Keep/discard takes 1e-4, chosen on seeds 1–5 against
+      // 3e-4, Adam 1e-4 and 3e-4, and grad.outlier 10: the lowest median at 25,000 steps, 147 bits (lr 3e-4: 200),
+      // none solved.
       {"matdnc", "copy", R"({"model.layers": "15x15,15x15", "task.rows": 5, "task.cols": 5, "dnc.controller": "rnn",
         "dnc.slots": 32, "dnc.slot_rows": 6, "dnc.slot_cols": 6, "batch": 16, "lr": 3e-4, "clip.norm": 10.0})"},
       // Priority sort trains one sequence an update at lr 1e-4 with de-allocation (a freed slot's content erased:
