@@ -48,8 +48,8 @@ std::int64_t scratch_size(std::int64_t K, std::int64_t R, const Shape& m) {
 
 template <class T>
 struct MemoryWritesKernel {
-  // The kernels take a local copy of it: read through a reference, its pointers and sizes were loaded again
-  // after every SIMD store (a may-alias store could have changed them), in the innermost loops.
+  // The kernels take it by value: read through a reference, its pointers and sizes were loaded again after
+  // every SIMD store (a may-alias store could have changed them), in the innermost loops.
   struct Work {
     std::int64_t B = 0, N = 0, E = 0, K = 0, R = 0;
     T *wt, *et, *at, *vt, *rt, *gwt, *get, *gat, *gvt;
@@ -78,8 +78,7 @@ struct MemoryWritesKernel {
   }
 
   template <int KK>
-  static void forward_lanes(const OpCall<T>& c, const Work& work) {
-    const Work k = work;  // a local copy (Work)
+  static void forward_lanes(const OpCall<T>& c, Work k) {  // by value (Work)
     const std::int64_t B = k.B, N = k.N, E = k.E, K = KK > 0 ? KK : k.K, R = k.R;
     constexpr std::size_t kW = KK > 0 ? std::size_t(KK) : std::size_t(kMaxWrites);
     const T* mem = c.x[0];
@@ -108,8 +107,7 @@ struct MemoryWritesKernel {
   }
 
   template <int KK>
-  static void backward_lanes(const OpCall<T>& c, const Work& work) {
-    const Work k = work;  // a local copy (Work)
+  static void backward_lanes(const OpCall<T>& c, Work k) {  // by value (Work)
     const std::int64_t B = k.B, N = k.N, E = k.E, K = KK > 0 ? KK : k.K, R = k.R;
     constexpr std::size_t kW = KK > 0 ? std::size_t(KK) : std::size_t(kMaxWrites);
     const T *mem = c.x[0], *gy = c.grad_y;
@@ -176,8 +174,7 @@ struct MemoryWritesKernel {
   static Mask chunk_mask(std::int64_t i, std::int64_t L) { return i + P::W <= L ? P::kFull : P::first(L - i); }
 
   template <int KK>
-  static void forward_periodic(const OpCall<T>& c, const Work& work) {
-    const Work k = work;  // a local copy (Work)
+  static void forward_periodic(const OpCall<T>& c, Work k) {  // by value (Work)
     const std::int64_t B = k.B, N = k.N, L = k.E * k.B, K = KK > 0 ? KK : k.K, R = k.R;
     constexpr std::size_t kW = KK > 0 ? std::size_t(KK) : std::size_t(kMaxWrites);
     const typename P::Lanes ln(B);
@@ -204,8 +201,7 @@ struct MemoryWritesKernel {
   }
 
   template <int KK>
-  static void backward_periodic(const OpCall<T>& c, const Work& work) {
-    const Work k = work;  // a local copy (Work)
+  static void backward_periodic(const OpCall<T>& c, Work k) {  // by value (Work)
     const std::int64_t B = k.B, N = k.N, L = k.E * k.B, K = KK > 0 ? KK : k.K, R = k.R;
     constexpr std::size_t kW = KK > 0 ? std::size_t(KK) : std::size_t(kMaxWrites);
     const typename P::Lanes ln(B);
@@ -260,8 +256,7 @@ struct MemoryWritesKernel {
   static T* unfolded(const Work& k) { return k.gvt + k.R * k.N; }
 
   template <int KK>
-  static void backward_one(const OpCall<T>& c, const Work& work) {
-    const Work k = work;  // a local copy (Work)
+  static void backward_one(const OpCall<T>& c, Work k) {  // by value (Work)
     static_assert(kOneLanes >= P::W);
     const std::int64_t N = k.N, L = k.E, K = KK > 0 ? KK : k.K;
     constexpr std::size_t kW = KK > 0 ? std::size_t(KK) : std::size_t(kMaxWrites);
