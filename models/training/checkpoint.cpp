@@ -91,7 +91,7 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
                               set, fmt::join(std::begin(kResumeKeys), std::end(kResumeKeys), ", "), key));
     config.assign(set, "--set");
   }
-  auto t = std::make_unique<Trainer>(config, ranks);
+  std::unique_ptr<Trainer> t(new Trainer(config, ranks, /*from_checkpoint=*/true));
   ParameterStore& params = t->model_->params();
   std::size_t used = 0;
   for (auto& p : params) {
@@ -150,6 +150,34 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
     r->begin(t->step_);
   }
   return t;
+}
+
+void Trainer::start_from(const std::string& source) {
+  const std::filesystem::path p(source);
+  const std::string path = std::filesystem::is_directory(p) ? (p / "checkpoint.safetensors").string() : source;
+  if (!std::filesystem::exists(path))
+    throw Error(fmt::format("init {}: no such {} (a run directory holding checkpoint.safetensors, or such a file)",
+                            source, std::filesystem::is_directory(p) ? "checkpoint" : "run directory or file"));
+  const TensorFile f = read_safetensors(path);
+  const auto format = f.metadata.find("format");
+  if (format == f.metadata.end() || (format->second != "matmem-checkpoint-1" && format->second != "matmem-best-1"))
+    throw Error(fmt::format("init {}: not a matmem checkpoint or best-parameters file (format {})", path,
+                            format == f.metadata.end() ? "missing" : format->second));
+  for (auto& q : model_->params()) {
+    const auto it = f.tensors.find("param/" + q->name);
+    if (it == f.tensors.end())
+      throw Error(fmt::format("init {}: parameter {} of model {} is missing (another model?)", path, q->name,
+                              model_->name()));
+    if (it->second.shape() != q->value.shape() || it->second.dtype() != q->value.dtype())
+      throw Error(fmt::format("init {}: parameter {} is {} {} there, {} {} in this run's model", path, q->name,
+                              it->second.shape().str(), name_of(it->second.dtype()), q->value.shape().str(),
+                              name_of(q->value.dtype())));
+    q->value = it->second;
+  }
+  for (const auto& [name, tensor] : f.tensors)
+    if (name.rfind("param/", 0) == 0 && !model_->params().contains(name.substr(6)))
+      throw Error(fmt::format("init {}: holds parameter {}, which model {} does not have (another model?)", path,
+                              name.substr(6), model_->name()));
 }
 
 bool Trainer::stopped_in(const std::map<std::string, std::string>& metadata) {

@@ -34,6 +34,10 @@ std::vector<ConfigKey>& all_keys() {
        "batch: the key batch is not used, micro_batch must be 0 and threads 1)"},
       {"seed", "1", "seed of the run: parameter initialisation and every sequence drawn",
        {.min = 0}},
+      {"init", "\"\"",
+       "start the model from another run's parameters in place of their initialisation: a run directory (its last "
+       "parameters, checkpoint.safetensors) or a checkpoint or best.safetensors file; the same model, every parameter by "
+       "name and shape; the optimiser's state, the step and the data are this run's own (\"\": none)"},
       {"steps", "3000", "training steps (one batch each)",
        {.min = 1}},
       {"batch", "16", "sequences per batch",

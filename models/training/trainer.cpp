@@ -51,13 +51,16 @@ double cross_entropy_bits(const Sequence& seq, double loss, double cost) {
 }
 }  // namespace
 
-Trainer::Trainer(const Config& config, const Communicator* ranks)
+Trainer::Trainer(const Config& config, const Communicator* ranks) : Trainer(config, ranks, false) {}
+
+Trainer::Trainer(const Config& config, const Communicator* ranks, bool from_checkpoint)
     : config_(config), tape_(training_dtype(config)), data_rng_(data_rng_for(config.integer("seed"))) {
   // make_task and make_model check every key's range (check_config) before they read any; a relation between a
   // model's keys and the training's is the model's factory's to check (models/registry.cpp).
   task_ = make_task(config_);
   config_.set_json("steps", step_budget(config_, *task_), "epochs");
   model_ = make_model(config_, *task_, tape_.dtype());
+  if (!from_checkpoint && !config_.str("init").empty()) start_from(config_.str("init"));
   rules_ = make_rules(config_, *task_);
   // A generated task's held-out batches (5. in the file): drawn once, from their own Rng, at the task's sizes.
   if (!split_task() && config_.integer("eval.interval") > 0) {

@@ -139,6 +139,7 @@ class Trainer {
  public:
   /// A trainer of the config's model, task and optimiser. `ranks`: the ranks of a distributed run (nullptr
   /// or one rank: this process trains alone).
+  /// With `init` set, the model starts from that run's parameters (start_from).
   explicit Trainer(const Config& config, const Communicator* ranks = nullptr);
   ~Trainer();
   /// A trainer restored from DIR/checkpoint.safetensors; `steps` > 0 replaces the configured step budget and
@@ -247,6 +248,12 @@ class Trainer {
   std::unique_ptr<DataParallel> parallel_;  // the batch's gradient over the threads and ranks
   double flops_ = 0;  // the last step's, over every part and micro-batch
 
+  // resume(): the parameters come from the checkpoint, so `init` (which started the run) is not read again.
+  Trainer(const Config& config, const Communicator* ranks, bool from_checkpoint);
+  // The model's parameters from `source` (config key init): a run directory or a checkpoint or best-parameters
+  // file, every parameter of the model by name, shape and element type, and none it lacks; refused naming the
+  // file and the parameter.
+  void start_from(const std::string& source);
   void set_anomaly_mode(bool on);
   void sample_batch();
   // A step that is not finite, under nonfinite's policy; `updated`: an update in place has left part of itself.
