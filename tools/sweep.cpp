@@ -176,9 +176,15 @@ Plan read_plan(const fs::path& file) {
       for (const auto& [k, v] : combo) sets.emplace_back(k, v.dump());
       for (std::int64_t seed : seeds) {
         const std::string this_where = fmt::format("{} ({}, seed {})", where, name, seed);
+        // "{seed}" in a value is the run's seed: a run started from the same seed's run of another plan
+        // ("init": "runs/experiments/STAGE1/run/seed{seed}"). Only a JSON string can hold it.
+        std::vector<std::pair<std::string, std::string>> seed_sets = sets;
+        for (auto& [k, v] : seed_sets)
+          for (std::size_t at = v.find("{seed}"); at != std::string::npos; at = v.find("{seed}", at))
+            v.replace(at, 6, std::to_string(seed));
         const Config c = Config::resolve([&](Config& cfg) {
           if (!config.empty()) cfg.merge_file(config);
-          for (const auto& [k, v] : sets) cfg.set(k, v, this_where);
+          for (const auto& [k, v] : seed_sets) cfg.set(k, v, this_where);
           if (steps > 0) {  // as `matmem train --steps`: the plan's steps replace a data set's epochs
             cfg.set_json("steps", steps, this_where);
             cfg.set_json("epochs", 0, this_where);
@@ -188,7 +194,7 @@ Plan read_plan(const fs::path& file) {
         // A data set's epochs: the steps they take (the budget `matmem train` derives from them too). Only then
         // is the task made (a data set is read, a graph generated) to count its steps.
         const std::int64_t budget = c.integer("epochs") > 0 ? step_budget(c, *make_task(c)) : c.integer("steps");
-        PlannedRun p{name, seed, budget, config, sets, plan.out / name / fmt::format("seed{}", seed), c.dump()};
+        PlannedRun p{name, seed, budget, config, seed_sets, plan.out / name / fmt::format("seed{}", seed), c.dump()};
         plan.runs.push_back(std::move(p));
       }
     }

@@ -7,12 +7,16 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "matmem/runtime/error.hpp"
 #include "matmem/runtime/files.hpp"
@@ -90,6 +94,21 @@ TEST_CASE("sweep: a plan is every named run times every grid combination times e
   CHECK(train_arguments(files.runs[0], {State::fresh, 0})[2] == cfg);
   CHECK_THROWS_WITH(read_plan(write_plan(dir, "nofile.json", R"({"runs": [{"name": "b", "config": "nowhere.json"}]})")),
                     Contains("nowhere.json") && Contains("cannot be read"));
+}
+
+TEST_CASE("sweep: {seed} in a string value is each run's seed, in its config and its train arguments", "[tools][sweep]") {
+  const fs::path dir = fresh_dir("sweep_seed_value");
+  const Plan plan = read_plan(write_plan(dir, "p.json", R"({"out": "o", "seeds": [4, 12], "set": {"model": "matrnn",
+      "init": "runs/a/seed{seed}/x{seed}"}, "runs": [{"name": "b", "set": {"log_every": 7}}]})"));
+  REQUIRE(plan.runs.size() == 2);
+  for (const PlannedRun& r : plan.runs) {
+    const std::string want = fmt::format("runs/a/seed{0}/x{0}", r.seed);
+    INFO("seed " << r.seed);
+    CHECK(r.sets[1] == std::pair<std::string, std::string>("init", "\"" + want + "\""));
+    CHECK(nlohmann::json::parse(r.resolved).at("init") == want);
+    const std::vector<std::string> args = train_arguments(r, {State::fresh, 0});
+    CHECK(std::find(args.begin(), args.end(), "init=\"" + want + "\"") != args.end());
+  }
 }
 
 TEST_CASE("sweep: a bad plan is refused naming the file, the run and what is wrong", "[tools][sweep][errors]") {
