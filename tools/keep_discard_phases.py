@@ -19,7 +19,8 @@ step: its writes are every step's, whatever it stores).
 """
 import argparse
 import collections
-import csv
+
+import inspect_csv
 
 
 def fail(text):
@@ -30,19 +31,11 @@ def read_sequence(path):
     """Inputs, outputs and targets by step ({(row, col): value}) and the write weightings' total by step."""
     frames = {s: collections.defaultdict(dict) for s in ("input", "output", "target")}
     writes = collections.defaultdict(float)
-    try:
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            if reader.fieldnames != ["time", "series", "row", "col", "value"]:
-                fail(f"{path}: columns {reader.fieldnames}, not matmem inspect's time,series,row,col,value")
-            for r in reader:
-                t, series, value = int(r["time"]), r["series"], float(r["value"])
-                if series in frames:
-                    frames[series][t][(int(r["row"]), int(r["col"]))] = value
-                elif series.startswith("write") and series.endswith("/weighting"):
-                    writes[t] += value
-    except OSError as e:
-        fail(f"{path}: {e.strerror}")
+    for t, series, row, col, value in inspect_csv.rows(path, fail):
+        if series in frames:
+            frames[series][t][(row, col)] = value
+        elif series.startswith("write") and series.endswith("/weighting"):
+            writes[t] += value
     if not frames["input"] or not frames["target"]:
         fail(f"{path}: no input or no target frames")
     return frames, writes

@@ -24,8 +24,9 @@ lowest and highest over the sequences, and its value on each.
 """
 import argparse
 import collections
-import csv
 import sys
+
+import inspect_csv
 
 
 def fail(text):
@@ -38,21 +39,13 @@ def read_sequence(path):
     inputs = collections.defaultdict(dict)
     heads = collections.defaultdict(lambda: collections.defaultdict(dict))
     usage = collections.defaultdict(dict)
-    try:
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            if reader.fieldnames != ["time", "series", "row", "col", "value"]:
-                fail(f"{path}: columns {reader.fieldnames}, not matmem inspect's time,series,row,col,value")
-            for r in reader:
-                t, series = int(r["time"]), r["series"]
-                if series == "input":
-                    inputs[t][(int(r["row"]), int(r["col"]))] = float(r["value"])
-                elif series.endswith("/weighting") and series.startswith(("read", "write")):
-                    heads[series.split("/")[0]][t][int(r["col"])] = float(r["value"])
-                elif series == "usage":
-                    usage[t][int(r["col"])] = float(r["value"])
-    except OSError as e:
-        fail(f"{path}: {e.strerror}")
+    for t, series, row, col, value in inspect_csv.rows(path, fail):
+        if series == "input":
+            inputs[t][(row, col)] = value
+        elif series.endswith("/weighting") and series.startswith(("read", "write")):
+            heads[series.split("/")[0]][t][col] = value
+        elif series == "usage":
+            usage[t][col] = value
     if not inputs:
         fail(f"{path}: no input frames")
     if not any(h.startswith("write") for h in heads) or not any(h.startswith("read") for h in heads):
