@@ -1,5 +1,5 @@
 """Reading `matmem inspect --csv` files for the analysis scripts beside it (sort_heads.py, keep_discard_phases.py):
-one line a drawn value, time,series,row,col,value."""
+one line a drawn value, time,series,row,col,value; and a head's position in a weighting."""
 import csv
 
 COLUMNS = ["time", "series", "row", "col", "value"]
@@ -17,3 +17,8 @@ def rows(path, fail):
                 yield int(r["time"]), r["series"], int(r["row"]), int(r["col"]), float(r["value"])
     except OSError as e:
         fail(f"{path}: {e.strerror}")
+
+
+def most_weighted(weighting):
+    """The slot a weighting ({slot: value}) puts most weight on, the lowest of equal ones: a head's position."""
+    return max(weighting, key=lambda slot: (weighting[slot], -slot))

@@ -67,7 +67,7 @@ def analyse(path):
     for t in sorted(writes):
         if sum(writes[t].values()) < 0.5:
             continue
-        slot = max(sorted(writes[t]), key=lambda k: writes[t][k])
+        slot = inspect_csv.most_weighted(writes[t])
         if slot in written:
             out["rewrites"] += 1
             if usage and usage[t].get(slot, 0.0) < 0.5:

@@ -27,6 +27,7 @@ import collections
 import sys
 
 import inspect_csv
+from inspect_csv import most_weighted
 
 
 def fail(text):
@@ -75,10 +76,6 @@ def spearman(a, b):
     num = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
     den = (sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb)) ** 0.5
     return num / den if den > 0 else 0.0
-
-
-def most_weighted(weighting):
-    return max(weighting, key=lambda slot: (weighting[slot], -slot))
 
 
 def analyse(path, offsets):
