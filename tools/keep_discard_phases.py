@@ -6,7 +6,8 @@ DIR --items N --seed Q --csv F`). An input frame has r content rows, then the ke
 channel (models/tasks/keep_discard.hpp). The steps with a target before the recall delimiter are the discard recall
 (each discard sub-sequence copied back after its delimiter), those after it the keep recall (the keep sub-sequences
 at the end). Per sequence:
-  discard recall    bits wrong (an output above ½ against its target bit) over the discard recall's matrices, and per matrix;
+  discard recall    bits wrong (an output above ½ against its target bit) over the discard recall's matrices, and
+                    per matrix;
   keep recall       the same over the keep recall's;
   writes            the write weightings' total weight, every write head and step, against the input's keep and
                     discard frames (the steps before the recall delimiter with content and no target): a model that
@@ -102,8 +103,9 @@ def main(argv=None):
     def count(value, form):
         return "–" if value is None else format(value, form)
 
-    print("| sequence | discard recall: bits wrong (matrices; per matrix) | keep recall: bits wrong (matrices; per matrix) "
-          "| writes: total weight (keep / discard frames) | rewrites (into freed slots) | in use at the recall delimiter |")
+    print("| sequence | discard recall: bits wrong (matrices; per matrix) "
+          "| keep recall: bits wrong (matrices; per matrix) | writes: total weight (keep / discard frames) "
+          "| rewrites (into freed slots) | in use at the recall delimiter |")
     print("|---|---|---|---|---|---|")
     for path, o in per:
         print(f"| {path} | {o['discard bits']:.0f} ({o['discard matrices']}; "
