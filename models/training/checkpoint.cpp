@@ -48,6 +48,21 @@ void Trainer::save(const std::string& dir) const {
 }
 
 namespace {
+// Every parameter of `model` from the file's "param/NAME" tensors, refused (naming `where` and the parameter) when
+// one is missing or of another shape or element type: a resume's and an init's.
+void set_parameters(Model& model, const TensorFile& f, const std::string& where) {
+  for (auto& p : model.params()) {
+    const auto it = f.tensors.find("param/" + p->name);
+    if (it == f.tensors.end())
+      throw Error(fmt::format("{}: parameter {} of model {} is missing", where, p->name, model.name()));
+    if (it->second.shape() != p->value.shape() || it->second.dtype() != p->value.dtype())
+      throw Error(fmt::format("{}: parameter {} is {} {} there, {} {} in this run's model", where, p->name,
+                              it->second.shape().str(), name_of(it->second.dtype()), p->value.shape().str(),
+                              name_of(p->value.dtype())));
+    p->value = it->second;
+  }
+}
+
 // A checkpoint's config in the keys of this version: task.graph.patience = p of earlier versions (the graph
 // task's early stopping on the validation loss after every step) is eval.patience = p with eval.interval 1
 // and eval.metric loss. Text that is not a JSON object is left for merge_json_text to refuse.
@@ -92,19 +107,8 @@ std::unique_ptr<Trainer> Trainer::resume(const std::string& dir, std::int64_t st
     config.assign(set, "--set");
   }
   std::unique_ptr<Trainer> t(new Trainer(config, ranks, /*from_checkpoint=*/true));
-  ParameterStore& params = t->model_->params();
-  std::size_t used = 0;
-  for (auto& p : params) {
-    auto it = f.tensors.find("param/" + p->name);
-    if (it == f.tensors.end())
-      throw Error(fmt::format("checkpoint {}: parameter {} of model {} is missing", path, p->name, t->model_->name()));
-    if (it->second.shape() != p->value.shape() || it->second.dtype() != p->value.dtype())
-      throw Error(fmt::format("checkpoint {}: parameter {} is {} {} there, {} {} in the model", path, p->name,
-                              it->second.shape().str(), name_of(it->second.dtype()), p->value.shape().str(),
-                              name_of(p->value.dtype())));
-    p->value = it->second;
-    ++used;
-  }
+  set_parameters(*t->model_, f, "checkpoint " + path);
+  std::size_t used = t->model_->params().size();
   for (auto& [name, tensor] : t->optimizer_->state_tensors()) {
     auto it = f.tensors.find("optim/" + name);
     if (it == f.tensors.end()) throw Error(fmt::format("checkpoint {}: optimiser state {} is missing", path, name));
@@ -163,17 +167,7 @@ void Trainer::start_from(const std::string& source) {
   if (format == f.metadata.end() || (format->second != "matmem-checkpoint-1" && format->second != "matmem-best-1"))
     throw Error(fmt::format("init {}: not a matmem checkpoint or best-parameters file (format {})", path,
                             format == f.metadata.end() ? "missing" : format->second));
-  for (auto& q : model_->params()) {
-    const auto it = f.tensors.find("param/" + q->name);
-    if (it == f.tensors.end())
-      throw Error(fmt::format("init {}: parameter {} of model {} is missing (another model?)", path, q->name,
-                              model_->name()));
-    if (it->second.shape() != q->value.shape() || it->second.dtype() != q->value.dtype())
-      throw Error(fmt::format("init {}: parameter {} is {} {} there, {} {} in this run's model", path, q->name,
-                              it->second.shape().str(), name_of(it->second.dtype()), q->value.shape().str(),
-                              name_of(q->value.dtype())));
-    q->value = it->second;
-  }
+  set_parameters(*model_, f, "init " + path);
   for (const auto& [name, tensor] : f.tensors)
     if (name.rfind("param/", 0) == 0 && !model_->params().contains(name.substr(6)))
       throw Error(fmt::format("init {}: holds parameter {}, which model {} does not have (another model?)", path,
