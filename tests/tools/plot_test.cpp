@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -505,4 +506,46 @@ TEST_CASE("plot: a drawing PLplot refuses is an error naming the picture, not a 
   Figure f(dir / "narrow.svg", 600, 500);
   f.heatmap({0.40, 0.42, 0, 1}, m);  // 12 pixels wide: no room for the axes and the colour bar
   CHECK_THROWS_WITH(f.finish(), Catch::Contains("PLplot could not draw all of") && Catch::Contains("narrow.svg"));
+}
+
+TEST_CASE("plot: the inspect sheet of a long sequence keeps the numbers on each line apart", "[plot]") {
+  // keep/discard's 88 steps, 16 slots, a DNC's three panels to a row: one number a step under the frames, one
+  // slot a written frame and ten time-step ticks a panel ran into each other ("1011121314…").
+  const fs::path dir = fresh_dir("plot_inspect_long");
+  const std::int64_t T = 88, N = 16;
+  InspectData d;
+  d.title = "long";
+  const Matrix frame{2, 2, {0, 1, 1, 0}};
+  d.inputs.assign(T, frame);
+  d.target_steps = {80, 81, 82, 83, 84, 85, 86, 87};
+  d.targets = d.outputs = std::vector<Matrix>(8, frame);
+  InspectData::Weighting usage{"usage", std::vector<std::vector<double>>(T, std::vector<double>(N, 0.5))};
+  InspectData::Weighting write{"write1/weighting", std::vector<std::vector<double>>(T, std::vector<double>(N, 0.0))};
+  for (std::int64_t t = 0; t < T; ++t) write.w[std::size_t(t)][std::size_t((10 + 3 * t) % N)] = 1;  // 10, 13, 0, …
+  InspectData::Weighting read{"read1/weighting", write.w};
+  d.slot_states = {usage};
+  d.weightings = {write, read};
+  d.memory.assign(T, std::vector<Matrix>(N, frame));
+  d.circular = false;
+  inspect_sheet(dir / "sheet.svg", d);
+  const std::string svg = file_bytes(dir / "sheet.svg");
+  REQUIRE(svg_well_formed(svg));
+  std::map<long, std::vector<PlacedText>> lines;  // the numbers, by the line (y) they stand on
+  for (const PlacedText& p : placed_texts(svg))
+    if (p.upright && is_number(p.text) && p.text.find('.') == std::string::npos) lines[std::lround(p.y)].push_back(p);
+  std::size_t numbers = 0;
+  for (auto& [y, line] : lines) {
+    std::sort(line.begin(), line.end(), [](const PlacedText& a, const PlacedText& b) { return a.x < b.x; });
+    for (std::size_t k = 1; k < line.size(); ++k) {
+      // Centred numbers, at least a third of their size between them.
+      const PlacedText &a = line[k - 1], &b = line[k];
+      INFO("line at y " << y << ": " << a.text << " at x " << a.x << ", " << b.text << " at x " << b.x);
+      CHECK(b.x - a.x >= (text_width(a) + text_width(b)) / 2 + b.size / 3);
+    }
+    numbers += line.size();
+  }
+  // Still numbered: the steps every 5 (0 … 85), the written slots, each panel's time ticks.
+  CHECK(numbers >= 18 + 20 + 3 * 4);
+  const std::vector<std::string> texts = svg_texts(svg);
+  for (const char* step : {"0", "5", "40", "85"}) CHECK(std::count(texts.begin(), texts.end(), std::string(step)) >= 1);
 }

@@ -243,7 +243,13 @@ std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const Insp
   const double frame_w = std::min(col * 0.86, 64.0);
   const Matrix& in0 = d.inputs[0];
   auto frame_h = [&](const Matrix& m) { return frame_w * double(m.rows) / double(std::max<std::int64_t>(1, m.cols)); };
-  const double label_h = 26;
+  const double label_h = 26, line_h = 15;
+  // Each number under the frames is given 12 pixels a digit and 10 more (a digit is about 8 at the page's largest
+  // text). The input's step numbers go every 1, 2, 5, 10, … steps, the fewest that keep them apart; the memory's
+  // slot numbers, one a written frame, take up to three lines in turn, and past that every k-th frame is numbered.
+  auto label_width = [](std::int64_t largest) { return 12.0 * double(fmt::format("{}", largest).size()) + 10; };
+  const std::int64_t step_stride =
+      tick_step(T, std::max(1, int(double(W - left - right) / label_width(std::max<std::int64_t>(T - 1, 0)))));
   std::vector<std::pair<std::string, double>> rows = {{"input", frame_h(in0) + label_h}};
   if (!d.targets.empty()) {
     rows.push_back({"target", frame_h(d.targets[0]) + 8});
@@ -264,8 +270,13 @@ std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const Insp
       const auto& row = write->w[std::size_t(t)];
       written.push_back({t, std::int64_t(std::max_element(row.begin(), row.end()) - row.begin())});
     }
-    if (!written.empty()) rows.push_back({"memory", frame_h(d.memory[0][0]) + label_h});
   }
+  std::int64_t largest_slot = 0;
+  for (const auto& ts : written) largest_slot = std::max(largest_slot, ts.second);
+  const double slot_span = label_width(largest_slot) / col;  // the frames one slot number spans
+  const std::int64_t slot_lines = std::clamp<std::int64_t>(std::int64_t(std::ceil(slot_span)), 1, 3);
+  const std::int64_t slot_stride = std::max<std::int64_t>(1, std::int64_t(std::ceil(slot_span / double(slot_lines))));
+  if (!written.empty()) rows.push_back({"memory", frame_h(d.memory[0][0]) + label_h + line_h * double(slot_lines - 1)});
   const bool heat = !d.weightings.empty() || !d.slot_states.empty();
   // A DNC's link matrices: at the end of the input (the step before the last run of targets) and at the last step.
   std::vector<std::int64_t> link_steps;
@@ -292,19 +303,22 @@ std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const Insp
   auto ny = [&](double px_from_top) { return 1.0 - px_from_top / double(height); };
   fig.text(0.5, ny(34), d.title, 0.95, 0.5);
   double y = title_h;
-  auto frame = [&](const Matrix& m, std::int64_t t, double top, const std::string& label, double lo, double hi) {
+  auto frame = [&](const Matrix& m, std::int64_t t, double top, const std::string& label, double lo, double hi,
+                   std::int64_t line = 0) {
     const double x0 = left + col * double(t) + (col - frame_w) / 2;
     Heatmap h;
     h.rows = m.rows, h.cols = m.cols, h.values = m.values, h.v_min = lo, h.v_max = hi, h.axes = false;
     fig.heatmap({nx(x0), nx(x0 + frame_w), ny(top + frame_h(m)), ny(top)}, h);
-    if (!label.empty()) fig.text(nx(x0 + frame_w / 2), ny(top + frame_h(m) + 18), label, 0.75, 0.5);
+    if (!label.empty())
+      fig.text(nx(x0 + frame_w / 2), ny(top + frame_h(m) + 18 + line_h * double(line)), label, 0.75, 0.5);
   };
   for (const auto& [name, h] : rows) {
     // A row with numbers under its frames: the name beside the frames, apart from the numbers' "slot:".
-    fig.text(nx(12), ny(y + (name == "memory" ? (h - label_h) / 2 : h / 2) + 5), name, 0.85, 0.0);
-    if (name == "memory") fig.text(nx(12), ny(y + h - 8), "slot:", 0.75, 0.0);
+    fig.text(nx(12), ny(y + (name == "memory" ? frame_h(d.memory[0][0]) / 2 : h / 2) + 5), name, 0.85, 0.0);
+    if (name == "memory") fig.text(nx(12), ny(y + frame_h(d.memory[0][0]) + 18), "slot:", 0.75, 0.0);
     if (name == "input")
-      for (std::int64_t t = 0; t < T; ++t) frame(d.inputs[std::size_t(t)], t, y, fmt::format("{}", t), 0, 1);
+      for (std::int64_t t = 0; t < T; ++t)
+        frame(d.inputs[std::size_t(t)], t, y, t % step_stride == 0 ? fmt::format("{}", t) : "", 0, 1);
     if (name == "target")
       for (std::size_t k = 0; k < d.targets.size(); ++k) frame(d.targets[k], d.target_steps[k], y, "", 0, 1);
     if (name == "output")
@@ -313,8 +327,12 @@ std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const Insp
       double lo = INFINITY, hi = -INFINITY;
       for (auto [t, s] : written)
         for (double v : d.memory[std::size_t(t)][std::size_t(s)].values) lo = std::min(lo, v), hi = std::max(hi, v);
-      for (auto [t, s] : written)
-        frame(d.memory[std::size_t(t)][std::size_t(s)], t, y, fmt::format("{}", s), lo, hi);
+      for (std::size_t k = 0; k < written.size(); ++k) {
+        const auto [t, s] = written[k];
+        const auto n = std::int64_t(k);
+        frame(d.memory[std::size_t(t)][std::size_t(s)], t, y, n % slot_stride == 0 ? fmt::format("{}", s) : "", lo, hi,
+              (n / slot_stride) % slot_lines);
+      }
     }
     y += h + 14;
   }
@@ -348,7 +366,7 @@ std::vector<PlotArea> inspect_sheet(const std::filesystem::path& out, const Insp
     h.title = state ? fmt::format("{} (slots {} of {})", wt.name, slot_ranges(first, last, slots), slots)
                     : fmt::format("{} weighting (slots {} of {})", head, slot_ranges(first, last, slots), slots);  // the tests look for this
     h.x_label = "time step";
-    if (columns > 3) h.x_ticks = 4;  // a quarter of the width: fewer numbers, apart
+    h.x_ticks = columns > 3 ? 4 : columns == 3 ? 5 : 10;  // on a third or a quarter of the width: fewer, apart
     h.y_label = "memory slot";
     h.colour_bar = true;
     maps.push_back(std::move(h));
